@@ -1,0 +1,27 @@
+# Two commands a new user needs:  `make run`  and  `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+$(BIN)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+.PHONY: install run test bench baml
+install: $(BIN)/.installed
+
+run: install  ## set up and start the bot on http://127.0.0.1:8000 (no secrets needed)
+	$(BIN)/python -m bot serve
+
+test: install  ## the whole test suite, plus a check that the BAML client is up to date
+	$(BIN)/baml-cli generate --from baml_src > /dev/null
+	@test -z "$$(git status --porcelain -- bot/baml_client)" || (git status --short -- bot/baml_client; echo "bot/baml_client differs from baml_src: run make baml and commit"; exit 1)
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python bench/step_overhead.py
+
+baml: install  ## regenerate bot/baml_client after editing baml_src/
+	$(BIN)/baml-cli generate --from baml_src

@@ -1,0 +1,114 @@
+"""python -m bot serve | chat MESSAGE | threads ... | redis-stop"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import logging
+import sys
+
+from bot import embedded_redis
+from bot.service import Refused
+from bot.settings import ConfigError, Settings
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bot", description="deploybot")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the HTTP API (and the agent loop) on PORT")
+    chat = sub.add_parser("chat", help="talk to the bot in this terminal")
+    chat.add_argument("message")
+    chat.add_argument("--user", default=_me())
+
+    threads = sub.add_parser("threads", help="inspect and answer threads").add_subparsers(
+        dest="action", required=True
+    )
+    ls = threads.add_parser("list")
+    ls.add_argument("--status")
+    ls.add_argument("--limit", type=int, default=20)
+    show = threads.add_parser("show")
+    show.add_argument("id")
+    show.add_argument("--markdown", action="store_true")
+    respond = threads.add_parser("respond", help="answer a thread, or decide on its approval")
+    respond.add_argument("id")
+    respond.add_argument("text", nargs="?", default="")
+    decision = respond.add_mutually_exclusive_group()
+    decision.add_argument("--approve", action="store_true")
+    decision.add_argument("--reject", action="store_true")
+    respond.add_argument("--approval-id")
+    respond.add_argument("--user", default=_me())
+    fork = threads.add_parser("fork")
+    fork.add_argument("id")
+    fork.add_argument("--at", type=int, required=True)
+    cancel = threads.add_parser("cancel")
+    cancel.add_argument("id")
+    cancel.add_argument("--reason", default="")
+    cancel.add_argument("--user", default=_me())
+    threads.add_parser("resume", help="run a thread's loop in this process").add_argument("id")
+
+    sub.add_parser("redis-stop", help="stop the embedded Redis server")
+    return p
+
+
+def _me() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in a bare container
+        return "cli"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = Settings()
+        settings.llm()  # fail at start, with the reason, on a half-configured LLM
+    except (ConfigError, ValueError) as e:
+        print(f"configuration error: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.command == "serve":
+        return serve(settings)
+    if args.command == "redis-stop":
+        print("stopped" if embedded_redis.stop(settings.data_dir) else "not running")
+        return 0
+    try:
+        return asyncio.run(_terminal(settings, args))
+    except Refused as e:
+        print(f"refused ({e.status}): {e.message}", file=sys.stderr)
+        return 1
+
+
+async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.app import build
+    from bot.channels import cli
+
+    logging.getLogger("deploybot.thread").setLevel(logging.WARNING)  # the CLI prints events itself
+    app = build(settings, notifier=cli.PrintNotifier())
+    try:
+        if args.command == "chat":
+            return await cli.chat(app, args.message, args.user)
+        return await cli.threads(app, args)
+    finally:
+        await app.close()
+
+
+def serve(settings: Settings) -> int:
+    import uvicorn
+
+    from bot.web import create_app
+
+    host = settings.bind_host()
+    if not settings.api_token:
+        logging.getLogger("deploybot").warning(
+            "API_TOKEN is not set: serving on 127.0.0.1 only, so the approval API is not "
+            "reachable from other machines. Set API_TOKEN to serve on %s.", settings.host
+        )
+    uvicorn.run(create_app(settings), host=host, port=settings.port, log_level="info")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The terminal channel: `chat` runs a conversation here; `threads ...` mirrors the HTTP API.
+
+Every command works on the shared store and runs the loop in this process, so a thread
+started by the web server can be answered and resumed from a terminal, and vice versa.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Sequence
+
+from bot import transcript
+from bot.app import App
+from bot.events import Event
+from bot.service import Refused
+from bot.thread import Thread
+from bot.views import summary_json, thread_json
+
+APPROVE_WORDS = {"y", "yes", "approve", "approved", "lgtm"}
+
+
+class PrintNotifier:
+    """Shows each new event as it is recorded."""
+
+    async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        for event in new:
+            print(f"  {plain(transcript.line(event))}", flush=True)
+
+
+def plain(markdown: str) -> str:
+    lines = [l for l in markdown.replace("**", "").replace("`", "").splitlines() if l != ""]
+    return "\n    ".join(lines)
+
+
+async def ask(prompt: str) -> str | None:
+    try:
+        return (await asyncio.to_thread(input, prompt)).strip()
+    except EOFError:
+        return None
+
+
+async def chat(app: App, message: str, user: str) -> int:
+    thread = await app.service.launch(message, user, channel="cli")
+    print(f"thread {thread.id}\n  {plain(transcript.line(thread.events[0]))}", flush=True)
+    while True:
+        thread = await app.runner.run(thread.id)
+        status = thread.status()
+        if status == "waiting_for_approval":
+            request = thread.pending_approval()
+            assert request
+            answer = await ask(
+                f"Approve deploying {request.service} {request.tag} to {request.environment}? "
+                "[y to approve, anything else rejects it as feedback] "
+            )
+            if answer is None:
+                return _paused(thread)
+            approve = answer.lower() in APPROVE_WORDS
+            text = "" if approve else answer
+            await _respond(app, thread, text, user, request.approval_id, approve)
+        elif status == "waiting_for_human":
+            answer = await ask("your reply> ")
+            if not answer:
+                return _paused(thread)
+            await _respond(app, thread, answer, user, None, None)
+        else:
+            print(f"[{status}]")
+            return 0 if status == "done" else 1
+
+
+async def _respond(
+    app: App, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool | None
+) -> None:
+    try:
+        await app.service.respond(thread.id, text, user, approval_id, approve, channel="cli")
+    except Refused as e:
+        print(f"refused: {e.message}", file=sys.stderr)
+        raise SystemExit(_paused(thread))
+
+
+def _paused(thread: Thread) -> int:
+    print(
+        f"[{thread.status()}] thread {thread.id} is paused; answer it later with "
+        f"`python -m bot threads respond {thread.id} ...`"
+    )
+    return 0
+
+
+async def threads(app: App, a: argparse.Namespace) -> int:
+    """`python -m bot threads ACTION`; the options are defined in bot/__main__.py."""
+    match a.action:
+        case "list":
+            for t in await app.service.recent(a.status, a.limit):
+                s = summary_json(t)
+                print(f"{s['id']}  {s['status']:<20} {s['updated_at'][:19]}  {s['title']}")
+            return 0
+        case "show":
+            thread = await app.service.get(a.id)
+            if a.markdown:
+                print(transcript.markdown(thread, app.settings.secrets()), end="")
+            else:
+                print(json.dumps(thread_json(thread), indent=2))
+            return 0
+        case "respond":
+            approve = True if a.approve else False if a.reject else None
+            await app.service.respond(a.id, a.text or "", a.user, a.approval_id, approve, "cli")
+            return await _resume(app, a.id)
+        case "fork":
+            thread = await app.service.fork(a.id, a.at)
+            print(f"forked {a.id} at {a.at}: new thread {thread.id}")
+            return await _resume(app, thread.id)
+        case "cancel":
+            await app.service.cancel(a.id, a.user, a.reason)
+            print(f"cancelled {a.id}")
+            return 0
+        case "resume":
+            return await _resume(app, a.id)
+    return 2
+
+
+async def _resume(app: App, thread_id: str) -> int:
+    thread = await app.runner.run(thread_id)
+    print(f"[{thread.status()}] thread {thread.id}")
+    return 0

@@ -1,0 +1,22 @@
+"""The notifier for threads with no chat channel (API, CLI): one log line per event."""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from bot import transcript
+from bot.events import Event
+from bot.prompt import redact
+from bot.thread import Thread
+
+log = logging.getLogger("deploybot.thread")
+
+
+class LogNotifier:
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        self.secrets = secrets
+
+    async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        for event in new:
+            log.info("thread %s: %s", thread.id, redact(transcript.line(event), self.secrets))

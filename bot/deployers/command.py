@@ -1,0 +1,86 @@
+"""The default deployer: tags from a local git repository, deploys by running a command.
+
+The command is an argv template run without a shell, so a tag can never become shell code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from bot.events import GitTag
+from bot.ports import DeployerError, DeployOutcome, DeployRequest
+
+DRY_RUN = f"{shlex.quote(sys.executable)} -m bot.deployers.dry_run {{service}} {{tag}} {{environment}}"
+OUTPUT_LINES = 20
+_FIELDS = "%(refname:short)%09%(objectname)%09%(*objectname)%09%(creatordate:iso-strict)"
+
+
+class CommandDeployer:
+    def __init__(self, repo: Path, command: str = DRY_RUN, timeout: float = 1800) -> None:
+        self.repo = repo
+        self.argv = shlex.split(command)
+        self.timeout = timeout
+        if not self.argv:
+            raise ValueError("DEPLOY_COMMAND is empty")
+
+    async def list_tags(self) -> list[GitTag]:
+        out = await self._git("for-each-ref", "--sort=-creatordate", f"--format={_FIELDS}", "refs/tags")
+        tags = []
+        for line in out.splitlines():
+            name, obj, peeled, date = (line.split("\t") + ["", "", ""])[:4]
+            tags.append(GitTag(name=name, commit=peeled or obj, date=date))
+        return tags
+
+    async def resolve(self, tag: str) -> str | None:
+        try:
+            return (await self._git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}")).strip()
+        except DeployerError:
+            return None
+
+    async def deploy(self, request: DeployRequest) -> DeployOutcome:
+        values = {"service": request.service, "tag": request.tag, "environment": request.environment}
+        argv = [arg.format(**values) for arg in self.argv]
+        env = {
+            **os.environ,  # the command runs as the bot does, plus what identifies this deploy
+            "DEPLOY_ID": request.deploy_id,
+            "DEPLOY_SERVICE": request.service,
+            "DEPLOY_TAG": request.tag,
+            "DEPLOY_ENVIRONMENT": request.environment,
+            "DEPLOY_COMMIT": request.commit,
+        }
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=self.repo,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+        except OSError as e:
+            raise DeployerError(f"could not start the deploy command {argv[0]!r}: {e.strerror or e}")
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), self.timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return DeployOutcome(False, None, f"the deploy command timed out after {self.timeout:.0f} s")
+        tail = "\n".join(out.decode(errors="replace").rstrip().splitlines()[-OUTPUT_LINES:])
+        return DeployOutcome(proc.returncode == 0, proc.returncode, tail)
+
+    async def _git(self, *args: str) -> str:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "git", "-C", str(self.repo), *args,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as e:
+            raise DeployerError(f"could not run git: {e}")
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise DeployerError(f"git {args[0]} failed in {self.repo}: {err.decode().strip()[:300]}")
+        return out.decode()

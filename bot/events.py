@@ -1,0 +1,200 @@
+"""Every fact about a thread is one of these events; the list of them is the whole state.
+
+New fields must get defaults so that threads written by older versions still load.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timezone
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def new_id() -> str:
+    return secrets.token_hex(8)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str = Field(default_factory=new_id)
+    at: datetime = Field(default_factory=utcnow)
+
+
+# --- what people say -----------------------------------------------------------------
+
+
+class UserMessage(_Event):
+    type: Literal["user_message"] = "user_message"
+    text: str
+    user: str
+    channel: str = "api"
+
+
+class HumanResponse(_Event):
+    """A human's answer: free text, or a decision on the approval named by `approval_id`."""
+
+    type: Literal["human_response"] = "human_response"
+    text: str = ""
+    user: str
+    channel: str = "api"
+    approval_id: str | None = None
+    approve: bool | None = None
+
+
+class Cancelled(_Event):
+    type: Literal["cancelled"] = "cancelled"
+    user: str
+    reason: str = ""
+
+
+# --- steps: what the agent chose to do next (the BAML types, plus where they came from) ---
+
+StepSource = Literal["llm", "command", "bot"]
+
+
+class ListGitTags(_Event):
+    type: Literal["list_git_tags"] = "list_git_tags"
+    source: StepSource = "llm"
+
+
+class _Deploy(_Event):
+    tag: str
+    environment: str
+    reason: str | None = None
+    source: StepSource = "llm"
+
+
+class DeployBackend(_Deploy):
+    type: Literal["deploy_backend"] = "deploy_backend"
+
+    @property
+    def service(self) -> str:
+        return "backend"
+
+
+class DeployFrontend(_Deploy):
+    type: Literal["deploy_frontend"] = "deploy_frontend"
+
+    @property
+    def service(self) -> str:
+        return "frontend"
+
+
+class RequestMoreInformation(_Event):
+    type: Literal["request_more_information"] = "request_more_information"
+    message: str
+    source: StepSource = "llm"
+
+
+class DoneForNow(_Event):
+    type: Literal["done_for_now"] = "done_for_now"
+    message: str
+    source: StepSource = "llm"
+
+
+Deploy = DeployBackend | DeployFrontend
+Step = ListGitTags | DeployBackend | DeployFrontend | RequestMoreInformation | DoneForNow
+STEP_TYPES = (ListGitTags, DeployBackend, DeployFrontend, RequestMoreInformation, DoneForNow)
+
+
+# --- what happened when a step ran -----------------------------------------------------
+
+
+class GitTag(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    commit: str
+    date: str = ""
+
+
+class GitTagsResult(_Event):
+    type: Literal["list_git_tags_result"] = "list_git_tags_result"
+    step_id: str
+    tags: list[GitTag]
+
+
+class ApprovalRequested(_Event):
+    """Guards exactly one deploy step: its id, a hash of its arguments and the commit."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    approval_id: str = Field(default_factory=lambda: secrets.token_urlsafe(12))
+    step_id: str
+    thread_id: str
+    args_hash: str
+    service: str
+    tag: str
+    commit: str
+    environment: str
+    requested_by: str
+    reason: str | None = None
+    expires_at: datetime
+
+
+class DeployStarted(_Event):
+    """Written before the deployer runs: a started deploy without a result is never re-run blindly."""
+
+    type: Literal["deploy_started"] = "deploy_started"
+    step_id: str
+    deploy_id: str
+    commit: str = ""
+
+
+class DeployResult(_Event):
+    type: Literal["deploy_result"] = "deploy_result"
+    step_id: str
+    deploy_id: str
+    service: str
+    tag: str
+    environment: str
+    commit: str = ""
+    ok: bool
+    exit_code: int | None = None
+    output: str = ""
+    approved_by: str | None = None
+
+
+ErrorKind = Literal["llm", "validation", "deployer", "recheck", "interrupted", "internal"]
+
+
+class Error(_Event):
+    type: Literal["error"] = "error"
+    kind: ErrorKind
+    message: str
+    step_id: str | None = None
+
+
+Event = Annotated[
+    Union[
+        UserMessage,
+        HumanResponse,
+        Cancelled,
+        ListGitTags,
+        DeployBackend,
+        DeployFrontend,
+        RequestMoreInformation,
+        DoneForNow,
+        GitTagsResult,
+        ApprovalRequested,
+        DeployStarted,
+        DeployResult,
+        Error,
+    ],
+    Field(discriminator="type"),
+]
+
+EVENT = TypeAdapter(Event)
+EVENTS = TypeAdapter(list[Event])
+
+
+def dump(event: _Event) -> str:
+    return event.model_dump_json()
+
+
+def load(raw: str | bytes) -> Event:
+    return EVENT.validate_json(raw)

@@ -1,0 +1,86 @@
+"""What the core needs from the outside world. Adapters implement these; the core sees
+nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from bot.events import Event, GitTag, Step
+from bot.thread import Thread
+
+
+class ThreadNotFound(LookupError):
+    pass
+
+
+class Conflict(Exception):
+    """Someone appended to the thread first. Re-read it and decide again; never overwrite."""
+
+    def __init__(self, thread_id: str, expected: int, actual: int) -> None:
+        super().__init__(f"thread {thread_id}: expected version {expected}, found {actual}")
+        self.expected, self.actual = expected, actual
+
+
+class ThreadStore(Protocol):
+    async def create(self, origin: dict[str, str], events: Sequence[Event]) -> Thread: ...
+
+    async def load(self, thread_id: str) -> Thread: ...
+
+    async def refresh(self, thread: Thread) -> Thread:
+        """The same thread with whatever was appended after `thread.version`."""
+        ...
+
+    async def append(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """Append iff the stored version is still `thread.version`; else raise Conflict."""
+        ...
+
+    async def recent(self, limit: int) -> list[str]: ...
+
+    async def ping(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class DeployRequest:
+    deploy_id: str  # idempotency key: thread id + step id
+    service: str
+    tag: str
+    environment: str
+    commit: str
+
+
+@dataclass(frozen=True)
+class DeployOutcome:
+    ok: bool
+    exit_code: int | None
+    output: str
+
+
+class DeployerError(Exception):
+    """The deployer could not do its job at all (not a failed deploy: that is an outcome)."""
+
+
+class Deployer(Protocol):
+    async def list_tags(self) -> list[GitTag]:
+        """Newest first."""
+        ...
+
+    async def resolve(self, tag: str) -> str | None:
+        """The commit a tag points to now, or None if there is no such tag."""
+        ...
+
+    async def deploy(self, request: DeployRequest) -> DeployOutcome: ...
+
+
+class LlmError(Exception):
+    """The model could not give a usable step: unreachable, refused, or unparseable."""
+
+
+class NextStepModel(Protocol):
+    async def next_step(self, context: str) -> Step: ...
+
+
+class Notifier(Protocol):
+    async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        """Tell the thread's channel about new events. Must not raise."""
+        ...

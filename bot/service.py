@@ -1,0 +1,166 @@
+"""Launch, answer, cancel and fork threads: the operations every channel shares.
+
+Each one validates against the thread as stored and appends with compare-and-set; a lost
+race re-reads and validates again, so two approvals at once yield exactly one decision.
+Nothing is appended when an operation is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable
+
+from bot.events import Cancelled, Event, HumanResponse, UserMessage, utcnow
+from bot.policy import Policy
+from bot.ports import Conflict, ThreadNotFound, ThreadStore
+from bot.thread import STATUSES, Thread
+
+
+class Refused(Exception):
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Unauthorized(Refused):
+    status = 401
+
+
+class NotFound(Refused):
+    status = 404
+
+
+class Forbidden(Refused):
+    status = 403
+
+
+class WrongState(Refused):
+    status = 409
+
+
+class Invalid(Refused):
+    status = 422
+
+
+@dataclass
+class ThreadService:
+    store: ThreadStore
+    policy: Policy
+    clock: Callable[[], datetime] = utcnow
+
+    async def launch(
+        self, text: str, user: str, channel: str = "api", origin: dict[str, str] | None = None
+    ) -> Thread:
+        if not text.strip():
+            raise Invalid("message must not be empty")
+        event = UserMessage(text=text, user=user, channel=channel)
+        return await self.store.create(origin or {"channel": channel}, [event])
+
+    async def get(self, thread_id: str) -> Thread:
+        try:
+            return await self.store.load(thread_id)
+        except ThreadNotFound:
+            raise NotFound(f"no thread {thread_id}") from None
+
+    async def recent(self, status: str | None = None, limit: int = 50) -> list[Thread]:
+        if status is not None and status not in STATUSES:
+            raise Invalid(f"status must be one of {', '.join(STATUSES)}")
+        threads = [await self.get(i) for i in await self.store.recent(limit)]
+        return [t for t in threads if status is None or t.status() == status]
+
+    async def respond(
+        self,
+        thread_id: str,
+        text: str,
+        user: str,
+        approval_id: str | None = None,
+        approve: bool | None = None,
+        channel: str = "api",
+    ) -> Thread:
+        def event(thread: Thread) -> Event:
+            return self._response(thread, text, user, approval_id, approve, channel)
+
+        return await self._append(thread_id, event)
+
+    async def cancel(self, thread_id: str, user: str, reason: str = "") -> Thread:
+        def event(thread: Thread) -> Event:
+            if thread.cancelled():
+                raise WrongState("the thread is already cancelled")
+            return Cancelled(user=user, reason=reason)
+
+        return await self._append(thread_id, event)
+
+    async def fork(self, thread_id: str, at: int) -> Thread:
+        thread = await self.get(thread_id)
+        if not 1 <= at <= thread.version:
+            raise Invalid(f"at must be between 1 and {thread.version}")
+        origin = {**thread.origin, "forked_from": thread_id, "forked_at": str(at)}
+        return await self.store.create(origin, thread.events[:at])
+
+    async def _append(self, thread_id: str, make: Callable[[Thread], Event]) -> Thread:
+        thread = await self.get(thread_id)
+        while True:
+            event = make(thread)
+            try:
+                return await self.store.append(thread, [event])
+            except Conflict:
+                thread = await self.store.refresh(thread)
+
+    def _response(
+        self,
+        thread: Thread,
+        text: str,
+        user: str,
+        approval_id: str | None,
+        approve: bool | None,
+        channel: str,
+    ) -> Event:
+        if thread.cancelled():
+            raise WrongState("the thread was cancelled")
+        pending = thread.pending_approval()
+        if approve is not None:
+            return self._decision(thread, text, user, approval_id, approve, channel)
+        if approval_id and (pending is None or pending.approval_id != approval_id):
+            raise WrongState(f"approval {approval_id} is not the pending one")
+        if pending and self.policy.may_decide(user, pending) is None:
+            # Free text while an approval waits is feedback: a rejection, never an approval.
+            return HumanResponse(
+                text=text, user=user, channel=channel, approval_id=pending.approval_id, approve=False
+            )
+        if not text.strip():
+            raise Invalid("text must not be empty")
+        return HumanResponse(text=text, user=user, channel=channel)
+
+    def _decision(
+        self, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool, channel: str
+    ) -> Event:
+        if not approval_id:
+            raise Invalid("approval_id is required with approve")
+        request = thread.approval(approval_id)
+        if request is None:
+            raise WrongState(f"there is no approval {approval_id} in this thread")
+        decided = thread.decision_for(approval_id)
+        if decided is not None:
+            verb = "approved" if decided.approve else "rejected"
+            raise WrongState(f"already {verb} by {decided.user} at {decided.at:%Y-%m-%d %H:%M:%S} UTC")
+        pending = thread.pending_approval()
+        if pending is None or pending.approval_id != approval_id:
+            raise WrongState(f"approval {approval_id} is no longer pending")
+        why = self.policy.may_decide(user, request)
+        if why:
+            raise Forbidden(why)
+        if approve and self.clock() > request.expires_at:
+            raise WrongState(
+                f"approval {approval_id} expired at {request.expires_at:%Y-%m-%d %H:%M} UTC; "
+                "reply with feedback and the bot will propose the deploy again"
+            )
+        return HumanResponse(
+            text=text or ("approved" if approve else ""),
+            user=user,
+            channel=channel,
+            approval_id=approval_id,
+            approve=approve,
+        )

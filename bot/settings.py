@@ -1,0 +1,93 @@
+"""The one place that reads the environment (and an optional .env file)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.deployers.command import DRY_RUN
+from bot.policy import Policy, parse_approvers
+
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w.strip() for w in text.split(",") if w.strip())
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    redis_url: str | None = Field(None, description="unset: start an embedded Redis under DATA_DIR")
+    data_dir: Path = Path(".deploybot")
+    host: str = "0.0.0.0"
+    port: int = 8000
+    api_token: str | None = None
+    log_level: str = "INFO"
+
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    openai_api_key: str | None = None
+    anthropic_api_key: str | None = None
+
+    environments: str = "development,staging,production"
+    protected_environments: str = "production"
+    approvers: str = "*"
+    approver_must_differ: bool = False
+    approval_ttl: int = Field(3600, description="seconds an approval request stays valid")
+    max_steps: int = 20
+
+    git_repo: Path = Path(".")
+    deploy_command: str = DRY_RUN
+    deploy_timeout: float = 1800
+
+    def bind_host(self) -> str:
+        """Without API_TOKEN the approval endpoints must not be reachable from other hosts."""
+        return self.host if self.api_token else "127.0.0.1"
+
+    def policy(self) -> Policy:
+        protected = _words(self.protected_environments)
+        return Policy(
+            environments=_words(self.environments) | protected,
+            protected=protected,
+            approvers=parse_approvers(self.approvers),
+            approver_must_differ=self.approver_must_differ,
+            approval_ttl=timedelta(seconds=self.approval_ttl),
+            max_steps=self.max_steps,
+        )
+
+    def llm(self) -> tuple[str, str, str, str | None] | None:
+        """(provider, model, api_key, base_url), or None when no LLM is configured."""
+        provider = self.llm_provider or (
+            "openai-generic" if self.llm_base_url
+            else "openai" if self.openai_api_key
+            else "anthropic" if self.anthropic_api_key
+            else None
+        )
+        if provider is None:
+            return None
+        key = self.llm_api_key or {
+            "openai": self.openai_api_key, "anthropic": self.anthropic_api_key
+        }.get(provider)
+        model = self.llm_model or DEFAULT_MODELS.get(provider)
+        if provider == "openai-generic" and not self.llm_base_url:
+            raise ConfigError("LLM_PROVIDER=openai-generic needs LLM_BASE_URL")
+        if not model:
+            raise ConfigError(f"LLM_PROVIDER={provider} needs LLM_MODEL")
+        if not key and provider != "openai-generic":
+            raise ConfigError(f"LLM_PROVIDER={provider} needs LLM_API_KEY")
+        return provider, model, key or "none", self.llm_base_url
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never reach the model or a transcript."""
+        values = (self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key)
+        return tuple(v for v in values if v)

@@ -1,0 +1,21 @@
+"""Every Redis key deploybot uses is built here.
+
+Per-thread keys share the hash tag `{id}` so a thread's keys live in one slot on Redis
+Cluster, which lets one script touch them atomically.
+"""
+
+from __future__ import annotations
+
+
+class Keys:
+    def __init__(self, prefix: str = "deploybot") -> None:
+        self.prefix = prefix
+
+    def events(self, thread_id: str) -> str:
+        return f"{self.prefix}:thread:{{{thread_id}}}:events"
+
+    def meta(self, thread_id: str) -> str:
+        return f"{self.prefix}:thread:{{{thread_id}}}:meta"
+
+    def recent(self) -> str:
+        return f"{self.prefix}:threads:recent"

@@ -1,0 +1,84 @@
+"""Threads in Redis: one list of JSON events per thread, appended with compare-and-set.
+
+The list length is the thread's version. Appending is O(1) and never rewrites history;
+a writer that read an older version gets a Conflict, re-reads what it missed
+(`LRANGE key version -1`, also O(new events)) and decides again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Sequence
+
+from redis.asyncio import Redis
+
+from bot import events as ev
+from bot.events import Event, new_id
+from bot.ports import Conflict, ThreadNotFound
+from bot.stores.keys import Keys
+from bot.thread import Thread
+
+# KEYS: events, meta. ARGV: expected version, then the events to append.
+# Returns {1, new_version} on success, {0, actual_version} on a lost race, {-1, 0} if unknown.
+_APPEND = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {-1, 0} end
+local n = redis.call('LLEN', KEYS[1])
+if n ~= tonumber(ARGV[1]) then return {0, n} end
+redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+return {1, n + #ARGV - 1}
+"""
+
+
+class RedisThreadStore:
+    def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
+        self.redis = redis
+        self.keys = keys or Keys()
+        self._append = redis.register_script(_APPEND)
+
+    async def create(self, origin: dict[str, str], events: Sequence[Event]) -> Thread:
+        thread_id = new_id()
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(self.keys.meta(thread_id), mapping={"origin": json.dumps(origin)})
+            if events:
+                pipe.rpush(self.keys.events(thread_id), *(ev.dump(e) for e in events))
+            pipe.zadd(self.keys.recent(), {thread_id: time.time()})
+            await pipe.execute()
+        return Thread(thread_id, tuple(events), dict(origin))
+
+    async def load(self, thread_id: str) -> Thread:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hget(self.keys.meta(thread_id), "origin")
+            pipe.lrange(self.keys.events(thread_id), 0, -1)
+            origin, raw = await pipe.execute()
+        if origin is None:
+            raise ThreadNotFound(thread_id)
+        return Thread(thread_id, tuple(ev.load(r) for r in raw), json.loads(origin))
+
+    async def refresh(self, thread: Thread) -> Thread:
+        raw = await self.redis.lrange(self.keys.events(thread.id), thread.version, -1)
+        return thread.extended([ev.load(r) for r in raw])
+
+    async def append(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        if not events:
+            return thread
+        args = [thread.version, *(ev.dump(e) for e in events)]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            await self._append(
+                keys=[self.keys.events(thread.id), self.keys.meta(thread.id)], args=args, client=pipe
+            )
+            pipe.zadd(self.keys.recent(), {thread.id: time.time()})
+            (ok, version), _ = await pipe.execute()
+        if ok == -1:
+            await self.redis.zrem(self.keys.recent(), thread.id)
+            raise ThreadNotFound(thread.id)
+        if ok == 0:
+            raise Conflict(thread.id, thread.version, version)
+        return thread.extended(events)
+
+    async def recent(self, limit: int) -> list[str]:
+        ids = await self.redis.zrevrange(self.keys.recent(), 0, limit - 1)
+        return [i.decode() if isinstance(i, bytes) else i for i in ids]
+
+    async def ping(self) -> None:
+        await self.redis.ping()

@@ -1,0 +1,103 @@
+"""A real HTTP server that speaks OpenAI's `/v1/chat/completions` with scripted replies.
+
+Tests and benchmarks point `LLM_BASE_URL` at it, so the real BAML runtime sends real
+requests and parses real-looking (often messy) model text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+# A reply is model text, or (status, body) for an HTTP error, or a function of the prompt.
+Reply = str | tuple[int, str] | Callable[[str], str]
+
+
+@dataclass
+class FakeLlm:
+    delay: float = 0.0
+    replies: deque[Reply] = field(default_factory=deque)
+    default: Reply | None = None
+    prompts: list[str] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base_url(self) -> str:
+        assert self._server, "start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    def start(self) -> "FakeLlm":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+                status, payload = fake._answer(prompt, body.get("model", "fake"))
+                data = payload.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _answer(self, prompt: str, model: str) -> tuple[int, str]:
+        if self.delay:
+            time.sleep(self.delay)
+        with self._lock:
+            self.prompts.append(prompt)
+            reply = self.replies.popleft() if self.replies else self.default
+        if reply is None:
+            return 500, json.dumps({"error": {"message": "fake LLM: no scripted reply left"}})
+        if callable(reply):
+            reply = reply(prompt)
+        if isinstance(reply, tuple):
+            return reply
+        return 200, json.dumps(_completion(reply, model))
+
+
+def _text(content: object) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def _completion(text: str, model: str) -> dict:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }

@@ -1,0 +1,160 @@
+"""A thread and the questions we ask of it. Pure: no I/O, no clock unless passed in.
+
+Execution state ("waiting for approval", "3 errors in a row", "a deploy started but never
+finished") is always derived here from the events, never stored beside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Literal, Sequence
+
+from bot.events import (
+    STEP_TYPES,
+    ApprovalRequested,
+    Cancelled,
+    Deploy,
+    DeployBackend,
+    DeployFrontend,
+    DeployResult,
+    DeployStarted,
+    DoneForNow,
+    Error,
+    Event,
+    GitTagsResult,
+    HumanResponse,
+    RequestMoreInformation,
+    Step,
+    UserMessage,
+)
+
+Status = Literal[
+    "running", "waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"
+]
+STATUSES: tuple[Status, ...] = Status.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Thread:
+    id: str
+    events: tuple[Event, ...] = ()
+    origin: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def version(self) -> int:
+        return len(self.events)
+
+    def extended(self, new: Sequence[Event]) -> "Thread":
+        return Thread(self.id, self.events + tuple(new), self.origin)
+
+    # --- lookups -------------------------------------------------------------------
+
+    def indexed(self, *types: type) -> Iterator[tuple[int, Event]]:
+        return ((i, e) for i, e in enumerate(self.events) if isinstance(e, types))
+
+    def last_step(self) -> tuple[int, Step] | None:
+        for i in range(len(self.events) - 1, -1, -1):
+            if isinstance(self.events[i], STEP_TYPES):
+                return i, self.events[i]  # type: ignore[return-value]
+        return None
+
+    def approval_for(self, step_id: str) -> ApprovalRequested | None:
+        return next(
+            (e for _, e in self.indexed(ApprovalRequested) if e.step_id == step_id), None
+        )
+
+    def approval(self, approval_id: str) -> ApprovalRequested | None:
+        return next(
+            (e for _, e in self.indexed(ApprovalRequested) if e.approval_id == approval_id), None
+        )
+
+    def decision_for(self, approval_id: str) -> HumanResponse | None:
+        """The first decision recorded for an approval request is the only one that counts."""
+        return next(
+            (
+                e
+                for _, e in self.indexed(HumanResponse)
+                if e.approval_id == approval_id and e.approve is not None
+            ),
+            None,
+        )
+
+    def started(self, step_id: str) -> DeployStarted | None:
+        return next((e for _, e in self.indexed(DeployStarted) if e.step_id == step_id), None)
+
+    def outcome(self, step: Step) -> Event | None:
+        """The event that closed a step: its result, an error about it, or a rejection."""
+        for e in self.events:
+            if isinstance(e, (GitTagsResult, DeployResult, Error)) and e.step_id == step.id:
+                return e
+        request = self.approval_for(step.id)
+        if request:
+            decision = self.decision_for(request.approval_id)
+            if decision is not None and decision.approve is False:
+                return decision
+        return None
+
+    def cancelled(self) -> Cancelled | None:
+        return next((e for _, e in self.indexed(Cancelled)), None)
+
+    def human_input_after(self, index: int) -> bool:
+        return any(isinstance(e, (UserMessage, HumanResponse)) for e in self.events[index + 1 :])
+
+    def latest_instruction(self) -> tuple[int, str, str] | None:
+        """(index, text, user) of the newest thing a human asked for; approvals are not asks."""
+        for i in range(len(self.events) - 1, -1, -1):
+            e = self.events[i]
+            if isinstance(e, UserMessage):
+                return i, e.text, e.user
+            if isinstance(e, HumanResponse) and e.approve is not True:
+                return i, e.text or "(rejected without feedback)", e.user
+        return None
+
+    def pending_approval(self) -> ApprovalRequested | None:
+        if self.cancelled():
+            return None
+        last = self.last_step()
+        if not last or not isinstance(last[1], (DeployBackend, DeployFrontend)):
+            return None
+        request = self.approval_for(last[1].id)
+        if request is None or self.decision_for(request.approval_id) is not None:
+            return None
+        return request if self.outcome(last[1]) is None else None
+
+    def _since_human(self) -> Sequence[Event]:
+        for i in range(len(self.events) - 1, -1, -1):
+            if isinstance(self.events[i], (UserMessage, HumanResponse)):
+                return self.events[i + 1 :]
+        return self.events
+
+    def consecutive_errors(self) -> int:
+        """Errors since the last human input or the last step that actually produced a result."""
+        count = 0
+        for e in reversed(self._since_human()):
+            if isinstance(e, (GitTagsResult, DeployResult)):
+                break
+            count += isinstance(e, Error)
+        return count
+
+    def steps_since_human(self) -> int:
+        return sum(isinstance(e, STEP_TYPES) for e in self._since_human())
+
+    def status(self) -> Status:
+        if self.cancelled():
+            return "cancelled"
+        if self.pending_approval():
+            return "waiting_for_approval"
+        last = self.last_step()
+        if last and not self.human_input_after(last[0]):
+            if isinstance(last[1], RequestMoreInformation):
+                return "waiting_for_human"
+            if isinstance(last[1], DoneForNow):
+                return "done"
+        if self.events and isinstance(self.events[-1], Error) and self.events[-1].kind == "internal":
+            return "failed"
+        return "running"
+
+
+def deploys(thread: Thread) -> Iterator[Deploy]:
+    for _, e in thread.indexed(DeployBackend, DeployFrontend):
+        yield e  # type: ignore[misc]

@@ -1,0 +1,122 @@
+"""HTTP: the thread API and health. Thin: parse, call the service, kick the worker."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+
+from bot import transcript
+from bot.app import App, build
+from bot.service import Refused, Unauthorized
+from bot.settings import Settings
+from bot.views import summary_json, thread_json
+
+log = logging.getLogger(__name__)
+
+
+class LaunchBody(BaseModel):
+    message: str = Field(min_length=1)
+    user: str = Field("api", min_length=1)
+
+
+class RespondBody(BaseModel):
+    text: str = ""
+    user: str = Field(min_length=1)
+    approval_id: str | None = None
+    approve: bool | None = None
+
+
+class ForkBody(BaseModel):
+    at: int
+
+
+class CancelBody(BaseModel):
+    user: str = "api"
+    reason: str = ""
+
+
+def create_app(settings: Settings, app: App | None = None) -> FastAPI:
+    holder: dict[str, App] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        holder["app"] = app or build(settings)
+        resumed = await holder["app"].worker.recover(holder["app"].store)
+        if resumed:
+            log.info("resuming %d thread(s) left mid-run: %s", len(resumed), ", ".join(resumed))
+        yield
+        await holder["app"].worker.idle()
+        await holder["app"].close()
+
+    def the_app() -> App:
+        return holder["app"]
+
+    def authorized(authorization: str | None = Header(None)) -> None:
+        token = settings.api_token
+        if token and not hmac.compare_digest(
+            (authorization or "").encode(), f"Bearer {token}".encode()
+        ):
+            raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <API_TOKEN>)")
+
+    web = FastAPI(title="deploybot", lifespan=lifespan)
+    threads = APIRouter(prefix="/threads", dependencies=[Depends(authorized)])
+
+    @web.exception_handler(Refused)
+    async def refused(_: Request, exc: Refused) -> JSONResponse:
+        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+
+    @threads.post("", status_code=201)
+    async def launch(body: LaunchBody, a: App = Depends(the_app)) -> dict[str, Any]:
+        thread = await a.service.launch(body.message, body.user, channel="api")
+        a.worker.kick(thread.id)
+        return {"id": thread.id}
+
+    @threads.get("")
+    async def recent(status: str | None = None, limit: int = 50, a: App = Depends(the_app)) -> dict:
+        return {"threads": [summary_json(t) for t in await a.service.recent(status, min(limit, 500))]}
+
+    @threads.get("/{thread_id}.md", response_class=PlainTextResponse)
+    async def show_markdown(thread_id: str, a: App = Depends(the_app)) -> PlainTextResponse:
+        thread = await a.service.get(thread_id)
+        return PlainTextResponse(transcript.markdown(thread, settings.secrets()), media_type="text/markdown")
+
+    @threads.get("/{thread_id}")
+    async def show(thread_id: str, a: App = Depends(the_app)) -> dict[str, Any]:
+        return thread_json(await a.service.get(thread_id))
+
+    @threads.post("/{thread_id}/responses", status_code=202)
+    async def respond(thread_id: str, body: RespondBody, a: App = Depends(the_app)) -> dict:
+        thread = await a.service.respond(
+            thread_id, body.text, body.user, body.approval_id, body.approve, channel="api"
+        )
+        a.worker.kick(thread.id)
+        return thread_json(thread)
+
+    @threads.post("/{thread_id}/cancel")
+    async def cancel(thread_id: str, body: CancelBody | None = None, a: App = Depends(the_app)) -> dict:
+        body = body or CancelBody()
+        return thread_json(await a.service.cancel(thread_id, body.user, body.reason))
+
+    @threads.post("/{thread_id}/fork", status_code=201)
+    async def fork(thread_id: str, body: ForkBody, a: App = Depends(the_app)) -> dict[str, Any]:
+        thread = await a.service.fork(thread_id, body.at)
+        a.worker.kick(thread.id)
+        return {"id": thread.id, "forked_from": thread_id, "at": body.at}
+
+    @web.get("/healthz")
+    async def healthz(a: App = Depends(the_app)) -> JSONResponse:
+        try:
+            await a.store.ping()
+        except Exception as e:  # any failure to reach Redis makes us unhealthy, not crash
+            return JSONResponse({"ok": False, "redis": f"unreachable: {e}"}, status_code=503)
+        return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.runner.llm else "none"})
+
+    web.include_router(threads)
+    return web
+
