@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from baml_py import BamlError, ClientRegistry
-from baml_py.errors import BamlClientHttpError, BamlTimeoutError, BamlValidationError
+from baml_py import ClientRegistry
+from baml_py.errors import BamlClientHttpError, BamlError, BamlTimeoutError, BamlValidationError
 from baml_py.logging import set_log_level
 
 from bot.baml_client import types as baml

@@ -1,0 +1,38 @@
+"""Small helpers shared by scenario tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+SETTLED = {"waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"}
+
+
+async def settle(client: httpx.AsyncClient, thread_id: str, timeout: float = 20) -> dict[str, Any]:
+    """Poll the API until the thread stops running; return its JSON."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = (await client.get(f"/threads/{thread_id}")).json()
+        if body["status"] in SETTLED:
+            return body
+        if time.monotonic() > deadline:
+            raise AssertionError(f"thread still {body['status']} after {timeout}s: {body['events']}")
+        await asyncio.sleep(0.05)
+
+
+def types(thread: dict[str, Any]) -> list[str]:
+    return [e["type"] for e in thread["events"]]
+
+
+def ledger_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def reply(**step: Any) -> str:
+    """A model reply the way chatty models write one: prose, then fenced JSON."""
+    return f"Sure, here is the next step.\n```json\n{json.dumps(step)}\n```"
