@@ -90,7 +90,10 @@ class Runner:
     async def _record(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """Append a decision: raises Conflict if the thread moved since we read it."""
         thread = await self.store.append(thread, events)
-        await self.notifier.publish(thread, events)
+        try:
+            await self.notifier.publish(thread, events)
+        except Exception:  # the events are stored; a channel outage must not stop the run
+            log.exception("thread %s: notifying its channel failed", thread.id)
         return thread
 
     async def _record_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:

@@ -26,6 +26,10 @@ class CommandDeployer:
         self.timeout = timeout
         if not self.argv:
             raise ValueError("DEPLOY_COMMAND is empty")
+        try:  # catch a typo such as {env} at start, not at the first deploy
+            [arg.format(service="", tag="", environment="") for arg in self.argv]
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"DEPLOY_COMMAND may use {{service}}, {{tag}}, {{environment}} only: {e}")
 
     async def list_tags(self) -> list[GitTag]:
         out = await self._git("for-each-ref", "--sort=-creatordate", f"--format={_FIELDS}", "refs/tags")

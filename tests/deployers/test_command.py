@@ -1,0 +1,54 @@
+"""The command deployer against a real git repository and real child processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from bot.deployers.command import CommandDeployer
+from bot.ports import DeployerError, DeployRequest
+
+REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
+
+
+async def test_tags_newest_first_with_their_commits(git_repo):
+    subprocess.run(["git", "-C", str(git_repo), "tag", "-a", "v1.3.0", "-m", "annotated"], check=True,
+                   env={"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "GIT_COMMITTER_DATE": "2026-11-10T00:00:00Z"})
+    deployer = CommandDeployer(git_repo)
+    tags = await deployer.list_tags()
+    assert [t.name for t in tags] == ["v1.3.0", "v1.2.3", "v1.2.2", "v1.2.1"]
+    head = subprocess.run(["git", "-C", str(git_repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert tags[0].commit == head == tags[1].commit  # the annotated tag is peeled to its commit
+    assert await deployer.resolve("v1.3.0") == head
+    assert await deployer.resolve("v9.9.9") is None
+
+
+async def test_not_a_repository_is_a_deployer_error(tmp_path):
+    with pytest.raises(DeployerError, match="git for-each-ref failed"):
+        await CommandDeployer(tmp_path).list_tags()
+
+
+async def test_deploy_runs_argv_without_a_shell_and_passes_the_deploy_identity(tmp_path):
+    script = "import os,sys; print(sys.argv[1:]); print(os.environ['DEPLOY_ID'], os.environ['DEPLOY_COMMIT'])"
+    deployer = CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\" {{service}} '{{tag}};echo pwned' {{environment}}")
+    outcome = await deployer.deploy(REQUEST)
+    assert outcome.ok and outcome.exit_code == 0
+    assert outcome.output.splitlines() == ["['backend', 'v1.2.3;echo pwned', 'production']", "thread-step abc123"]
+
+
+async def test_a_failing_deploy_is_an_outcome_with_the_last_lines(tmp_path):
+    script = "import sys; [print('line', i) for i in range(50)]; sys.exit(3)"
+    outcome = await CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\"").deploy(REQUEST)
+    assert not outcome.ok and outcome.exit_code == 3
+    lines = outcome.output.splitlines()
+    assert len(lines) == 20 and lines[-1] == "line 49"
+
+
+async def test_missing_command_and_timeout(tmp_path):
+    with pytest.raises(DeployerError, match="could not start"):
+        await CommandDeployer(tmp_path, "/no/such/deploy-script").deploy(REQUEST)
+    slow = CommandDeployer(tmp_path, f"{sys.executable} -c \"import time; time.sleep(30)\"", timeout=0.3)
+    outcome = await slow.deploy(REQUEST)
+    assert not outcome.ok and "timed out" in outcome.output

@@ -1,0 +1,93 @@
+"""The thread store against a real Redis server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.events import DeployBackend, Error, ListGitTags, UserMessage
+from bot.ports import Conflict, ThreadNotFound
+from bot.stores.keys import Keys
+from bot.stores.redis import RedisThreadStore
+from bot.thread import Thread
+
+
+@pytest.fixture
+def store(redis) -> RedisThreadStore:
+    return RedisThreadStore(redis)
+
+
+async def test_create_load_roundtrip_keeps_types_and_origin(store):
+    events = [UserMessage(text="hi", user="a"), DeployBackend(tag="v1", environment="staging")]
+    created = await store.create({"channel": "api"}, events)
+    loaded = await store.load(created.id)
+    assert loaded.events == tuple(events)
+    assert isinstance(loaded.events[1], DeployBackend) and loaded.version == 2
+    assert loaded.origin == {"channel": "api"}
+
+
+async def test_append_is_compare_and_set_on_the_version(store):
+    thread = await store.create({}, [UserMessage(text="hi", user="a")])
+    moved = await store.append(thread, [ListGitTags()])
+    assert moved.version == 2
+    with pytest.raises(Conflict) as lost:
+        await store.append(thread, [Error(kind="llm", message="stale writer")])
+    assert (lost.value.expected, lost.value.actual) == (1, 2)
+    assert (await store.load(thread.id)).events == moved.events  # nothing overwritten
+
+
+async def test_concurrent_appends_at_the_same_version_exactly_one_wins(store):
+    thread = await store.create({}, [UserMessage(text="hi", user="a")])
+    writers = [ListGitTags() for _ in range(20)]
+    results = await asyncio.gather(*(store.append(thread, [w]) for w in writers), return_exceptions=True)
+    winners = [r for r in results if not isinstance(r, Exception)]
+    assert len(winners) == 1
+    assert all(isinstance(r, Conflict) for r in results if r not in winners)
+    stored = await store.load(thread.id)
+    assert stored.version == 2 and stored.events[1] in writers
+
+
+async def test_racing_writers_that_reread_lose_nothing(store):
+    thread = await store.create({}, [UserMessage(text="start", user="a")])
+
+    async def writer(n: int) -> None:
+        mine, event = thread, UserMessage(text=f"m{n}", user="a")
+        while True:
+            try:
+                await store.append(mine, [event])
+                return
+            except Conflict:
+                mine = await store.refresh(mine)
+
+    await asyncio.gather(*(writer(n) for n in range(30)))
+    texts = [e.text for e in (await store.load(thread.id)).events[1:]]
+    assert sorted(texts) == sorted(f"m{n}" for n in range(30))
+
+
+async def test_refresh_reads_only_what_was_appended(store):
+    thread = await store.create({}, [UserMessage(text="hi", user="a")])
+    other = await store.append(await store.load(thread.id), [ListGitTags(), ListGitTags()])
+    refreshed = await store.refresh(thread)
+    assert refreshed.events == other.events
+
+
+async def test_unknown_thread(store):
+    with pytest.raises(ThreadNotFound):
+        await store.load("missing")
+    with pytest.raises(ThreadNotFound):
+        await store.append(Thread("missing"), [ListGitTags()])
+    assert "missing" not in await store.recent(10)
+
+
+async def test_recent_is_newest_first(store):
+    a = await store.create({}, [UserMessage(text="a", user="u")])
+    b = await store.create({}, [UserMessage(text="b", user="u")])
+    await store.append(a, [ListGitTags()])
+    assert (await store.recent(10))[:2] == [a.id, b.id]
+
+
+def test_keys_of_one_thread_share_a_cluster_hash_tag():
+    keys = Keys("deploybot")
+    assert keys.events("abc") == "deploybot:thread:{abc}:events"
+    assert keys.meta("abc") == "deploybot:thread:{abc}:meta"
