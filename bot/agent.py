@@ -42,7 +42,8 @@ async def decide(
             return DoneForNow(message=summary(thread, index), source="command")
     if llm is None:
         if instruction and _is_rejection(thread.events[instruction[0]]):
-            return DoneForNow(message=f"Not deployed: {instruction[2]} rejected it.", source="bot")
+            _, feedback, user = instruction
+            return DoneForNow(message=f"Not deployed: {user} rejected it ({feedback}).", source="bot")
         return RequestMoreInformation(message=NO_LLM, source="bot")
     try:
         return await llm.next_step(prompt.render(thread, secrets))

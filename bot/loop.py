@@ -47,6 +47,7 @@ class Runner:
         for _ in range(4 * self.policy.max_steps + 20):
             action = next_action(thread, self.policy, self.clock())
             if isinstance(action, Stop):
+                await self.store.touch(thread.id)
                 return thread
             try:
                 thread = await self._advance(thread, action)

@@ -74,7 +74,8 @@ async def _respond(
     app: App, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool | None
 ) -> None:
     try:
-        await app.service.respond(thread.id, text, user, approval_id, approve, channel="cli")
+        answered = await app.service.respond(thread.id, text, user, approval_id, approve, channel="cli")
+        print(f"  {plain(transcript.line(answered.events[-1]))}", flush=True)
     except Refused as e:
         print(f"refused: {e.message}", file=sys.stderr)
         raise SystemExit(_paused(thread))

@@ -1,17 +1,20 @@
 """Threads in Redis: one list of JSON events per thread, appended with compare-and-set.
 
-The list length is the thread's version. Appending is O(1) and never rewrites history;
+The list length is the thread's version. Appending is O(1), one round trip, and never
+rewrites history;
 a writer that read an older version gets a Conflict, re-reads what it missed
 (`LRANGE key version -1`, also O(new events)) and decides again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Sequence
 
 from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
 
 from bot import events as ev
 from bot.events import Event, new_id
@@ -34,7 +37,7 @@ class RedisThreadStore:
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis = redis
         self.keys = keys or Keys()
-        self._append = redis.register_script(_APPEND)
+        self._sha = hashlib.sha1(_APPEND.encode()).hexdigest()
 
     async def create(self, origin: dict[str, str], events: Sequence[Event]) -> Thread:
         thread_id = new_id()
@@ -62,19 +65,28 @@ class RedisThreadStore:
     async def append(self, thread: Thread, events: Sequence[Event]) -> Thread:
         if not events:
             return thread
-        args = [thread.version, *(ev.dump(e) for e in events)]
-        async with self.redis.pipeline(transaction=False) as pipe:
-            await self._append(
-                keys=[self.keys.events(thread.id), self.keys.meta(thread.id)], args=args, client=pipe
-            )
-            pipe.zadd(self.keys.recent(), {thread.id: time.time()})
-            (ok, version), _ = await pipe.execute()
+        ok, version = await self._eval_append(thread.id, [ev.dump(e) for e in events], thread.version)
         if ok == -1:
-            await self.redis.zrem(self.keys.recent(), thread.id)
             raise ThreadNotFound(thread.id)
         if ok == 0:
             raise Conflict(thread.id, thread.version, version)
         return thread.extended(events)
+
+    async def _eval_append(self, thread_id: str, blobs: list[str], version: int) -> list[int]:
+        """One command, one round trip. EVALSHA is sent directly (redis-py's Script objects
+        add a SCRIPT EXISTS round trip when pipelined); a server that lost its script cache
+        (restart, failover) answers NOSCRIPT once and gets the script loaded again."""
+        keys = [self.keys.events(thread_id), self.keys.meta(thread_id)]
+        try:
+            return await self.redis.evalsha(self._sha, len(keys), *keys, version, *blobs)
+        except NoScriptError:
+            await self.redis.script_load(_APPEND)
+            return await self.redis.evalsha(self._sha, len(keys), *keys, version, *blobs)
+
+    async def touch(self, thread_id: str) -> None:
+        """Move a thread to the top of the recent list. Called when a run pauses rather than
+        on every append, so appending stays a single round trip."""
+        await self.redis.zadd(self.keys.recent(), {thread_id: time.time()}, xx=True)
 
     async def recent(self, limit: int) -> list[str]:
         ids = await self.redis.zrevrange(self.keys.recent(), 0, limit - 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc12
 
 async def test_tags_newest_first_with_their_commits(git_repo):
     subprocess.run(["git", "-C", str(git_repo), "tag", "-a", "v1.3.0", "-m", "annotated"], check=True,
-                   env={"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "GIT_COMMITTER_DATE": "2026-11-10T00:00:00Z"})
+                   env={**os.environ, "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "GIT_COMMITTER_DATE": "2026-11-10T00:00:00Z"})
     deployer = CommandDeployer(git_repo)
     tags = await deployer.list_tags()
     assert [t.name for t in tags] == ["v1.3.0", "v1.2.3", "v1.2.2", "v1.2.1"]

@@ -80,11 +80,20 @@ async def test_unknown_thread(store):
     assert "missing" not in await store.recent(10)
 
 
-async def test_recent_is_newest_first(store):
+async def test_recent_is_newest_first_and_touch_moves_a_thread_up(store):
     a = await store.create({}, [UserMessage(text="a", user="u")])
     b = await store.create({}, [UserMessage(text="b", user="u")])
-    await store.append(a, [ListGitTags()])
+    assert (await store.recent(10))[:2] == [b.id, a.id]
+    await store.touch(a.id)
     assert (await store.recent(10))[:2] == [a.id, b.id]
+    await store.touch("never-created")
+    assert "never-created" not in await store.recent(10)
+
+
+async def test_the_append_script_is_reloaded_after_a_server_forgets_it(store, redis):
+    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    await redis.script_flush()
+    assert (await store.append(thread, [ListGitTags()])).version == 2
 
 
 def test_keys_of_one_thread_share_a_cluster_hash_tag():

@@ -1,0 +1,96 @@
+"""Step overhead: recording a step and its result in real Redis, as a multiple of one
+Redis PING round trip measured in the same run, on threads of 10 and 1,000 events.
+
+    python bench/step_overhead.py            # starts its own Redis (valkey) in a temp dir
+    REDIS_URL=redis://... python bench/step_overhead.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from redis.asyncio import Redis  # noqa: E402
+
+from bot import embedded_redis  # noqa: E402
+from bot.events import (  # noqa: E402
+    DeployBackend, DeployResult, Error, GitTag, GitTagsResult, ListGitTags, UserMessage,
+)
+from bot.stores.redis import RedisThreadStore  # noqa: E402
+
+ROUNDS = 2000
+TAGS = [GitTag(name=f"v1.{i}.0", commit=f"{i:040x}", date="2026-11-20T10:00:00Z") for i in range(10)]
+
+
+def history(n: int) -> list:
+    """A realistic mix of events: messages, steps, results, errors."""
+    kinds = [
+        lambda i: UserMessage(text=f"deploy the latest backend to production #{i}", user="alice"),
+        lambda i: ListGitTags(),
+        lambda i: GitTagsResult(step_id=str(i), tags=TAGS),
+        lambda i: DeployBackend(tag="v1.2.3", environment="staging", reason="newest tag"),
+        lambda i: DeployResult(step_id=str(i), deploy_id="d", service="backend", tag="v1.2.3",
+                               environment="staging", ok=True, exit_code=0, output="done\n" * 5),
+        lambda i: Error(kind="llm", message="the model's answer was not a valid next step"),
+    ]
+    return [kinds[i % len(kinds)](i) for i in range(n)]
+
+
+async def interleaved(op, ping, rounds: int = ROUNDS) -> tuple[float, float]:
+    """Median time of `op` and of a PING, sampled alternately so that noise on a busy
+    machine hits both alike."""
+    for _ in range(50):  # warm up connections and the script cache
+        await op()
+        await ping()
+    ops, pings = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        await ping()
+        t1 = time.perf_counter()
+        await op()
+        t2 = time.perf_counter()
+        pings.append(t1 - t0)
+        ops.append(t2 - t1)
+    return statistics.median(ops), statistics.median(pings)
+
+
+async def main(url: str) -> None:
+    redis = Redis.from_url(url)
+    store = RedisThreadStore(redis)
+    await redis.flushdb()
+    print(f"{ROUNDS} rounds per size; each round is one PING then one step + its result")
+    figures = {}
+    for size in (10, 1000):
+        state = {"thread": await store.create({"channel": "bench"}, history(size))}
+
+        async def step_and_result() -> None:
+            step = ListGitTags()
+            t = await store.append(state["thread"], [step])
+            state["thread"] = await store.append(t, [GitTagsResult(step_id=step.id, tags=TAGS)])
+
+        op, rtt = await interleaved(step_and_result, redis.ping)
+        figures[size] = op / rtt
+        print(
+            f"{size:>5}-event thread: step + result {op * 1e6:.0f} µs, PING {rtt * 1e6:.0f} µs "
+            f"-> {op / rtt:.2f}x RTT"
+        )
+    print(f"1,000-event / 10-event overhead: {figures[1000] / figures[10]:.2f}x")
+    await redis.aclose()
+
+
+if __name__ == "__main__":
+    if os.environ.get("REDIS_URL"):
+        asyncio.run(main(os.environ["REDIS_URL"]))
+    else:
+        with tempfile.TemporaryDirectory() as data:
+            try:
+                asyncio.run(main(embedded_redis.ensure_running(Path(data))))
+            finally:
+                embedded_redis.stop(Path(data))

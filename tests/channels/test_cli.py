@@ -1,0 +1,96 @@
+"""`python -m bot ...` as a user runs it: real processes, stdin and stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ledger_lines
+
+
+@pytest.fixture
+def env(git_repo, deploy_command, tmp_path) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "ANTHROPIC_", "REDIS_URL"))}
+    return {**base, "GIT_REPO": str(git_repo), "DEPLOY_COMMAND": deploy_command, "DATA_DIR": str(tmp_path / "data")}
+
+
+def bot(env: dict[str, str], *args: str, stdin: str = "", check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run(
+        [sys.executable, "-m", "bot", *args], env=env, input=stdin, capture_output=True, text=True, timeout=60
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"exit {out.returncode}\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+@pytest.fixture
+def shared_env(env, redis_url, redis) -> dict[str, str]:
+    return {**env, "REDIS_URL": redis_url}
+
+
+def test_chat_proposes_asks_deploys_and_reports(shared_env, ledger):
+    out = bot(shared_env, "chat", "deploy backend v1.2.3 to production", "--user", "alice", stdin="y\n")
+    assert "proposes: deploy backend v1.2.3 to production" in out.stdout
+    assert "approval needed" in out.stdout and "deployed: backend v1.2.3 to production" in out.stdout
+    assert out.stdout.rstrip().endswith("[done]")
+    assert len(ledger_lines(ledger)) == 1
+
+
+def test_chat_rejection_without_llm_deploys_nothing(shared_env, ledger):
+    out = bot(shared_env, "chat", "deploy backend v1.2.3 to production", stdin="not during the freeze\n", check=False)
+    assert "rejected: not during the freeze" in out.stdout and "Not deployed" in out.stdout
+    assert ledger_lines(ledger) == []
+
+
+def test_free_text_without_llm_explains_how_to_configure_one(shared_env):
+    out = bot(shared_env, "chat", "please deploy the latest backend", stdin="")
+    assert "no LLM is configured" in out.stdout and "LLM_PROVIDER" in out.stdout
+    assert "[waiting_for_human]" in out.stdout
+
+
+def test_pause_in_one_process_approve_from_another(shared_env, ledger):
+    out = bot(shared_env, "chat", "deploy frontend v1.2.1 to production", stdin="")
+    thread_id = re.search(r"thread (\w+)", out.stdout)[1]
+    assert "[waiting_for_approval]" in out.stdout and ledger_lines(ledger) == []
+
+    shown = json.loads(bot(shared_env, "threads", "show", thread_id).stdout)
+    approval_id = shown["pending_approval"]["approval_id"]
+    refused = bot(shared_env, "threads", "respond", thread_id, "--approve", "--approval-id", "wrong", check=False)
+    assert refused.returncode == 1 and "refused (409)" in refused.stderr
+
+    out = bot(shared_env, "threads", "respond", thread_id, "--approve", "--approval-id", approval_id, "--user", "bob")
+    assert "deployed: frontend v1.2.1 to production" in out.stdout and "[done]" in out.stdout
+    assert len(ledger_lines(ledger)) == 1
+
+    listed = bot(shared_env, "threads", "list", "--status", "done").stdout
+    assert thread_id in listed
+    md = bot(shared_env, "threads", "show", thread_id, "--markdown").stdout
+    assert md.startswith(f"# Thread {thread_id}") and "**bob** approved" in md
+
+    forked = bot(shared_env, "threads", "fork", thread_id, "--at", "1").stdout
+    fork_id = re.search(r"new thread (\w+)", forked)[1]
+    assert "[waiting_for_approval]" in forked
+    bot(shared_env, "threads", "cancel", fork_id, "--reason", "not needed")
+    assert json.loads(bot(shared_env, "threads", "show", fork_id).stdout)["status"] == "cancelled"
+
+
+def test_embedded_redis_needs_no_configuration_and_keeps_threads_across_restarts(env):
+    try:
+        out = bot(env, "chat", "list tags")
+        thread_id = re.search(r"thread (\w+)", out.stdout)[1]
+        assert "Tags, newest first: v1.2.3" in out.stdout
+        assert "stopped" in bot(env, "redis-stop").stdout
+        shown = json.loads(bot(env, "threads", "show", thread_id).stdout)  # starts it again, from the AOF
+        assert shown["status"] == "done" and shown["version"] == 4
+    finally:
+        bot(env, "redis-stop", check=False)
+
+
+def test_half_configured_llm_fails_at_start_with_the_reason(env):
+    out = bot({**env, "LLM_PROVIDER": "anthropic"}, "threads", "list", check=False)
+    assert out.returncode == 2 and "LLM_PROVIDER=anthropic needs LLM_API_KEY" in out.stderr
