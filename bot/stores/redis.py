@@ -22,14 +22,14 @@ from bot.ports import Conflict, ThreadNotFound
 from bot.stores.keys import Keys
 from bot.thread import Thread
 
-# KEYS: events, meta. ARGV: expected version, then the events to append.
-# Returns {1, new_version} on success, {0, actual_version} on a lost race, {-1, 0} if unknown.
+# KEYS: events. ARGV: expected version, then the events to append. Every thread is created
+# with its first event, so an empty list means an unknown thread.
+# Returns the new version; -1 for an unknown thread; -2 - actual_version on a lost race.
 _APPEND = """
-if redis.call('EXISTS', KEYS[2]) == 0 then return {-1, 0} end
 local n = redis.call('LLEN', KEYS[1])
-if n ~= tonumber(ARGV[1]) then return {0, n} end
-redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
-return {1, n + #ARGV - 1}
+if n == 0 then return -1 end
+if n ~= tonumber(ARGV[1]) then return -2 - n end
+return redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
 """
 
 
@@ -40,11 +40,12 @@ class RedisThreadStore:
         self._sha = hashlib.sha1(_APPEND.encode()).hexdigest()
 
     async def create(self, origin: dict[str, str], events: Sequence[Event]) -> Thread:
+        if not events:
+            raise ValueError("a thread starts with at least one event")
         thread_id = new_id()
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(self.keys.meta(thread_id), mapping={"origin": json.dumps(origin)})
-            if events:
-                pipe.rpush(self.keys.events(thread_id), *(ev.dump(e) for e in events))
+            pipe.rpush(self.keys.events(thread_id), *(ev.dump(e) for e in events))
             pipe.zadd(self.keys.recent(), {thread_id: time.time()})
             await pipe.execute()
         return Thread(thread_id, tuple(events), dict(origin))
@@ -65,23 +66,23 @@ class RedisThreadStore:
     async def append(self, thread: Thread, events: Sequence[Event]) -> Thread:
         if not events:
             return thread
-        ok, version = await self._eval_append(thread.id, [ev.dump(e) for e in events], thread.version)
-        if ok == -1:
+        version = await self._eval_append(thread.id, [ev.dump(e) for e in events], thread.version)
+        if version == -1:
             raise ThreadNotFound(thread.id)
-        if ok == 0:
-            raise Conflict(thread.id, thread.version, version)
+        if version < -1:
+            raise Conflict(thread.id, thread.version, -2 - version)
         return thread.extended(events)
 
-    async def _eval_append(self, thread_id: str, blobs: list[str], version: int) -> list[int]:
+    async def _eval_append(self, thread_id: str, blobs: list[str], version: int) -> int:
         """One command, one round trip. EVALSHA is sent directly (redis-py's Script objects
         add a SCRIPT EXISTS round trip when pipelined); a server that lost its script cache
         (restart, failover) answers NOSCRIPT once and gets the script loaded again."""
-        keys = [self.keys.events(thread_id), self.keys.meta(thread_id)]
+        key = self.keys.events(thread_id)
         try:
-            return await self.redis.evalsha(self._sha, len(keys), *keys, version, *blobs)
+            return await self.redis.evalsha(self._sha, 1, key, version, *blobs)
         except NoScriptError:
             await self.redis.script_load(_APPEND)
-            return await self.redis.evalsha(self._sha, len(keys), *keys, version, *blobs)
+            return await self.redis.evalsha(self._sha, 1, key, version, *blobs)
 
     async def touch(self, thread_id: str) -> None:
         """Move a thread to the top of the recent list. Called when a run pauses rather than
