@@ -123,7 +123,7 @@ class ApprovalRequested(_Event):
     """Guards exactly one deploy step: its id, a hash of its arguments and the commit."""
 
     type: Literal["approval_requested"] = "approval_requested"
-    approval_id: str = Field(default_factory=lambda: secrets.token_urlsafe(12))
+    approval_id: str = Field(default_factory=new_id)
     step_id: str
     thread_id: str
     args_hash: str

@@ -45,9 +45,11 @@ class FakeLlm:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
                 status, payload = fake._answer(prompt, body.get("model", "fake"))
+                if status == 200 and body.get("stream"):
+                    payload = _stream(json.loads(payload))
                 data = payload.encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/event-stream" if body.get("stream") else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -74,7 +76,10 @@ class FakeLlm:
         if reply is None:
             return 500, json.dumps({"error": {"message": "fake LLM: no scripted reply left"}})
         if callable(reply):
-            reply = reply(prompt)
+            try:
+                reply = reply(prompt)
+            except Exception as e:  # a broken test responder must show up as an HTTP error
+                return 500, json.dumps({"error": {"message": f"fake LLM responder failed: {e!r}"}})
         if isinstance(reply, tuple):
             return reply
         return 200, json.dumps(_completion(reply, model))
@@ -101,3 +106,14 @@ def _completion(text: str, model: str) -> dict:
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
+
+
+def _stream(completion: dict) -> str:
+    """The same completion as server-sent events, the way OpenAI streams it."""
+    text = completion["choices"][0]["message"]["content"]
+    base = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
