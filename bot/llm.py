@@ -44,13 +44,13 @@ class BamlModel:
         try:
             out = await b.DetermineNextStep(context, baml_options={"client_registry": self._registry})
         except BamlValidationError as e:
-            raise LlmError(f"the model's answer was not a valid next step: {_clip(e.raw_output)}")
+            raise LlmError(f"the model's answer was not a valid next step: {_clip(e.raw_output)}") from e
         except BamlClientHttpError as e:
-            raise LlmError(f"the model server answered HTTP {e.status_code}: {_clip(e.message)}")
+            raise LlmError(f"the model server answered HTTP {e.status_code}: {_clip(e.message)}") from e
         except BamlTimeoutError as e:
-            raise LlmError(f"the model did not answer in time: {_clip(str(e))}")
+            raise LlmError(f"the model did not answer in time: {_clip(str(e))}") from e
         except BamlError as e:
-            raise LlmError(f"the model call failed: {_clip(str(e))}")
+            raise LlmError(f"the model call failed: {_clip(str(e))}") from e
         return to_event(out)
 
 

@@ -13,7 +13,6 @@ from bot.events import (
     STEP_TYPES,
     ApprovalRequested,
     Cancelled,
-    Deploy,
     DeployBackend,
     DeployFrontend,
     DeployResult,
@@ -153,8 +152,3 @@ class Thread:
         if self.events and isinstance(self.events[-1], Error) and self.events[-1].kind == "internal":
             return "failed"
         return "running"
-
-
-def deploys(thread: Thread) -> Iterator[Deploy]:
-    for _, e in thread.indexed(DeployBackend, DeployFrontend):
-        yield e  # type: ignore[misc]

@@ -31,7 +31,7 @@ class PrintNotifier:
 
 
 def plain(markdown: str) -> str:
-    lines = [l for l in markdown.replace("**", "").replace("`", "").splitlines() if l != ""]
+    lines = [ln for ln in markdown.replace("**", "").replace("`", "").splitlines() if ln]
     return "\n    ".join(lines)
 
 
@@ -78,7 +78,7 @@ async def _respond(
         print(f"  {plain(transcript.line(answered.events[-1]))}", flush=True)
     except Refused as e:
         print(f"refused: {e.message}", file=sys.stderr)
-        raise SystemExit(_paused(thread))
+        raise SystemExit(_paused(thread)) from e
 
 
 def _paused(thread: Thread) -> int:

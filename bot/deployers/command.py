@@ -29,7 +29,7 @@ class CommandDeployer:
         try:  # catch a typo such as {env} at start, not at the first deploy
             [arg.format(service="", tag="", environment="") for arg in self.argv]
         except (KeyError, IndexError, ValueError) as e:
-            raise ValueError(f"DEPLOY_COMMAND may use {{service}}, {{tag}}, {{environment}} only: {e}")
+            raise ValueError(f"DEPLOY_COMMAND may use {{service}}, {{tag}}, {{environment}} only: {e}") from e
 
     async def list_tags(self) -> list[GitTag]:
         out = await self._git("for-each-ref", "--sort=-creatordate", f"--format={_FIELDS}", "refs/tags")
@@ -66,7 +66,7 @@ class CommandDeployer:
                 stderr=asyncio.subprocess.STDOUT,
             )
         except OSError as e:
-            raise DeployerError(f"could not start the deploy command {argv[0]!r}: {e.strerror or e}")
+            raise DeployerError(f"could not start the deploy command {argv[0]!r}: {e.strerror or e}") from e
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), self.timeout)
         except asyncio.TimeoutError:
@@ -83,7 +83,7 @@ class CommandDeployer:
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )
         except OSError as e:
-            raise DeployerError(f"could not run git: {e}")
+            raise DeployerError(f"could not run git: {e}") from e
         out, err = await proc.communicate()
         if proc.returncode != 0:
             raise DeployerError(f"git {args[0]} failed in {self.repo}: {err.decode().strip()[:300]}")
