@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from redis.asyncio import Redis
 
 from bot import embedded_redis
 from bot.channels.log import LogNotifier
 from bot.deployers.command import CommandDeployer
+from bot.events import Event
 from bot.loop import Runner
 from bot.ports import NextStepModel, Notifier
 from bot.service import ThreadService
 from bot.settings import Settings
 from bot.stores.redis import RedisThreadStore
+from bot.thread import Thread
 from bot.worker import InProcessWorker
+
+log = logging.getLogger(__name__)
+
+
+class Fanout:
+    """Every notifier hears every event; each decides whether the thread is its business."""
+
+    def __init__(self, notifiers: Sequence[Notifier]) -> None:
+        self.notifiers = list(notifiers)
+
+    async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        for notifier in self.notifiers:
+            try:
+                await notifier.publish(thread, new)
+            except Exception:  # one broken channel must not silence the others
+                log.exception("thread %s: %s failed", thread.id, type(notifier).__name__)
 
 
 @dataclass
@@ -25,8 +45,16 @@ class App:
     runner: Runner
     service: ThreadService
     worker: InProcessWorker
+    slack: Any = None  # bot.channels.slack.SlackChannel when SLACK_BOT_TOKEN is set
+
+    async def start(self) -> None:
+        if self.slack:
+            await self.slack.start_socket_mode()
 
     async def close(self) -> None:
+        await self.worker.idle()
+        if self.slack:
+            await self.slack.stop()
         await self.redis.aclose()
 
 
@@ -47,13 +75,28 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     redis = Redis.from_url(redis_url(settings))
     store = RedisThreadStore(redis)
     policy = settings.policy()
+    notifiers: list[Notifier] = [notifier or LogNotifier(settings.secrets())]
+    slack_web = None
+    if settings.slack():
+        from bot.channels import slack
+
+        slack_web = slack.client(settings.slack_bot_token or "", settings.slack_api_url)
+        notifiers.append(slack.SlackNotifier(slack_web, store))
+    fanout = Fanout(notifiers)
     runner = Runner(
         store=store,
         deployer=CommandDeployer(settings.git_repo, settings.deploy_command, settings.deploy_timeout),
         llm=make_llm(settings),
-        notifier=notifier or LogNotifier(settings.secrets()),
+        notifier=fanout,
         policy=policy,
         secrets=settings.secrets(),
     )
-    service = ThreadService(store, policy)
-    return App(settings, redis, store, runner, service, InProcessWorker(runner))
+    service = ThreadService(store, policy, fanout)
+    worker = InProcessWorker(runner)
+    app = App(settings, redis, store, runner, service, worker)
+    if slack_web is not None:
+        app.slack = slack.build(
+            settings.slack_signing_secret or "", slack_web,
+            service, store, worker.kick, settings.slack_app_token,
+        )
+    return app

@@ -14,6 +14,10 @@ class ThreadNotFound(LookupError):
     pass
 
 
+class ThreadExists(Exception):
+    pass
+
+
 class Conflict(Exception):
     """Someone appended to the thread first. Re-read it and decide again; never overwrite."""
 
@@ -23,7 +27,11 @@ class Conflict(Exception):
 
 
 class ThreadStore(Protocol):
-    async def create(self, origin: dict[str, str], events: Sequence[Event]) -> Thread: ...
+    async def create(
+        self, origin: dict[str, str], events: Sequence[Event], thread_id: str | None = None
+    ) -> Thread:
+        """A new thread; with `thread_id`, raises ThreadExists if that id is taken."""
+        ...
 
     async def load(self, thread_id: str) -> Thread: ...
 
@@ -40,6 +48,18 @@ class ThreadStore(Protocol):
         ...
 
     async def recent(self, limit: int) -> list[str]: ...
+
+    async def claim(self, name: str, ttl_seconds: int) -> bool:
+        """True the first time `name` is claimed (until it expires); False for a repeat."""
+        ...
+
+    async def release(self, name: str) -> None: ...
+
+    async def link(self, name: str, value: str) -> str:
+        """Bind `name` to `value` unless already bound; return the value that won."""
+        ...
+
+    async def lookup(self, name: str) -> str | None: ...
 
     async def ping(self) -> None: ...
 

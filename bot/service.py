@@ -7,14 +7,18 @@ Nothing is appended when an operation is refused.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
 
 from bot.events import Cancelled, Event, HumanResponse, UserMessage, utcnow
 from bot.policy import Policy
-from bot.ports import Conflict, ThreadNotFound, ThreadStore
+from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 from bot.thread import STATUSES, Thread
+
+
+log = logging.getLogger(__name__)
 
 
 class Refused(Exception):
@@ -49,15 +53,23 @@ class Invalid(Refused):
 class ThreadService:
     store: ThreadStore
     policy: Policy
+    notifier: Notifier | None = None
     clock: Callable[[], datetime] = utcnow
 
     async def launch(
-        self, text: str, user: str, channel: str = "api", origin: dict[str, str] | None = None
+        self,
+        text: str,
+        user: str,
+        channel: str = "api",
+        origin: dict[str, str] | None = None,
+        thread_id: str | None = None,
     ) -> Thread:
         if not text.strip():
             raise Invalid("message must not be empty")
         event = UserMessage(text=text, user=user, channel=channel)
-        return await self.store.create(origin or {"channel": channel}, [event])
+        thread = await self.store.create(origin or {"channel": channel}, [event], thread_id)
+        await self._publish(thread, event)
+        return thread
 
     async def get(self, thread_id: str) -> Thread:
         try:
@@ -97,7 +109,9 @@ class ThreadService:
         thread = await self.get(thread_id)
         if not 1 <= at <= thread.version:
             raise Invalid(f"at must be between 1 and {thread.version}")
-        origin = {**thread.origin, "forked_from": thread_id, "forked_at": str(at)}
+        # A fork is an experiment driven from the API or CLI: it never posts into the chat
+        # thread it came from.
+        origin = {"channel": "api", "forked_from": thread_id, "forked_at": str(at)}
         return await self.store.create(origin, thread.events[:at])
 
     async def _append(self, thread_id: str, make: Callable[[Thread], Event]) -> Thread:
@@ -105,9 +119,24 @@ class ThreadService:
         while True:
             event = make(thread)
             try:
-                return await self.store.append(thread, [event])
+                thread = await self.store.append(thread, [event])
             except Conflict:
                 thread = await self.store.refresh(thread)
+                continue
+            await self._publish(thread, event)
+            return thread
+
+    async def check_decision(self, thread_id: str, approval_id: str, user: str) -> None:
+        """Raise what deciding would raise, without deciding (e.g. before asking for feedback)."""
+        self._decision(await self.get(thread_id), "", user, approval_id, False, "check")
+
+    async def _publish(self, thread: Thread, event: Event) -> None:
+        if self.notifier is None:
+            return
+        try:
+            await self.notifier.publish(thread, [event])
+        except Exception:  # the event is stored; a channel outage must not undo the answer
+            log.exception("thread %s: notifying its channel failed", thread.id)
 
     def _response(
         self,

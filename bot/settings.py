@@ -39,6 +39,11 @@ class Settings(BaseSettings):
     openai_api_key: str | None = None
     anthropic_api_key: str | None = None
 
+    slack_bot_token: str | None = None
+    slack_signing_secret: str | None = None
+    slack_app_token: str | None = Field(None, description="set: Socket Mode instead of HTTP")
+    slack_api_url: str = "https://slack.com/api/"
+
     environments: str = "development,staging,production"
     protected_environments: str = "production"
     approvers: str = "*"
@@ -87,7 +92,18 @@ class Settings(BaseSettings):
             raise ConfigError(f"LLM_PROVIDER={provider} needs LLM_API_KEY")
         return provider, model, key or "none", self.llm_base_url
 
+    def slack(self) -> bool:
+        """Whether the Slack channel is on; half a configuration is an error, not a silent off."""
+        if not self.slack_bot_token:
+            return False
+        if not self.slack_signing_secret:
+            raise ConfigError("SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not")
+        return True
+
     def secrets(self) -> tuple[str, ...]:
         """Values that must never reach the model or a transcript."""
-        values = (self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key)
+        values = (
+            self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
+            self.slack_bot_token, self.slack_signing_secret, self.slack_app_token,
+        )
         return tuple(v for v in values if v)

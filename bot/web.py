@@ -42,20 +42,19 @@ class CancelBody(BaseModel):
 
 
 def create_app(settings: Settings, app: App | None = None) -> FastAPI:
-    holder: dict[str, App] = {}
+    built = app or build(settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        holder["app"] = app or build(settings)
-        resumed = await holder["app"].worker.recover(holder["app"].store)
+        await built.start()
+        resumed = await built.worker.recover(built.store)
         if resumed:
             log.info("resuming %d thread(s) left mid-run: %s", len(resumed), ", ".join(resumed))
         yield
-        await holder["app"].worker.idle()
-        await holder["app"].close()
+        await built.close()
 
     def the_app() -> App:
-        return holder["app"]
+        return built
 
     def authorized(authorization: str | None = Header(None)) -> None:
         token = settings.api_token
@@ -118,5 +117,7 @@ def create_app(settings: Settings, app: App | None = None) -> FastAPI:
         return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.runner.llm else "none"})
 
     web.include_router(threads)
+    if built.slack and not settings.slack_app_token:
+        web.add_api_route("/slack/events", built.slack.endpoint, methods=["POST"])
     return web
 

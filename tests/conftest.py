@@ -104,7 +104,6 @@ def settings(redis_url: str, git_repo: Path, deploy_command: str, fake_llm: Fake
 async def app(settings: Settings, redis: Redis) -> AsyncIterator[App]:
     app = build(settings)
     yield app
-    await app.worker.idle()
     await app.close()
 
 

@@ -19,3 +19,11 @@ class Keys:
 
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"
+
+    def claim(self, name: str) -> str:
+        """A one-time marker: a delivered Slack event id, a used email Message-ID..."""
+        return f"{self.prefix}:claim:{name}"
+
+    def ref(self, name: str) -> str:
+        """A channel's pointer: a Slack thread to its bot thread, an approval to its message."""
+        return f"{self.prefix}:ref:{name}"

@@ -18,7 +18,7 @@ from redis.exceptions import NoScriptError
 
 from bot import events as ev
 from bot.events import Event, new_id
-from bot.ports import Conflict, ThreadNotFound
+from bot.ports import Conflict, ThreadExists, ThreadNotFound
 from bot.stores.keys import Keys
 from bot.thread import Thread
 
@@ -39,10 +39,14 @@ class RedisThreadStore:
         self.keys = keys or Keys()
         self._sha = hashlib.sha1(_APPEND.encode()).hexdigest()
 
-    async def create(self, origin: dict[str, str], events: Sequence[Event]) -> Thread:
+    async def create(
+        self, origin: dict[str, str], events: Sequence[Event], thread_id: str | None = None
+    ) -> Thread:
         if not events:
             raise ValueError("a thread starts with at least one event")
-        thread_id = new_id()
+        thread_id = thread_id or new_id()
+        if not await self.redis.hsetnx(self.keys.meta(thread_id), "created", str(time.time())):
+            raise ThreadExists(thread_id)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(self.keys.meta(thread_id), mapping={"origin": json.dumps(origin)})
             pipe.rpush(self.keys.events(thread_id), *(ev.dump(e) for e in events))
@@ -88,6 +92,24 @@ class RedisThreadStore:
         """Move a thread to the top of the recent list. Called when a run pauses rather than
         on every append, so appending stays a single round trip."""
         await self.redis.zadd(self.keys.recent(), {thread_id: time.time()}, xx=True)
+
+    async def claim(self, name: str, ttl_seconds: int) -> bool:
+        return bool(await self.redis.set(self.keys.claim(name), "1", nx=True, ex=ttl_seconds))
+
+    async def release(self, name: str) -> None:
+        await self.redis.delete(self.keys.claim(name))
+
+    async def link(self, name: str, value: str) -> str:
+        """Bind `name` to `value` unless it is bound already; return what it is bound to."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.keys.ref(name), value, nx=True)
+            pipe.get(self.keys.ref(name))
+            _, bound = await pipe.execute()
+        return bound.decode()
+
+    async def lookup(self, name: str) -> str | None:
+        value = await self.redis.get(self.keys.ref(name))
+        return value.decode() if value is not None else None
 
     async def recent(self, limit: int) -> list[str]:
         ids = await self.redis.zrevrange(self.keys.recent(), 0, limit - 1)

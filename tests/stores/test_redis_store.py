@@ -100,3 +100,16 @@ def test_keys_of_one_thread_share_a_cluster_hash_tag():
     keys = Keys("deploybot")
     assert keys.events("abc") == "deploybot:thread:{abc}:events"
     assert keys.meta("abc") == "deploybot:thread:{abc}:meta"
+
+
+async def test_claims_are_first_come_and_can_be_released(store):
+    assert await store.claim("slack:Ev1", 60) is True
+    assert await store.claim("slack:Ev1", 60) is False
+    await store.release("slack:Ev1")
+    assert await store.claim("slack:Ev1", 60) is True
+
+
+async def test_links_keep_the_first_binding(store):
+    assert await store.lookup("slack:C1:1.0") is None
+    results = await asyncio.gather(*(store.link("slack:C1:1.0", f"t{i}") for i in range(10)))
+    assert len(set(results)) == 1 and await store.lookup("slack:C1:1.0") == results[0]

@@ -1,0 +1,127 @@
+"""A real HTTP server that plays Slack's Web API for tests and benchmarks.
+
+Point `SLACK_API_URL` at `base_url`. Every call is recorded with its arguments; failures
+can be scripted per method (rate limits with Retry-After, `channel_not_found`, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+BOT_USER = "UBOT"
+
+
+@dataclass
+class Call:
+    method: str
+    args: dict[str, Any]
+    answer: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FakeSlack:
+    calls: list[Call] = field(default_factory=list)
+    failures: dict[str, list[tuple[int, dict[str, Any], dict[str, str]]]] = field(default_factory=dict)
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _ts: int = 0
+
+    @property
+    def base_url(self) -> str:
+        assert self._server, "start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/api/"
+
+    def fail(self, method: str, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        """The next call of `method` gets this answer instead of success."""
+        with self._lock:
+            self.failures.setdefault(method, []).append((status, body, headers or {}))
+
+    def answer(self, args: dict[str, Any]) -> dict[str, Any]:
+        """What the fake answered to the call made with `args` (e.g. the ts of a post)."""
+        with self._lock:
+            return next(c.answer for c in self.calls if c.args is args)
+
+    def called(self, method: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [c.args for c in self.calls if c.method == method]
+
+    def wait_for(self, method: str, count: int = 1, timeout: float = 10, **match: Any) -> list[dict[str, Any]]:
+        """Wait until `method` was called `count` times with arguments containing `match`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            hits = [a for a in self.called(method) if all(_contains(a.get(k), v) for k, v in match.items())]
+            if len(hits) >= count:
+                return hits
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{method} {match} called {len(hits)}x, not {count}x: {self.calls}")
+            time.sleep(0.02)
+
+    def start(self) -> "FakeSlack":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                if "json" in (self.headers.get("Content-Type") or ""):
+                    args = json.loads(raw or "{}")
+                else:
+                    args = {k: v[0] for k, v in parse_qs(raw).items()}
+                path, _, query = self.path.partition("?")
+                args = {**{k: v[0] for k, v in parse_qs(query).items()}, **args}
+                status, body, headers = fake._answer(path.rsplit("/", 1)[-1], args)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _answer(self, method: str, args: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        with self._lock:
+            call = Call(method, args)
+            self.calls.append(call)
+            scripted = self.failures.get(method)
+            if scripted:
+                status, call.answer, headers = scripted.pop(0)
+                return status, call.answer, headers
+            self._ts += 1
+            call.answer = _success(method, args, f"1700000000.{self._ts:06d}")
+            return 200, call.answer, {}
+
+
+def _success(method: str, args: dict[str, Any], ts: str) -> dict[str, Any]:
+    if method == "auth.test":
+        return {"ok": True, "user_id": BOT_USER, "bot_id": "BBOT", "team_id": "T1", "user": "deploybot"}
+    if method in ("chat.postMessage", "chat.update"):
+        return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts", ts)}
+    if method == "chat.postEphemeral":
+        return {"ok": True, "message_ts": ts}
+    return {"ok": True}
+
+
+def _contains(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, str) and isinstance(actual, (str, list, dict)):
+        return expected in (actual if isinstance(actual, str) else json.dumps(actual))
+    return actual == expected
