@@ -20,8 +20,9 @@ test: install  ## the whole test suite, plus a check that the BAML client is up 
 	@test -z "$$(git status --porcelain -- bot/baml_client)" || (git status --short -- bot/baml_client; echo "bot/baml_client differs from baml_src: run make baml and commit"; exit 1)
 	$(BIN)/python -m pytest -q
 
-bench: install
+bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/step_overhead.py
+	$(BIN)/python bench/slack_ack.py
 
 baml: install  ## regenerate bot/baml_client after editing baml_src/
 	$(BIN)/baml-cli generate --from baml_src

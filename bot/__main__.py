@@ -106,7 +106,7 @@ def serve(settings: Settings) -> int:
             "API_TOKEN is not set: serving on 127.0.0.1 only, so the approval API is not "
             "reachable from other machines. Set API_TOKEN to serve on %s.", settings.host
         )
-    uvicorn.run(create_app(settings), host=host, port=settings.port, log_level="info")
+    uvicorn.run(create_app(settings), host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio")
     return 0
 
 

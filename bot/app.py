@@ -49,7 +49,7 @@ class App:
 
     async def start(self) -> None:
         if self.slack:
-            await self.slack.start_socket_mode()
+            await self.slack.start()
 
     async def close(self) -> None:
         await self.worker.idle()
@@ -92,7 +92,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         secrets=settings.secrets(),
     )
     service = ThreadService(store, policy, fanout)
-    worker = InProcessWorker(runner)
+    worker = InProcessWorker(runner, settings.worker_concurrency)
     app = App(settings, redis, store, runner, service, worker)
     if slack_web is not None:
         app.slack = slack.build(

@@ -49,11 +49,18 @@ class ThreadStore(Protocol):
 
     async def recent(self, limit: int) -> list[str]: ...
 
-    async def claim(self, name: str, ttl_seconds: int) -> bool:
-        """True the first time `name` is claimed (until it expires); False for a repeat."""
+    async def receive(
+        self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
+    ) -> tuple[bool, str | None, bool]:
+        """Take in one inbound message of a conversation (a Slack thread, an email chain),
+        atomically: (fresh, thread id, started). `fresh` is False for a repeat delivery.
+        A conversation with no thread yet is bound to `new_thread_id` (started=True);
+        with None it stays unbound (a reply to something the bot never saw)."""
         ...
 
-    async def release(self, name: str) -> None: ...
+    async def forget(self, scope: str, message_id: str) -> None:
+        """Undo receive()'s delivery mark, so a retry of a message we failed to store counts."""
+        ...
 
     async def link(self, name: str, value: str) -> str:
         """Bind `name` to `value` unless already bound; return the value that won."""

@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     approver_must_differ: bool = False
     approval_ttl: int = Field(3600, description="seconds an approval request stays valid")
     max_steps: int = 20
+    worker_concurrency: int = Field(4, ge=1, description="agent runs at once in one process")
 
     git_repo: Path = Path(".")
     deploy_command: str = DRY_RUN

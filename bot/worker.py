@@ -12,8 +12,12 @@ log = logging.getLogger(__name__)
 
 
 class InProcessWorker:
-    def __init__(self, runner: Runner) -> None:
+    """At most `concurrency` runs at once: a burst of requests queues agent runs instead of
+    starving the event loop that must answer Slack (and everyone else) within milliseconds."""
+
+    def __init__(self, runner: Runner, concurrency: int = 4) -> None:
         self.runner = runner
+        self._slots = asyncio.Semaphore(concurrency)
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
 
@@ -26,14 +30,15 @@ class InProcessWorker:
 
     async def _run(self, thread_id: str) -> None:
         try:
-            while True:
-                self._again.discard(thread_id)
-                try:
-                    await self.runner.run(thread_id)
-                except Exception:
-                    log.exception("thread %s: run failed; it stays paused until kicked again", thread_id)
-                if thread_id not in self._again:
-                    return
+            async with self._slots:
+                while True:
+                    self._again.discard(thread_id)
+                    try:
+                        await self.runner.run(thread_id)
+                    except Exception:
+                        log.exception("thread %s: run failed; it stays paused until kicked again", thread_id)
+                    if thread_id not in self._again:
+                        return
         finally:
             del self._tasks[thread_id]
 

@@ -18,5 +18,7 @@ class LogNotifier:
         self.secrets = secrets
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return
         for event in new:
             log.info("thread %s: %s", thread.id, redact(transcript.line(event), self.secrets))

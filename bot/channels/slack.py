@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 from urllib.parse import parse_qs
 
+import aiohttp
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
@@ -29,16 +30,16 @@ from starlette.responses import JSONResponse, Response
 
 from bot.channels import slack_blocks as blocks
 from bot.events import ApprovalRequested, Event, HumanResponse, new_id
-from bot.ports import ThreadExists, ThreadStore
-from bot.service import Forbidden, Refused, ThreadService
+from bot.ports import ThreadStore
+from bot.service import Forbidden, NotFound, Refused, ThreadService
 from bot.thread import Thread
 
 log = logging.getLogger(__name__)
 EVENT_TTL = 24 * 3600  # Slack retries for a few minutes; a day is plenty to spot a repeat
 
 
-def thread_key(channel: str, thread_ts: str) -> str:
-    return f"slack:thread:{channel}:{thread_ts}"
+def conversation(channel: str, thread_ts: str) -> str:
+    return f"slack:{channel}:{thread_ts}"
 
 
 def approval_message_key(approval_id: str) -> str:
@@ -100,6 +101,7 @@ class SlackChannel:
     """The Bolt app and its HTTP endpoint; `kick` hands a thread to the worker."""
 
     app: AsyncApp
+    web: AsyncWebClient
     signing_secret: str
     app_token: str | None = None
 
@@ -120,7 +122,10 @@ class SlackChannel:
         # An event type nobody listens to is still delivered: answer 200 so Slack stops retrying.
         return Response(status_code=200) if response.status_code == 404 else response
 
-    async def start_socket_mode(self) -> None:
+    async def start(self) -> None:
+        # One pooled session: without it slack-sdk opens a new connection (and TLS
+        # handshake) for every API call.
+        self.web.session = aiohttp.ClientSession()
         if self.app_token:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -130,6 +135,9 @@ class SlackChannel:
     async def stop(self) -> None:
         if self._socket:
             await self._socket.close_async()
+        if self.web.session:
+            await self.web.session.close()
+            self.web.session = None
 
 
 def _well_formed(body: bytes, content_type: str) -> bool:
@@ -151,7 +159,12 @@ def build(
     kick: Callable[[str], None],
     app_token: str | None = None,
 ) -> SlackChannel:
-    app = AsyncApp(signing_secret=signing_secret, client=web, process_before_response=True)
+    # The endpoint verifies signatures before Bolt sees a request (so a forged malformed
+    # body is a 401, not a 400); Bolt need not do it again.
+    app = AsyncApp(
+        signing_secret=signing_secret, client=web, process_before_response=True,
+        request_verification_enabled=False,
+    )
     inbound = _Inbound(service, store, kick, web)
 
     @app.event("app_mention")
@@ -206,7 +219,7 @@ def build(
             return
         kick(thread_id)
 
-    return SlackChannel(app, signing_secret, app_token)
+    return SlackChannel(app, web, signing_secret, app_token)
 
 
 def _where(body: dict) -> tuple[str, str]:
@@ -225,39 +238,42 @@ class _Inbound:
         self.service, self.store, self.kick, self.web = service, store, kick, web
 
     async def message(self, event: dict, body: dict, bot_user: str | None, may_start: bool) -> None:
-        claim = f"slack:event:{body.get('event_id') or event.get('client_msg_id') or event['ts']}"
-        if not await self.store.claim(claim, EVENT_TTL):
-            log.info("slack: %s was delivered again; ignored", claim)
-            return
-        try:
-            await self._record(event, bot_user, may_start)
-        except Exception:
-            await self.store.release(claim)  # let Slack's retry deliver it again
-            raise
-
-    async def _record(self, event: dict, bot_user: str | None, may_start: bool) -> None:
-        channel, user = event["channel"], event["user"]
+        message_id = body.get("event_id") or event.get("client_msg_id") or event["ts"]
         root = event.get("thread_ts") or event["ts"]
-        text = re.sub(rf"<@{bot_user}>\s*", "", event.get("text", "")).strip() if bot_user else event.get("text", "")
-        thread_id = await self.store.lookup(thread_key(channel, root))
-        if thread_id is None:
-            if not may_start:
-                return
-            # Bind the Slack thread to a new id first, so two first messages make one thread.
-            thread_id = await self.store.link(thread_key(channel, root), new_id())
-            origin = {"channel": "slack", "slack_channel": channel, "slack_thread_ts": root}
-            try:
-                await self.service.launch(text or "(empty mention)", user, "slack", origin, thread_id)
-                self.kick(thread_id)
-                return
-            except ThreadExists:
-                pass  # the other first message won; ours is a reply to it
-        try:
-            await self.service.respond(thread_id, text, user, channel="slack")
-        except Refused as e:
-            await self.tell((channel, root), user, e.message)
+        scope = conversation(event["channel"], root)
+        fresh, thread_id, started = await self.store.receive(
+            scope, message_id, EVENT_TTL, new_id() if may_start else None
+        )
+        if not fresh:
+            log.info("slack: %s was delivered again; ignored", message_id)
             return
+        if thread_id is None:
+            return  # a reply in a Slack thread the bot is not part of
+        try:
+            await self._record(event, root, thread_id, started, bot_user)
+        except Exception:
+            await self.store.forget(scope, message_id)  # let Slack's retry deliver it again
+            raise
         self.kick(thread_id)
+
+    async def _record(
+        self, event: dict, root: str, thread_id: str, started: bool, bot_user: str | None
+    ) -> None:
+        channel, user = event["channel"], event["user"]
+        text = event.get("text", "")
+        if bot_user:
+            text = re.sub(rf"<@{bot_user}>\s*", "", text).strip()
+        origin = {"channel": "slack", "slack_channel": channel, "slack_thread_ts": root}
+        if not started:
+            try:
+                await self.service.respond(thread_id, text, user, channel="slack")
+                return
+            except NotFound:
+                pass  # bound by a first message whose thread was never stored: start it now
+            except Refused as e:
+                await self.tell((channel, root), user, e.message)
+                return
+        await self.service.launch(text or "(empty mention)", user, "slack", origin, thread_id)
 
     async def decide(self, body: dict, action: dict, approve: bool) -> None:
         thread_id, approval_id = blocks.parse_button_value(action["value"])

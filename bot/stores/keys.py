@@ -20,9 +20,13 @@ class Keys:
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"
 
-    def claim(self, name: str) -> str:
-        """A one-time marker: a delivered Slack event id, a used email Message-ID..."""
-        return f"{self.prefix}:claim:{name}"
+    def conversation(self, scope: str) -> str:
+        """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""
+        return f"{self.prefix}:conversation:{{{scope}}}"
+
+    def delivery(self, scope: str, message_id: str) -> str:
+        """Marks one inbound message as seen; shares its conversation's hash tag."""
+        return f"{self.prefix}:conversation:{{{scope}}}:seen:{message_id}"
 
     def ref(self, name: str) -> str:
         """A channel's pointer: a Slack thread to its bot thread, an approval to its message."""

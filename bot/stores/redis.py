@@ -33,6 +33,28 @@ return redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
 """
 
 
+# KEYS: meta, events. ARGV: created-at, origin JSON, then the first events.
+# Returns 1, or 0 when the id is taken (nothing is written then).
+_CREATE = """
+if redis.call('HSETNX', KEYS[1], 'created', ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'origin', ARGV[2])
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
+return 1
+"""
+
+
+# KEYS: delivery marker, conversation. ARGV: marker TTL, the id for a new thread ('' when
+# this message may not start one). Returns {fresh, thread id or '', started}.
+_RECEIVE = """
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return {0, '', 0} end
+local bound = redis.call('GET', KEYS[2])
+if bound then return {1, bound, 0} end
+if ARGV[2] == '' then return {1, '', 0} end
+redis.call('SET', KEYS[2], ARGV[2])
+return {1, ARGV[2], 1}
+"""
+
+
 class RedisThreadStore:
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis = redis
@@ -45,13 +67,17 @@ class RedisThreadStore:
         if not events:
             raise ValueError("a thread starts with at least one event")
         thread_id = thread_id or new_id()
-        if not await self.redis.hsetnx(self.keys.meta(thread_id), "created", str(time.time())):
+        now = time.time()
+        keys = [self.keys.meta(thread_id), self.keys.events(thread_id)]
+        args = [now, json.dumps(origin), *(ev.dump(e) for e in events)]
+        # One round trip: the thread's keys in one script (one cluster slot), the global
+        # recency index beside it in the same pipeline.
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_CREATE, len(keys), *keys, *args)
+            pipe.zadd(self.keys.recent(), {thread_id: now}, nx=True)
+            created, _ = await pipe.execute()
+        if not created:
             raise ThreadExists(thread_id)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(self.keys.meta(thread_id), mapping={"origin": json.dumps(origin)})
-            pipe.rpush(self.keys.events(thread_id), *(ev.dump(e) for e in events))
-            pipe.zadd(self.keys.recent(), {thread_id: time.time()})
-            await pipe.execute()
         return Thread(thread_id, tuple(events), dict(origin))
 
     async def load(self, thread_id: str) -> Thread:
@@ -93,11 +119,17 @@ class RedisThreadStore:
         on every append, so appending stays a single round trip."""
         await self.redis.zadd(self.keys.recent(), {thread_id: time.time()}, xx=True)
 
-    async def claim(self, name: str, ttl_seconds: int) -> bool:
-        return bool(await self.redis.set(self.keys.claim(name), "1", nx=True, ex=ttl_seconds))
+    async def receive(
+        self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
+    ) -> tuple[bool, str | None, bool]:
+        keys = [self.keys.delivery(scope, message_id), self.keys.conversation(scope)]
+        fresh, thread_id, started = await self.redis.eval(
+            _RECEIVE, len(keys), *keys, ttl_seconds, new_thread_id or ""
+        )
+        return bool(fresh), (thread_id.decode() or None), bool(started)
 
-    async def release(self, name: str) -> None:
-        await self.redis.delete(self.keys.claim(name))
+    async def forget(self, scope: str, message_id: str) -> None:
+        await self.redis.delete(self.keys.delivery(scope, message_id))
 
     async def link(self, name: str, value: str) -> str:
         """Bind `name` to `value` unless it is bound already; return what it is bound to."""

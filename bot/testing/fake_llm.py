@@ -41,6 +41,8 @@ class FakeLlm:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the real service does
+
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))

@@ -67,6 +67,8 @@ class FakeSlack:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the real service does
+
             def do_POST(self) -> None:  # noqa: N802
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 if "json" in (self.headers.get("Content-Type") or ""):

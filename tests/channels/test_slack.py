@@ -15,7 +15,7 @@ import httpx
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.channels.slack import thread_key
+from bot.channels.slack import conversation
 from bot.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
 from bot.testing.fake_slack import BOT_USER, FakeSlack
 from tests.helpers import ledger_lines, reply
@@ -113,10 +113,15 @@ def slack(api) -> Slack:
     return Slack(api)
 
 
+async def bot_thread(app, slack_ts: str) -> str | None:
+    value = await app.store.redis.get(app.store.keys.conversation(conversation(CHANNEL, slack_ts)))
+    return value.decode() if value else None
+
+
 async def settled(app, slack_ts: str, timeout: float = 15):
     deadline = time.monotonic() + timeout
     while True:
-        thread_id = await app.store.lookup(thread_key(CHANNEL, slack_ts))
+        thread_id = await bot_thread(app, slack_ts)
         if thread_id:
             await app.worker.idle()
             thread = await app.service.get(thread_id)
@@ -231,8 +236,8 @@ async def test_forged_or_stale_requests_are_refused(app, slack, fake_llm):
     assert response.status_code == 401
     unsigned = await slack.api.post("/slack/events", json={"type": "event_callback", "event": {}})
     assert unsigned.status_code == 401
-    assert await app.store.lookup(thread_key(CHANNEL, ts)) is None
-    assert await app.store.lookup(thread_key(CHANNEL, ts2)) is None
+    assert await bot_thread(app, ts) is None
+    assert await bot_thread(app, ts2) is None
     assert fake_llm.prompts == []
 
 
@@ -315,7 +320,7 @@ async def test_the_message_is_stored_before_the_ack_and_the_loop_runs_after_it(a
     fake_llm.script(reply(intent="done_for_now", message="hi"))
     response, ts = await slack.mention("hello there")
     assert response.status_code == 200
-    thread = await app.service.get(await app.store.lookup(thread_key(CHANNEL, ts)))
+    thread = await app.service.get(await bot_thread(app, ts))
     assert [e.type for e in thread.events] == ["user_message"] and thread.status() == "running"
     assert thread.events[0].text == "hello there"  # the mention itself is not part of the request
     assert (await settled(app, ts)).status() == "done"

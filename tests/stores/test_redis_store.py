@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from bot.events import DeployBackend, Error, ListGitTags, UserMessage
-from bot.ports import Conflict, ThreadNotFound
+from bot.ports import Conflict, ThreadExists, ThreadNotFound
 from bot.stores.keys import Keys
 from bot.stores.redis import RedisThreadStore
 from bot.thread import Thread
@@ -102,14 +102,30 @@ def test_keys_of_one_thread_share_a_cluster_hash_tag():
     assert keys.meta("abc") == "deploybot:thread:{abc}:meta"
 
 
-async def test_claims_are_first_come_and_can_be_released(store):
-    assert await store.claim("slack:Ev1", 60) is True
-    assert await store.claim("slack:Ev1", 60) is False
-    await store.release("slack:Ev1")
-    assert await store.claim("slack:Ev1", 60) is True
+async def test_receive_dedupes_deliveries_and_binds_a_conversation_once(store):
+    assert await store.receive("slack:C1:1.0", "Ev1", 60, None) == (True, None, False)  # may not start
+    assert await store.receive("slack:C1:1.0", "Ev2", 60, "t1") == (True, "t1", True)
+    assert await store.receive("slack:C1:1.0", "Ev2", 60, "t9") == (False, None, False)  # a repeat
+    assert await store.receive("slack:C1:1.0", "Ev3", 60, "t9") == (True, "t1", False)  # a reply
+    await store.forget("slack:C1:1.0", "Ev3")
+    assert await store.receive("slack:C1:1.0", "Ev3", 60, None) == (True, "t1", False)
+    keys = store.keys
+    assert keys.delivery("s", "m").split("}")[0] == keys.conversation("s").split("}")[0]  # one slot
+
+
+async def test_first_messages_racing_start_one_thread(store):
+    results = await asyncio.gather(*(store.receive("slack:C1:2.0", f"Ev{i}", 60, f"t{i}") for i in range(10)))
+    assert len({thread for _, thread, _ in results}) == 1 and sum(started for *_, started in results) == 1
 
 
 async def test_links_keep_the_first_binding(store):
     assert await store.lookup("slack:C1:1.0") is None
     results = await asyncio.gather(*(store.link("slack:C1:1.0", f"t{i}") for i in range(10)))
     assert len(set(results)) == 1 and await store.lookup("slack:C1:1.0") == results[0]
+
+
+async def test_creating_a_taken_id_writes_nothing(store):
+    first = await store.create({"channel": "a"}, [UserMessage(text="one", user="u")], "fixed-id")
+    with pytest.raises(ThreadExists):
+        await store.create({"channel": "b"}, [UserMessage(text="two", user="u")], "fixed-id")
+    assert await store.load("fixed-id") == first

@@ -1,0 +1,21 @@
+"""The manifest a team installs must ask for what the Slack handlers rely on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+MANIFEST = Path(__file__).resolve().parents[2] / "slack" / "manifest.yml"
+
+
+def test_manifest_has_the_scopes_events_and_endpoints_the_bot_uses():
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"app_mentions:read", "chat:write", "channels:history", "groups:history", "im:history"} <= scopes
+    settings = manifest["settings"]
+    events = set(settings["event_subscriptions"]["bot_events"])
+    assert {"app_mention", "message.channels", "message.groups", "message.im"} <= events
+    assert settings["interactivity"]["is_enabled"] is True
+    assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
+    assert settings["interactivity"]["request_url"].endswith("/slack/events")
