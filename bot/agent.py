@@ -9,6 +9,7 @@ from typing import Iterable
 
 from bot import commands, prompt
 from bot.events import (
+    CommandResult,
     DeployResult,
     DoneForNow,
     Error,
@@ -65,6 +66,8 @@ def summary(thread: Thread, since: int) -> str:
                     f"Deploying {e.service} {e.tag} to {e.environment} failed "
                     f"(exit code {e.exit_code}): {e.output[-300:]}"
                 )
+            case CommandResult():
+                return e.text
             case Error():
                 return f"Stopped: {e.message}"
     return "Done."

@@ -13,9 +13,10 @@ from bot.channels.log import LogNotifier
 from bot.deployers.command import CommandDeployer
 from bot.events import Event
 from bot.loop import Runner
-from bot.ports import NextStepModel, Notifier
+from bot.ports import Deployer, NextStepModel, Notifier
 from bot.service import ThreadService
 from bot.settings import Settings
+from bot.stores.environments import RedisEnvironments
 from bot.stores.redis import RedisThreadStore
 from bot.thread import Thread
 from bot.worker import InProcessWorker
@@ -42,6 +43,7 @@ class App:
     settings: Settings
     redis: Redis
     store: RedisThreadStore
+    environments: RedisEnvironments
     runner: Runner
     service: ThreadService
     worker: InProcessWorker
@@ -71,6 +73,10 @@ def make_llm(settings: Settings) -> NextStepModel | None:
     return BamlModel(*config)
 
 
+def make_deployer(settings: Settings) -> Deployer:
+    return CommandDeployer(settings.git_repo, settings.deploy_command, settings.deploy_timeout)
+
+
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
     redis = Redis.from_url(redis_url(settings))
     store = RedisThreadStore(redis)
@@ -83,17 +89,20 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         slack_web = slack.client(settings.slack_bot_token or "", settings.slack_api_url)
         notifiers.append(slack.SlackNotifier(slack_web, store))
     fanout = Fanout(notifiers)
+    environments = RedisEnvironments(redis)
     runner = Runner(
         store=store,
-        deployer=CommandDeployer(settings.git_repo, settings.deploy_command, settings.deploy_timeout),
+        deployer=make_deployer(settings),
         llm=make_llm(settings),
         notifier=fanout,
         policy=policy,
+        locks=environments,
+        history=environments,
         secrets=settings.secrets(),
     )
     service = ThreadService(store, policy, fanout)
     worker = InProcessWorker(runner, settings.worker_concurrency)
-    app = App(settings, redis, store, runner, service, worker)
+    app = App(settings, redis, store, environments, runner, service, worker)
     if slack_web is not None:
         app.slack = slack.build(
             settings.slack_signing_secret or "", slack_web,

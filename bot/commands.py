@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-from bot.events import DeployBackend, DeployFrontend, ListGitTags, Step
+from bot.events import (
+    DeployBackend,
+    DeployFrontend,
+    ListGitTags,
+    LockEnvironment,
+    ShowDeploys,
+    Step,
+    UnlockEnvironment,
+)
 
 _MENTION = r"^\s*(?:<@[A-Z0-9]+>|@?deploybot\b)?[\s,:]*"
 _END = r"\s*(?:please)?\s*[.!]?\s*$"
@@ -16,11 +24,22 @@ _DEPLOY = re.compile(
     re.I,
 )
 _TAGS = re.compile(_MENTION + r"(?:list|show)?\s*(?:the\s+)?(?:git\s+)?tags" + _END, re.I)
+_ENV = r"(?P<env>[a-z][a-z0-9_-]*)"
+_LOCK = re.compile(_MENTION + r"lock\s+" + _ENV + r"(?:\s*[:,-]\s*|\s+(?:because|for)\s+)(?P<reason>.+?)\s*$", re.I)
+_UNLOCK = re.compile(_MENTION + r"unlock\s+" + _ENV + _END, re.I)
+_WHATS_ON = re.compile(
+    _MENTION + r"(?:what(?:'s|\s+is)\s+(?:deployed\s+)?(?:on|in)|(?:show\s+)?deploys\s+(?:to|on|in))\s+"
+    + _ENV + r"\s*\??\s*$",
+    re.I,
+)
 
 EXAMPLES = (
     "deploy backend v1.2.3 to production",
     "deploy frontend v1.2.3 to staging",
     "list tags",
+    "lock production: release freeze",
+    "unlock production",
+    "what's on production?",
 )
 
 
@@ -30,4 +49,10 @@ def parse(text: str) -> Step | None:
         return cls(tag=m["tag"], environment=m["env"].lower(), source="command")
     if _TAGS.match(text):
         return ListGitTags(source="command")
+    if m := _LOCK.match(text):
+        return LockEnvironment(environment=m["env"].lower(), reason=m["reason"])
+    if m := _UNLOCK.match(text):
+        return UnlockEnvironment(environment=m["env"].lower())
+    if m := _WHATS_ON.match(text):
+        return ShowDeploys(environment=m["env"].lower())
     return None

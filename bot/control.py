@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.events import (
+    COMMAND_STEPS,
     ApprovalRequested,
+    CommandStep,
     DeployBackend,
     DeployFrontend,
     DeployStarted,
@@ -37,6 +39,11 @@ class RunTags:
 
 
 @dataclass(frozen=True)
+class RunCommand:
+    step: CommandStep
+
+
+@dataclass(frozen=True)
 class AskApproval:
     step: DeployBackend | DeployFrontend
 
@@ -61,7 +68,7 @@ class Escalate:
     message: str
 
 
-Action = Stop | Decide | RunTags | AskApproval | RunDeploy | Interrupted | Escalate
+Action = Stop | Decide | RunTags | RunCommand | AskApproval | RunDeploy | Interrupted | Escalate
 
 
 def next_action(thread: Thread, policy: Policy, now: datetime) -> Action:
@@ -72,6 +79,8 @@ def next_action(thread: Thread, policy: Policy, now: datetime) -> Action:
         index, step = last
         if isinstance(step, ListGitTags) and thread.outcome(step) is None:
             return RunTags(step)
+        if isinstance(step, COMMAND_STEPS) and thread.outcome(step) is None:
+            return RunCommand(step)
         if isinstance(step, (DeployBackend, DeployFrontend)) and thread.outcome(step) is None:
             return _deploy_action(thread, step, policy)
         if isinstance(step, (RequestMoreInformation, DoneForNow)):

@@ -98,9 +98,33 @@ class DoneForNow(_Event):
     source: StepSource = "llm"
 
 
+# Steps only exact commands produce (the model is not offered them).
+
+
+class LockEnvironment(_Event):
+    type: Literal["lock_environment"] = "lock_environment"
+    environment: str
+    reason: str = ""
+    source: StepSource = "command"
+
+
+class UnlockEnvironment(_Event):
+    type: Literal["unlock_environment"] = "unlock_environment"
+    environment: str
+    source: StepSource = "command"
+
+
+class ShowDeploys(_Event):
+    type: Literal["show_deploys"] = "show_deploys"
+    environment: str
+    source: StepSource = "command"
+
+
 Deploy = DeployBackend | DeployFrontend
-Step = ListGitTags | DeployBackend | DeployFrontend | RequestMoreInformation | DoneForNow
-STEP_TYPES = (ListGitTags, DeployBackend, DeployFrontend, RequestMoreInformation, DoneForNow)
+CommandStep = LockEnvironment | UnlockEnvironment | ShowDeploys
+COMMAND_STEPS = (LockEnvironment, UnlockEnvironment, ShowDeploys)
+Step = ListGitTags | DeployBackend | DeployFrontend | RequestMoreInformation | DoneForNow | CommandStep
+STEP_TYPES = (ListGitTags, DeployBackend, DeployFrontend, RequestMoreInformation, DoneForNow, *COMMAND_STEPS)
 
 
 # --- what happened when a step ran -----------------------------------------------------
@@ -157,9 +181,17 @@ class DeployResult(_Event):
     exit_code: int | None = None
     output: str = ""
     approved_by: str | None = None
+    url: str = ""
 
 
-ErrorKind = Literal["llm", "validation", "deployer", "recheck", "interrupted", "internal"]
+class CommandResult(_Event):
+    type: Literal["command_result"] = "command_result"
+    step_id: str
+    ok: bool
+    text: str
+
+
+ErrorKind = Literal["llm", "validation", "deployer", "recheck", "locked", "interrupted", "internal"]
 
 
 class Error(_Event):
@@ -179,6 +211,10 @@ Event = Annotated[
         DeployFrontend,
         RequestMoreInformation,
         DoneForNow,
+        LockEnvironment,
+        UnlockEnvironment,
+        ShowDeploys,
+        CommandResult,
         GitTagsResult,
         ApprovalRequested,
         DeployStarted,

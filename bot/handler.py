@@ -7,19 +7,24 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.control import AskApproval, Escalate, Interrupted, RunDeploy, RunTags
+from bot.control import AskApproval, Escalate, Interrupted, RunCommand, RunDeploy, RunTags
 from bot.events import (
     ApprovalRequested,
+    CommandResult,
     Deploy,
     DeployResult,
     DeployStarted,
     Error,
     Event,
     GitTagsResult,
+    HumanResponse,
+    LockEnvironment,
     RequestMoreInformation,
+    ShowDeploys,
+    UnlockEnvironment,
 )
 from bot.policy import Policy, args_hash
-from bot.ports import Deployer, DeployerError, DeployRequest
+from bot.ports import Deployer, DeployerError, DeployRecord, DeployRequest, History, Lock, Locks
 from bot.thread import Thread
 
 
@@ -31,10 +36,10 @@ async def list_tags(action: RunTags, deployer: Deployer) -> Event:
 
 
 async def ask_approval(
-    action: AskApproval, thread: Thread, deployer: Deployer, policy: Policy, now: datetime
+    action: AskApproval, thread: Thread, deployer: Deployer, policy: Policy, locks: Locks, now: datetime
 ) -> Event:
     step = action.step
-    checked = await _check(step, deployer, policy)
+    checked = await _check(step, thread.id, deployer, policy, locks)
     if isinstance(checked, Error):
         return checked
     instruction = thread.latest_instruction()
@@ -53,7 +58,7 @@ async def ask_approval(
 
 
 async def preflight(
-    action: RunDeploy, thread: Thread, deployer: Deployer, policy: Policy, now: datetime
+    action: RunDeploy, thread: Thread, deployer: Deployer, policy: Policy, locks: Locks, now: datetime
 ) -> Error | DeployStarted:
     """Everything that must still hold right before a deploy starts."""
     step, request = action.step, action.request
@@ -61,7 +66,7 @@ async def preflight(
         why = policy.recheck(thread.id, step, request, action.decision, now)
         if why:
             return Error(kind="recheck", step_id=step.id, message=f"not deploying: {why}")
-    checked = await _check(step, deployer, policy)
+    checked = await _check(step, thread.id, deployer, policy, locks)
     if isinstance(checked, Error):
         return checked
     if request and checked != request.commit:
@@ -76,8 +81,10 @@ async def preflight(
     return DeployStarted(step_id=step.id, deploy_id=f"{thread.id}-{step.id}", commit=checked)
 
 
-async def deploy(action: RunDeploy, started: DeployStarted, deployer: Deployer) -> Event:
-    step, commit = action.step, started.commit
+async def deploy(
+    step: Deploy, started: DeployStarted, decision: HumanResponse | None, deployer: Deployer
+) -> Event:
+    commit = started.commit
     request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, commit)
     try:
         outcome = await deployer.deploy(request)
@@ -93,7 +100,8 @@ async def deploy(action: RunDeploy, started: DeployStarted, deployer: Deployer) 
         ok=outcome.ok,
         exit_code=outcome.exit_code,
         output=outcome.output,
-        approved_by=action.decision.user if action.decision else None,
+        approved_by=decision.user if decision else None,
+        url=outcome.url,
     )
 
 
@@ -115,15 +123,68 @@ def interrupted(action: Interrupted) -> list[Event]:
     ]
 
 
+async def run_command(
+    action: RunCommand, thread: Thread, locks: Locks, history: History, policy: Policy, now: datetime
+) -> Event:
+    step, env = action.step, action.step.environment
+    instruction = thread.latest_instruction()
+    user = instruction[2] if instruction else ""
+    if env not in policy.environments:
+        known = ", ".join(sorted(policy.environments))
+        return CommandResult(step_id=step.id, ok=False, text=f"There is no environment {env!r} (known: {known}).")
+    match step:
+        case LockEnvironment():
+            holder = await locks.acquire(Lock(env, f"manual:{user}", step.reason, now), ttl_ms=None)
+            if holder:
+                return CommandResult(step_id=step.id, ok=False, text=f"Already locked: {holder.describe()}.")
+            return CommandResult(
+                step_id=step.id, ok=True,
+                text=f"Locked {env}: {step.reason}. No deploy to {env} starts until it is unlocked.",
+            )
+        case UnlockEnvironment():
+            holder = await locks.holder(env)
+            if holder is None:
+                return CommandResult(step_id=step.id, ok=False, text=f"{env} is not locked.")
+            why = policy.may_unlock(user, env, holder.owner)
+            if why:
+                return CommandResult(step_id=step.id, ok=False, text=f"Not unlocked: {why}.")
+            await locks.release(env, holder.owner)
+            return CommandResult(step_id=step.id, ok=True, text=f"Unlocked {env} ({holder.describe()}).")
+        case ShowDeploys():
+            return CommandResult(step_id=step.id, ok=True, text=await whats_on(env, history, locks))
+    raise TypeError(f"not a command step: {step!r}")
+
+
+async def whats_on(environment: str, history: History, locks: Locks) -> str:
+    latest: dict[str, DeployRecord] = {}
+    for record in await history.recent(environment, 100):
+        if record.ok:
+            latest.setdefault(record.service, record)
+    lines = [
+        f"{r.service} {r.tag} ({r.commit[:7]}), deployed {r.at:%Y-%m-%d %H:%M} UTC"
+        + (f", approved by {r.approved_by}" if r.approved_by else "")
+        + (f", {r.url}" if r.url else "")
+        for r in sorted(latest.values(), key=lambda r: r.service)
+    ]
+    text = f"On {environment}: " + "; ".join(lines) if lines else f"Nothing has been deployed to {environment} by deploybot yet."
+    holder = await locks.holder(environment)
+    return text + (f" Note: {holder.describe()}." if holder else "")
+
+
 def escalate(action: Escalate) -> Event:
     return RequestMoreInformation(source="bot", message=action.message)
 
 
-async def _check(step: Deploy, deployer: Deployer, policy: Policy) -> str | Error:
+async def _check(
+    step: Deploy, thread_id: str, deployer: Deployer, policy: Policy, locks: Locks
+) -> str | Error:
     """The commit the step's tag points to, or the error that stops it."""
     invalid = policy.invalid_deploy(step)
     if invalid:
         return Error(kind="validation", step_id=step.id, message=invalid)
+    holder = await locks.holder(step.environment)
+    if holder and holder.owner != thread_id:
+        return Error(kind="locked", step_id=step.id, message=f"not deploying: {holder.describe()}")
     try:
         commit = await deployer.resolve(step.tag)
         if commit:

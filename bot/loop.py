@@ -7,6 +7,7 @@ decides again instead of overwriting.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,17 +19,31 @@ from bot.control import (
     Decide,
     Escalate,
     Interrupted,
+    RunCommand,
     RunDeploy,
     RunTags,
     Stop,
     next_action,
 )
-from bot.events import DeployStarted, Error, Event, utcnow
+from bot.events import Deploy, DeployResult, DeployStarted, Error, Event, HumanResponse, utcnow
 from bot.policy import Policy
-from bot.ports import Conflict, Deployer, NextStepModel, Notifier, ThreadStore
+from bot.ports import (
+    Conflict,
+    Deployer,
+    DeployRecord,
+    History,
+    Lock,
+    Locks,
+    NextStepModel,
+    Notifier,
+    ThreadStore,
+)
 from bot.thread import Thread
 
 log = logging.getLogger(__name__)
+
+
+LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
 
 
 @dataclass
@@ -38,6 +53,8 @@ class Runner:
     llm: NextStepModel | None
     notifier: Notifier
     policy: Policy
+    locks: Locks
+    history: History
     secrets: tuple[str, ...] = ()
     clock: Callable[[], datetime] = utcnow
 
@@ -68,11 +85,16 @@ class Runner:
             case RunTags():
                 result = await handler.list_tags(action, self.deployer)
                 return await self._record(thread, [result])
+            case RunCommand():
+                result = await handler.run_command(action, thread, self.locks, self.history, self.policy, now)
+                return await self._record_fact(thread, [result])
             case AskApproval():
-                event = await handler.ask_approval(action, thread, self.deployer, self.policy, now)
+                event = await handler.ask_approval(action, thread, self.deployer, self.policy, self.locks, now)
                 return await self._record(thread, [event])
             case RunDeploy():
                 return await self._deploy(thread, action, now)
+            case Interrupted() if self.deployer.resumable:
+                return await self._resume(thread, action, now)
             case Interrupted():
                 return await self._record(thread, handler.interrupted(action))
             case Escalate():
@@ -80,13 +102,68 @@ class Runner:
         raise TypeError(f"unknown action {action!r}")
 
     async def _deploy(self, thread: Thread, action: RunDeploy, now: datetime) -> Thread:
-        checked = await handler.preflight(action, thread, self.deployer, self.policy, now)
-        # Only the run whose DeployStarted wins the compare-and-set may deploy.
-        thread = await self._record(thread, [checked])
+        step = action.step
+        checked = await handler.preflight(action, thread, self.deployer, self.policy, self.locks, now)
+        if isinstance(checked, DeployStarted):
+            checked = await self._lock(thread, step, now) or checked
+        try:
+            # Only the run whose DeployStarted wins the compare-and-set may deploy.
+            thread = await self._record(thread, [checked])
+        except Conflict:
+            if isinstance(checked, DeployStarted):
+                await self.locks.release(step.environment, thread.id)
+            raise
         if not isinstance(checked, DeployStarted):
             return thread
-        result = await handler.deploy(action, checked, self.deployer)
-        return await self._record_fact(thread, [result])
+        return await self._execute(thread, step, checked, action.decision)
+
+    async def _resume(self, thread: Thread, action: Interrupted, now: datetime) -> Thread:
+        """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
+        it, if it never got going) instead of starting a second one."""
+        locked = await self._lock(thread, action.step, now)
+        if locked:
+            return await self._record(thread, [locked])
+        request = thread.approval_for(action.step.id)
+        decision = thread.decision_for(request.approval_id) if request else None
+        return await self._execute(thread, action.step, action.started, decision)
+
+    async def _lock(self, thread: Thread, step: Deploy, now: datetime) -> Error | None:
+        reason = f"deploying {step.service} {step.tag}"
+        holder = await self.locks.acquire(Lock(step.environment, thread.id, reason, now), LOCK_TTL_MS)
+        if holder is None:
+            return None
+        return Error(kind="locked", step_id=step.id, message=f"not deploying: {holder.describe()}")
+
+    async def _execute(
+        self, thread: Thread, step: Deploy, started: DeployStarted, decision: HumanResponse | None
+    ) -> Thread:
+        """Run a recorded deploy while holding, and renewing, its environment's lock."""
+        renewing = asyncio.create_task(self._keep_lock(step.environment, thread.id))
+        try:
+            result = await handler.deploy(step, started, decision, self.deployer)
+        finally:
+            renewing.cancel()
+            await self.locks.release(step.environment, thread.id)
+        thread = await self._record_fact(thread, [result])
+        if isinstance(result, DeployResult):
+            await self._remember(thread, result)
+        return thread
+
+    async def _keep_lock(self, environment: str, owner: str) -> None:
+        while True:
+            await asyncio.sleep(LOCK_TTL_MS / 3000)
+            if not await self.locks.renew(environment, owner, LOCK_TTL_MS):
+                log.error("lost the lock on %s while deploying (thread %s)", environment, owner)
+
+    async def _remember(self, thread: Thread, result: DeployResult) -> None:
+        record = DeployRecord(
+            result.environment, result.service, result.tag, result.commit, result.ok, result.at,
+            result.approved_by, thread.id, result.deploy_id, result.url,
+        )
+        try:
+            await self.history.record(record)
+        except Exception:  # the result is in the thread; the index can be rebuilt from it
+            log.exception("thread %s: could not add %s to the deploy history", thread.id, result.deploy_id)
 
     async def _record(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """Append a decision: raises Conflict if the thread moved since we read it."""

@@ -61,6 +61,16 @@ class Policy:
             return f"{user} asked for this deploy and cannot also approve it"
         return None
 
+    def may_unlock(self, user: str, environment: str, owner: str) -> str | None:
+        """Why `user` may not lift a lock held by `owner`, or None. Whoever set a lock by hand
+        may lift it; so may the environment's approvers (also for a stuck deploy lock)."""
+        if owner == f"manual:{user}":
+            return None
+        allowed = self.approvers.get(environment, self.approvers.get("*", frozenset()))
+        if user and user != BOT_USER and ("*" in allowed or user in allowed):
+            return None
+        return f"only whoever locked {environment} or its approvers can unlock it"
+
     def recheck(
         self,
         thread_id: str,

@@ -4,6 +4,7 @@ nothing else."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, Sequence
 
 from bot.events import Event, GitTag, Step
@@ -85,6 +86,7 @@ class DeployOutcome:
     ok: bool
     exit_code: int | None
     output: str
+    url: str = ""
 
 
 class DeployerError(Exception):
@@ -92,6 +94,10 @@ class DeployerError(Exception):
 
 
 class Deployer(Protocol):
+    resumable: bool
+    """True when deploy() with a known deploy_id finds and follows a deploy already running
+    for it instead of starting another, so an interrupted deploy can be resumed safely."""
+
     async def list_tags(self) -> list[GitTag]:
         """Newest first."""
         ...
@@ -101,6 +107,56 @@ class Deployer(Protocol):
         ...
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome: ...
+
+
+@dataclass(frozen=True)
+class Lock:
+    environment: str
+    owner: str  # the thread deploying, or "manual:<user>" for a lock set by hand
+    reason: str
+    since: datetime
+
+    def describe(self) -> str:
+        who = self.owner.removeprefix("manual:") if self.owner.startswith("manual:") else f"thread {self.owner}"
+        return f"{self.environment} is locked by {who} since {self.since:%Y-%m-%d %H:%M} UTC: {self.reason}"
+
+
+class Locks(Protocol):
+    """One deploy at a time per environment, and locks people set by hand."""
+
+    async def acquire(self, lock: Lock, ttl_ms: int | None) -> Lock | None:
+        """None when `lock` is now held (or was already held by its owner); else the holder."""
+        ...
+
+    async def renew(self, environment: str, owner: str, ttl_ms: int) -> bool: ...
+
+    async def release(self, environment: str, owner: str | None) -> bool:
+        """Release if `owner` holds it (None: whoever holds it)."""
+        ...
+
+    async def holder(self, environment: str) -> Lock | None: ...
+
+
+@dataclass(frozen=True)
+class DeployRecord:
+    environment: str
+    service: str
+    tag: str
+    commit: str
+    ok: bool
+    at: datetime
+    approved_by: str | None
+    thread_id: str
+    deploy_id: str
+    url: str = ""
+
+
+class History(Protocol):
+    async def record(self, entry: DeployRecord) -> None: ...
+
+    async def recent(self, environment: str, limit: int) -> list[DeployRecord]:
+        """Newest first."""
+        ...
 
 
 class LlmError(Exception):

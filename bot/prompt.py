@@ -13,6 +13,7 @@ from typing import Iterable
 from bot.events import (
     ApprovalRequested,
     Cancelled,
+    CommandResult,
     DeployBackend,
     DeployFrontend,
     DeployResult,
@@ -23,7 +24,10 @@ from bot.events import (
     GitTagsResult,
     HumanResponse,
     ListGitTags,
+    LockEnvironment,
     RequestMoreInformation,
+    ShowDeploys,
+    UnlockEnvironment,
     UserMessage,
 )
 from bot.thread import Thread
@@ -106,10 +110,16 @@ def _block(e: Event) -> str:
                 environment=e.environment,
                 expires=f"{e.expires_at:%Y-%m-%d %H:%M}Z",
             )
+        case LockEnvironment():
+            return _tag(e.type, environment=e.environment, reason=e.reason)
+        case UnlockEnvironment() | ShowDeploys():
+            return _tag(e.type, environment=e.environment)
+        case CommandResult():
+            return _tag("command_result", e.text, ok=str(e.ok).lower())
         case DeployStarted():
             return _tag("deploy_started")
         case DeployResult():
-            return _tag("deploy_result", e.output, ok=str(e.ok).lower(), exit_code=e.exit_code)
+            return _tag("deploy_result", e.output, ok=str(e.ok).lower(), exit_code=e.exit_code, url=e.url)
         case Error():
             return _tag("error", e.message, kind=e.kind)
         case Cancelled():

@@ -13,6 +13,7 @@ from bot.events import (
     STEP_TYPES,
     ApprovalRequested,
     Cancelled,
+    CommandResult,
     DeployBackend,
     DeployFrontend,
     DeployResult,
@@ -84,7 +85,7 @@ class Thread:
     def outcome(self, step: Step) -> Event | None:
         """The event that closed a step: its result, an error about it, or a rejection."""
         for e in self.events:
-            if isinstance(e, (GitTagsResult, DeployResult, Error)) and e.step_id == step.id:
+            if isinstance(e, (GitTagsResult, DeployResult, CommandResult, Error)) and e.step_id == step.id:
                 return e
         request = self.approval_for(step.id)
         if request:
@@ -130,7 +131,7 @@ class Thread:
         """Errors since the last human input or the last step that actually produced a result."""
         count = 0
         for e in reversed(self._since_human()):
-            if isinstance(e, (GitTagsResult, DeployResult)):
+            if isinstance(e, (GitTagsResult, DeployResult, CommandResult)):
                 break
             count += isinstance(e, Error)
         return count

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.events import (
     ApprovalRequested,
     Cancelled,
+    CommandResult,
     DeployBackend,
     DeployFrontend,
     DeployResult,
@@ -15,7 +16,10 @@ from bot.events import (
     GitTagsResult,
     HumanResponse,
     ListGitTags,
+    LockEnvironment,
     RequestMoreInformation,
+    ShowDeploys,
+    UnlockEnvironment,
     UserMessage,
 )
 from bot.prompt import redact
@@ -61,12 +65,21 @@ def line(e: Event) -> str:
                 f"{e.environment}, asked by {e.requested_by or 'unknown'}; expires "
                 f"{e.expires_at:%Y-%m-%d %H:%M} UTC; approval id `{e.approval_id}`"
             )
+        case LockEnvironment():
+            return f"**deploybot** locks {e.environment}: {e.reason}"
+        case UnlockEnvironment():
+            return f"**deploybot** unlocks {e.environment}"
+        case ShowDeploys():
+            return f"**deploybot** looks up what is on {e.environment}"
+        case CommandResult():
+            return e.text
         case DeployStarted():
             return f"deploying… (deploy id `{e.deploy_id}`)"
         case DeployResult():
             head = "deployed" if e.ok else f"deploy FAILED (exit code {e.exit_code})"
             out = f"\n```\n{e.output}\n```" if e.output else ""
-            return f"{head}: {e.service} {e.tag} to {e.environment}{out}"
+            link = f" ({e.url})" if e.url else ""
+            return f"{head}: {e.service} {e.tag} to {e.environment}{link}{out}"
         case Error():
             return f"error ({e.kind}): {e.message}"
         case Cancelled():

@@ -20,6 +20,8 @@ _FIELDS = "%(refname:short)%09%(objectname)%09%(*objectname)%09%(creatordate:iso
 
 
 class CommandDeployer:
+    resumable = False  # a command cannot be asked whether it already ran for a deploy id
+
     def __init__(self, repo: Path, command: str = DRY_RUN, timeout: float = 1800) -> None:
         self.repo = repo
         self.argv = shlex.split(command)

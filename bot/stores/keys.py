@@ -20,6 +20,12 @@ class Keys:
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"
 
+    def lock(self, environment: str) -> str:
+        return f"{self.prefix}:lock:{environment}"
+
+    def history(self, environment: str) -> str:
+        return f"{self.prefix}:deploys:{environment}"
+
     def conversation(self, scope: str) -> str:
         """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""
         return f"{self.prefix}:conversation:{{{scope}}}"
