@@ -47,6 +47,16 @@ def parser() -> argparse.ArgumentParser:
     cancel.add_argument("--user", default=_me())
     threads.add_parser("resume", help="run a thread's loop in this process").add_argument("id")
 
+    lock = sub.add_parser("lock", help="lock an environment: no deploy to it starts")
+    lock.add_argument("environment")
+    lock.add_argument("--reason", required=True)
+    lock.add_argument("--user", default=_me())
+    unlock = sub.add_parser("unlock", help="lift a lock (whoever set it, or an approver)")
+    unlock.add_argument("environment")
+    unlock.add_argument("--user", default=_me())
+    deploys = sub.add_parser("deploys", help="what is on an environment")
+    deploys.add_argument("environment")
+
     sub.add_parser("redis-stop", help="stop the embedded Redis server")
     return p
 
@@ -90,6 +100,14 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.command == "chat":
             return await cli.chat(app, args.message, args.user)
+        if args.command in ("lock", "unlock", "deploys"):
+            # The same exact commands as in chat, so each change is recorded in a thread.
+            text = {
+                "lock": f"lock {args.environment}: {getattr(args, 'reason', '')}",
+                "unlock": f"unlock {args.environment}",
+                "deploys": f"what's on {args.environment}?",
+            }[args.command]
+            return await cli.chat(app, text, getattr(args, "user", _me()))
         return await cli.threads(app, args)
     finally:
         await app.close()

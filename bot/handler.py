@@ -149,7 +149,7 @@ async def run_command(
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=f"Not unlocked: {why}.")
             await locks.release(env, holder.owner)
-            return CommandResult(step_id=step.id, ok=True, text=f"Unlocked {env} ({holder.describe()}).")
+            return CommandResult(step_id=step.id, ok=True, text=f"Unlocked {env}; it had been locked {holder.by()}.")
         case ShowDeploys():
             return CommandResult(step_id=step.id, ok=True, text=await whats_on(env, history, locks))
     raise TypeError(f"not a command step: {step!r}")

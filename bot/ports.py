@@ -116,9 +116,12 @@ class Lock:
     reason: str
     since: datetime
 
-    def describe(self) -> str:
+    def by(self) -> str:
         who = self.owner.removeprefix("manual:") if self.owner.startswith("manual:") else f"thread {self.owner}"
-        return f"{self.environment} is locked by {who} since {self.since:%Y-%m-%d %H:%M} UTC: {self.reason}"
+        return f"by {who} since {self.since:%Y-%m-%d %H:%M} UTC: {self.reason}"
+
+    def describe(self) -> str:
+        return f"{self.environment} is locked {self.by()}"
 
 
 class Locks(Protocol):

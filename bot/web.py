@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import logging
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from typing import Any, AsyncIterator
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Request
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from bot import transcript
 from bot.app import App, build
-from bot.service import Refused, Unauthorized
+from bot.service import Invalid, Refused, Unauthorized
 from bot.settings import Settings
 from bot.views import summary_json, thread_json
 
@@ -107,6 +108,18 @@ def create_app(settings: Settings, app: App | None = None) -> FastAPI:
         thread = await a.service.fork(thread_id, body.at)
         a.worker.kick(thread.id)
         return {"id": thread.id, "forked_from": thread_id, "at": body.at}
+
+    @web.get("/deploys", dependencies=[Depends(authorized)])
+    async def deploys(environment: str, limit: int = 20, a: App = Depends(the_app)) -> dict[str, Any]:
+        if environment not in a.runner.policy.environments:
+            raise Invalid(f"unknown environment {environment!r}")
+        records = await a.environments.recent(environment, min(max(limit, 1), 200))
+        holder = await a.environments.holder(environment)
+        return {
+            "environment": environment,
+            "lock": {**asdict(holder), "since": holder.since.isoformat()} if holder else None,
+            "deploys": [{**asdict(r), "at": r.at.isoformat()} for r in records],
+        }
 
     @web.get("/healthz")
     async def healthz(a: App = Depends(the_app)) -> JSONResponse:

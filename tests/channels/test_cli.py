@@ -94,3 +94,12 @@ def test_embedded_redis_needs_no_configuration_and_keeps_threads_across_restarts
 def test_half_configured_llm_fails_at_start_with_the_reason(env):
     out = bot({**env, "LLM_PROVIDER": "anthropic"}, "threads", "list", check=False)
     assert out.returncode == 2 and "LLM_PROVIDER=anthropic needs LLM_API_KEY" in out.stderr
+
+
+def test_lock_and_unlock_from_the_terminal(shared_env, ledger):
+    out = bot(shared_env, "lock", "production", "--reason", "release freeze", "--user", "carol")
+    assert "Locked production: release freeze" in out.stdout
+    blocked = bot(shared_env, "chat", "deploy backend v1.2.3 to production", stdin="y\n", check=False)
+    assert "production is locked by carol" in blocked.stdout and ledger_lines(ledger) == []
+    assert "Unlocked production" in bot(shared_env, "unlock", "production", "--user", "carol").stdout
+    assert "Nothing has been deployed to production" in bot(shared_env, "deploys", "production").stdout

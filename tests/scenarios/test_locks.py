@@ -1,0 +1,82 @@
+"""Locks and history from the user's side: exact chat commands, the API and real deploys."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.ports import Lock
+from bot.events import utcnow
+from tests.helpers import ledger_lines, settle, types
+
+
+@pytest.fixture
+def settings(settings):
+    return settings.model_copy(update={"approvers": "production:bob;staging:*"})
+
+
+async def chat(api, text: str, user: str = "alice") -> dict:
+    r = await api.post("/threads", json={"message": text, "user": user})
+    return await settle(api, r.json()["id"])
+
+
+async def test_a_locked_environment_is_not_deployed_and_the_holder_is_named(api, app, ledger):
+    locked = await chat(api, "lock production: release freeze", user="carol")
+    assert locked["events"][-1]["message"].startswith("Locked production: release freeze")
+
+    blocked = await chat(api, "deploy backend v1.2.3 to production")
+    assert blocked["status"] == "done" and "approval_requested" not in types(blocked)
+    message = blocked["events"][-1]["message"]
+    assert "production is locked by carol since" in message and "release freeze" in message
+    assert ledger_lines(ledger) == []
+
+    refused = await chat(api, "unlock production", user="mallory")
+    assert refused["events"][-1]["message"] == "Not unlocked: only whoever locked production or its approvers can unlock it."
+    unlocked = await chat(api, "unlock production", user="carol")
+    assert unlocked["events"][-1]["message"].startswith("Unlocked production; it had been locked by carol since")
+    assert await app.environments.holder("production") is None
+
+    await chat(api, "lock production: incident 42", user="carol")
+    assert (await chat(api, "unlock production", user="bob"))["events"][-1]["message"].startswith("Unlocked")
+
+
+async def test_a_lock_taken_after_approval_stops_the_deploy(api, app, ledger):
+    thread = await chat(api, "deploy backend v1.2.3 to production")
+    await app.environments.acquire(Lock("production", "other-thread", "deploying frontend v2", utcnow()), 60_000)
+    pending = thread["pending_approval"]
+    await api.post(f"/threads/{thread['id']}/responses",
+                   json={"user": "bob", "approval_id": pending["approval_id"], "approve": True})
+    after = await settle(api, thread["id"])
+    error = next(e for e in after["events"] if e["type"] == "error")
+    assert error["kind"] == "locked" and "locked by thread other-thread" in error["message"]
+    assert ledger_lines(ledger) == []
+
+
+async def test_deploys_hold_the_lock_while_running_and_release_it(api, app, ledger, monkeypatch):
+    monkeypatch.setenv("FAKE_DEPLOY_SECONDS", "1")
+    r = await api.post("/threads", json={"message": "deploy frontend v1.2.2 to staging", "user": "alice"})
+    while not ledger_lines(ledger):
+        await asyncio.sleep(0.02)
+    holder = await app.environments.holder("staging")
+    assert holder.owner == r.json()["id"] and holder.reason == "deploying frontend v1.2.2"
+    second = await chat(api, "deploy backend v1.2.3 to staging")
+    assert "staging is locked by thread" in second["events"][-1]["message"]
+    await settle(api, r.json()["id"])
+    assert await app.environments.holder("staging") is None
+    assert len(ledger_lines(ledger)) == 1
+
+
+async def test_whats_on_an_environment_answers_from_recorded_results(api, app, ledger):
+    empty = await chat(api, "what's on staging?")
+    assert empty["events"][-1]["message"] == "Nothing has been deployed to staging by deploybot yet."
+    await chat(api, "deploy backend v1.2.2 to staging")
+    await chat(api, "deploy backend v1.2.3 to staging")
+    await chat(api, "deploy frontend v1.2.1 to staging")
+    answer = (await chat(api, "what's on staging?"))["events"][-1]["message"]
+    assert answer.startswith("On staging: backend v1.2.3 (") and "; frontend v1.2.1 (" in answer
+
+    listed = (await api.get("/deploys", params={"environment": "staging"})).json()["deploys"]
+    assert [(d["service"], d["tag"]) for d in listed] == [("frontend", "v1.2.1"), ("backend", "v1.2.3"), ("backend", "v1.2.2")]
+    assert listed[0]["ok"] is True and listed[0]["thread_id"]
+    assert (await api.get("/deploys", params={"environment": "moon"})).status_code == 422

@@ -1,0 +1,59 @@
+"""Environment locks and deploy history against a real Redis server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.events import utcnow
+from bot.ports import DeployRecord, Lock
+from bot.stores.environments import RedisEnvironments
+
+
+@pytest.fixture
+def envs(redis) -> RedisEnvironments:
+    return RedisEnvironments(redis)
+
+
+def lock(owner: str, env: str = "production") -> Lock:
+    return Lock(env, owner, f"held by {owner}", utcnow().replace(microsecond=0))
+
+
+async def test_one_holder_at_a_time_and_the_holder_is_named(envs):
+    results = await asyncio.gather(*(envs.acquire(lock(f"t{i}"), 10_000) for i in range(10)))
+    winners = [i for i, r in enumerate(results) if r is None]
+    assert len(winners) == 1
+    holder = await envs.holder("production")
+    assert holder.owner == f"t{winners[0]}" and all(r == holder for r in results if r is not None)
+    assert await envs.acquire(lock(holder.owner), 10_000) is None  # re-entrant for its owner
+
+
+async def test_only_the_owner_renews_or_releases(envs, redis):
+    await envs.acquire(lock("t1"), 1_000)
+    assert not await envs.renew("production", "t2", 60_000)
+    assert await envs.renew("production", "t1", 60_000)
+    assert await redis.pttl(envs.keys.lock("production")) > 1_000
+    assert not await envs.release("production", "t2")
+    assert await envs.release("production", "t1")
+    assert await envs.holder("production") is None
+
+
+async def test_a_dead_holders_lock_expires(envs):
+    await envs.acquire(lock("t1"), 50)
+    await asyncio.sleep(0.2)
+    assert await envs.acquire(lock("t2"), 1_000) is None
+
+
+async def test_manual_locks_do_not_expire_and_force_release(envs, redis):
+    await envs.acquire(lock("manual:alice"), None)
+    assert await redis.pttl(envs.keys.lock("production")) == -1
+    assert await envs.release("production", None)
+
+
+async def test_history_is_newest_first_per_environment(envs):
+    for i in range(3):
+        await envs.record(DeployRecord("production", "backend", f"v{i}", "abc", True, utcnow(), "bob", "t", f"d{i}"))
+    await envs.record(DeployRecord("staging", "backend", "v9", "abc", True, utcnow(), None, "t", "d9"))
+    assert [r.tag for r in await envs.recent("production", 10)] == ["v2", "v1", "v0"]
+    assert [r.tag for r in await envs.recent("staging", 10)] == ["v9"]
