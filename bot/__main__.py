@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = Settings()
-        settings.llm()  # fail at start, with the reason, on a half-configured LLM
+        settings.llm()  # fail at start, with the reason, on a half-configured LLM, Slack or GitHub
+        settings.slack()
+        settings.github()
     except (ConfigError, ValueError) as e:
         print(f"configuration error: {e}", file=sys.stderr)
         return 2

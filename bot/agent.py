@@ -60,12 +60,10 @@ def summary(thread: Thread, since: int) -> str:
                 shown = ", ".join(f"{t.name} ({t.commit[:7]})" for t in e.tags[:10])
                 return f"Tags, newest first: {shown}" if shown else "This repository has no tags."
             case DeployResult(ok=True):
-                return f"Deployed {e.service} {e.tag} to {e.environment}."
+                return f"Deployed {e.service} {e.tag} to {e.environment}." + (f" {e.url}" if e.url else "")
             case DeployResult():
-                return (
-                    f"Deploying {e.service} {e.tag} to {e.environment} failed "
-                    f"(exit code {e.exit_code}): {e.output[-300:]}"
-                )
+                code = f" (exit code {e.exit_code})" if e.exit_code is not None else ""
+                return f"Deploying {e.service} {e.tag} to {e.environment} failed{code}: {e.output[-300:]}"
             case CommandResult():
                 return e.text
             case Error():

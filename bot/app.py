@@ -57,6 +57,8 @@ class App:
         await self.worker.idle()
         if self.slack:
             await self.slack.stop()
+        if hasattr(self.runner.deployer, "aclose"):
+            await self.runner.deployer.aclose()
         await self.redis.aclose()
 
 
@@ -74,6 +76,11 @@ def make_llm(settings: Settings) -> NextStepModel | None:
 
 
 def make_deployer(settings: Settings) -> Deployer:
+    github = settings.github()
+    if github is not None:
+        from bot.deployers.github import GitHubDeployer
+
+        return GitHubDeployer(**github)  # type: ignore[arg-type]
     return CommandDeployer(settings.git_repo, settings.deploy_command, settings.deploy_timeout)
 
 

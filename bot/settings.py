@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -52,6 +53,15 @@ class Settings(BaseSettings):
     max_steps: int = 20
     worker_concurrency: int = Field(4, ge=1, description="agent runs at once in one process")
 
+    deployer: Literal["command", "github"] = "command"
+    github_token: str | None = None
+    github_repository: str | None = Field(None, description="owner/name")
+    github_api_url: str = "https://api.github.com"
+    github_workflow_backend: str | None = None
+    github_workflow_frontend: str | None = None
+    github_ref: str = "main"
+    github_poll_seconds: float = 5.0
+
     git_repo: Path = Path(".")
     deploy_command: str = DRY_RUN
     deploy_timeout: float = 1800
@@ -93,6 +103,29 @@ class Settings(BaseSettings):
             raise ConfigError(f"LLM_PROVIDER={provider} needs LLM_API_KEY")
         return provider, model, key or "none", self.llm_base_url
 
+    def github(self) -> dict[str, object] | None:
+        """GitHubDeployer arguments when DEPLOYER=github; a missing piece is an error at start."""
+        if self.deployer != "github":
+            return None
+        missing = [
+            name for name, value in (
+                ("GITHUB_TOKEN", self.github_token), ("GITHUB_REPOSITORY", self.github_repository),
+            ) if not value
+        ]
+        workflows = {
+            service: wf for service, wf in (
+                ("backend", self.github_workflow_backend), ("frontend", self.github_workflow_frontend),
+            ) if wf
+        }
+        if not workflows:
+            missing.append("GITHUB_WORKFLOW_BACKEND or GITHUB_WORKFLOW_FRONTEND")
+        if missing:
+            raise ConfigError(f"DEPLOYER=github needs {', '.join(missing)}")
+        return {
+            "token": self.github_token, "repository": self.github_repository, "workflows": workflows,
+            "api_url": self.github_api_url, "ref": self.github_ref, "poll_seconds": self.github_poll_seconds,
+        }
+
     def slack(self) -> bool:
         """Whether the Slack channel is on; half a configuration is an error, not a silent off."""
         if not self.slack_bot_token:
@@ -105,6 +138,6 @@ class Settings(BaseSettings):
         """Values that must never reach the model or a transcript."""
         values = (
             self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
-            self.slack_bot_token, self.slack_signing_secret, self.slack_app_token,
+            self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
         )
         return tuple(v for v in values if v)

@@ -1,0 +1,198 @@
+"""Deploys by GitHub Actions `workflow_dispatch`, tags from GitHub's REST API.
+
+The workflow receives `tag`, `environment` and `deploy_id` inputs and must put the deploy id
+in its run name (`run-name: deploy ${{ inputs.tag }} to ${{ inputs.environment }}
+(${{ inputs.deploy_id }})`): the dispatch API returns no run id, so that is how the deployer
+finds the run it started, and how a resumed deploy finds a run started before a crash
+instead of dispatching a second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from typing import Any
+
+import httpx
+
+from bot.events import GitTag
+from bot.ports import DeployerError, DeployOutcome, DeployRequest
+
+log = logging.getLogger(__name__)
+RETRIES = 4
+
+
+def version_key(name: str) -> list[tuple[int, int | str]]:
+    """v1.10.0 sorts above v1.9.2: numbers compare as numbers."""
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p]
+
+
+class GitHubDeployer:
+    resumable = True
+
+    def __init__(
+        self,
+        token: str,
+        repository: str,
+        workflows: dict[str, str],
+        api_url: str = "https://api.github.com",
+        ref: str = "main",
+        poll_seconds: float = 5.0,
+        find_seconds: float = 60.0,
+        timeout_seconds: float = 3600.0,
+    ) -> None:
+        self.repository, self.workflows, self.ref = repository, workflows, ref
+        self.poll_seconds, self.find_seconds, self.timeout_seconds = poll_seconds, find_seconds, timeout_seconds
+        self.http = httpx.AsyncClient(
+            base_url=api_url.rstrip("/"),
+            timeout=30,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "deploybot",
+            },
+        )
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def list_tags(self) -> list[GitTag]:
+        """All tags, newest first by version order (GitHub's tag list carries no dates)."""
+        tags: list[GitTag] = []
+        url: str | None = f"/repos/{self.repository}/tags?per_page=100"
+        while url:
+            response = await self._call("GET", url, what="repository")
+            tags += [GitTag(name=t["name"], commit=t["commit"]["sha"]) for t in response.json()]
+            url = response.links.get("next", {}).get("url")
+        return sorted(tags, key=lambda t: version_key(t.name), reverse=True)
+
+    async def resolve(self, tag: str) -> str | None:
+        try:
+            response = await self._call("GET", f"/repos/{self.repository}/commits/refs/tags/{tag}", what="tag")
+        except _Missing:
+            return None
+        return response.json()["sha"]
+
+    async def deploy(self, request: DeployRequest) -> DeployOutcome:
+        workflow = self.workflows.get(request.service)
+        if not workflow:
+            raise DeployerError(f"no workflow is configured for {request.service} (GITHUB_WORKFLOW_{request.service.upper()})")
+        run = await self._find_run(workflow, request.deploy_id)
+        if run is None:
+            await self._call(
+                "POST",
+                f"/repos/{self.repository}/actions/workflows/{workflow}/dispatches",
+                what="workflow",
+                json={
+                    "ref": self.ref,
+                    "inputs": {"tag": request.tag, "environment": request.environment, "deploy_id": request.deploy_id},
+                },
+            )
+            run = await self._wait_for_run(workflow, request.deploy_id)
+        else:
+            log.info("deploy %s: following run %s started earlier", request.deploy_id, run["id"])
+        run = await self._follow(run)
+        conclusion = run.get("conclusion") or run.get("status")
+        return DeployOutcome(
+            ok=conclusion == "success",
+            exit_code=None,
+            output=f"GitHub Actions run {run['id']} finished: {conclusion} ({run['html_url']})",
+            url=run["html_url"],
+        )
+
+    async def _find_run(self, workflow: str, deploy_id: str) -> dict[str, Any] | None:
+        response = await self._call(
+            "GET",
+            f"/repos/{self.repository}/actions/workflows/{workflow}/runs",
+            what="workflow",
+            params={"event": "workflow_dispatch", "per_page": 100},
+        )
+        for run in response.json().get("workflow_runs", []):
+            if deploy_id in (run.get("display_title") or "") or deploy_id in (run.get("name") or ""):
+                return run
+        return None
+
+    async def _wait_for_run(self, workflow: str, deploy_id: str) -> dict[str, Any]:
+        deadline = time.monotonic() + self.find_seconds
+        while time.monotonic() < deadline:
+            run = await self._find_run(workflow, deploy_id)
+            if run:
+                return run
+            await asyncio.sleep(self.poll_seconds)
+        raise DeployerError(
+            f"dispatched {workflow}, but no run with {deploy_id} in its name appeared within "
+            f"{self.find_seconds:.0f} s; does the workflow set run-name with inputs.deploy_id?"
+        )
+
+    async def _follow(self, run: dict[str, Any]) -> dict[str, Any]:
+        deadline, wait = time.monotonic() + self.timeout_seconds, self.poll_seconds
+        while run.get("status") != "completed":
+            if time.monotonic() > deadline:
+                raise DeployerError(f"run {run['id']} did not finish within {self.timeout_seconds:.0f} s: {run['html_url']}")
+            await asyncio.sleep(wait)
+            wait = min(wait * 1.5, 30)
+            run = (await self._call("GET", f"/repos/{self.repository}/actions/runs/{run['id']}", what="run")).json()
+        return run
+
+    async def _call(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
+        """One API call with retries for network failures, 5xx and rate limits; every other
+        failure becomes a DeployerError that says what to fix."""
+        for attempt in range(RETRIES + 1):
+            try:
+                response = await self.http.request(method, url, **kwargs)
+            except httpx.TransportError as e:
+                if attempt == RETRIES:
+                    raise DeployerError(f"could not reach GitHub at {self.http.base_url}: {e!r}") from e
+                await asyncio.sleep(min(2**attempt, 10) * self.poll_seconds)
+                continue
+            if response.status_code < 300:
+                return response
+            wait = _rate_limit_wait(response)
+            if wait is not None and attempt < RETRIES:
+                log.warning("GitHub rate limit: waiting %.1f s", wait)
+                await asyncio.sleep(wait)
+                continue
+            if response.status_code >= 500 and attempt < RETRIES:
+                await asyncio.sleep(min(2**attempt, 10) * self.poll_seconds)
+                continue
+            raise self._error(response, what)
+        raise DeployerError("GitHub kept failing")  # pragma: no cover (the loop returns or raises)
+
+    def _error(self, response: httpx.Response, what: str) -> Exception:
+        status = response.status_code
+        try:
+            message = response.json().get("message", "")
+        except ValueError:
+            message = response.text[:200]
+        if status == 401:
+            return DeployerError(f"GitHub rejected GITHUB_TOKEN (401 {message}); check the token")
+        if status == 403:
+            return DeployerError(
+                f"GitHub refused (403 {message}): the token needs actions:write and contents:read "
+                f"on {self.repository}"
+            )
+        if status == 404:
+            return DeployerError(f"GitHub found no {what} (404): check GITHUB_REPOSITORY={self.repository} and the workflow file names")
+        if status in (404, 422) and what == "tag":
+            return _Missing()
+        if status == 422:
+            return DeployerError(f"GitHub rejected the request (422): {message}")
+        return DeployerError(f"GitHub answered {status}: {message}")
+
+
+class _Missing(Exception):
+    """An unknown ref: not an error, just no such tag."""
+
+
+def _rate_limit_wait(response: httpx.Response) -> float | None:
+    if response.status_code not in (403, 429):
+        return None
+    if retry_after := response.headers.get("retry-after"):
+        return min(float(retry_after), 60)
+    if response.headers.get("x-ratelimit-remaining") == "0":
+        reset = float(response.headers.get("x-ratelimit-reset", time.time() + 1))
+        return min(max(reset - time.time(), 1), 60)
+    return None

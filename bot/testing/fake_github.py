@@ -1,0 +1,162 @@
+"""A real HTTP server that plays the parts of GitHub's REST API the GitHub deployer uses.
+
+Tags are paginated with `Link` headers; a workflow dispatch creates a run whose title carries
+the `deploy_id` input (as the documented `run-name` does); each read of a run moves it on
+(queued -> in_progress -> completed) unless runs are held. Failures can be scripted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+Answer = tuple[int, Any, dict[str, str]]
+
+
+@dataclass
+class FakeGitHub:
+    repository: str = "acme/shop"
+    token: str = "ghp_testtoken"
+    tags: list[tuple[str, str]] = field(default_factory=list)  # newest first, as (name, sha)
+    conclusion: str = "success"
+    hold_runs: bool = False  # runs stay in_progress until release_runs()
+    dispatches: list[dict[str, Any]] = field(default_factory=list)
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    failures: list[tuple[str, str, Answer]] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def api_url(self) -> str:
+        assert self._server, "start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def fail(self, method: str, path_pattern: str, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        """The next request matching `method` and the regex `path_pattern` gets this answer."""
+        with self._lock:
+            self.failures.append((method, path_pattern, (status, body, headers or {})))
+
+    def move_tag(self, name: str, sha: str) -> None:
+        with self._lock:
+            self.tags = [(n, sha if n == name else s) for n, s in self.tags]
+
+    def release_runs(self) -> None:
+        self.hold_runs = False
+
+    def start(self) -> "FakeGitHub":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"null") if length else None
+                status, payload, headers = fake._answer(method, self.path, self.headers, body)
+                data = b"" if payload is None else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._serve("GET")
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._serve("POST")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _answer(self, method: str, raw_path: str, headers: Any, body: Any) -> Answer:
+        url = urlsplit(raw_path)
+        path, query = url.path, {k: v[0] for k, v in parse_qs(url.query).items()}
+        with self._lock:
+            self.requests.append((method, path))
+            for i, (m, pattern, answer) in enumerate(self.failures):
+                if m == method and re.search(pattern, path):
+                    del self.failures[i]
+                    return answer
+            if headers.get("Authorization") != f"Bearer {self.token}":
+                return 401, {"message": "Bad credentials"}, {}
+            prefix = f"/repos/{self.repository}"
+            if not path.startswith(prefix + "/"):
+                return 404, {"message": "Not Found"}, {}
+            return self._route(method, path[len(prefix):], query, body)
+
+    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Answer:
+        if method == "GET" and path == "/tags":
+            return self._tags(int(query.get("per_page", 30)), int(query.get("page", 1)))
+        if method == "GET" and (m := re.fullmatch(r"/commits/(?:refs/tags/)?(.+)", path)):
+            sha = dict(self.tags).get(m[1])
+            if sha is None:
+                return 422, {"message": f"No commit found for SHA: {m[1]}"}, {}
+            return 200, {"sha": sha}, {}
+        if method == "POST" and (m := re.fullmatch(r"/actions/workflows/([^/]+)/dispatches", path)):
+            return self._dispatch(m[1], body or {})
+        if method == "GET" and (m := re.fullmatch(r"/actions/workflows/([^/]+)/runs", path)):
+            runs = [r for r in self.runs.values() if r["workflow"] == m[1]]
+            runs.sort(key=lambda r: r["id"], reverse=True)
+            return 200, {"total_count": len(runs), "workflow_runs": runs}, {}
+        if method == "GET" and (m := re.fullmatch(r"/actions/runs/(\d+)", path)):
+            run = self.runs.get(int(m[1]))
+            if run is None:
+                return 404, {"message": "Not Found"}, {}
+            self._advance(run)
+            return 200, run, {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _tags(self, per_page: int, page: int) -> Answer:
+        chunk = self.tags[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(self.tags):
+            nxt = f"{self.api_url}/repos/{self.repository}/tags?per_page={per_page}&page={page + 1}"
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        return 200, [{"name": n, "commit": {"sha": s}} for n, s in chunk], headers
+
+    def _dispatch(self, workflow: str, body: dict[str, Any]) -> Answer:
+        inputs = body.get("inputs") or {}
+        missing = [k for k in ("tag", "environment", "deploy_id") if not inputs.get(k)]
+        if not body.get("ref") or missing:
+            return 422, {"message": f"Required input '{(missing or ['ref'])[0]}' not provided"}, {}
+        self.dispatches.append({"workflow": workflow, **body})
+        run_id = 1000 + len(self.runs)
+        self.runs[run_id] = {
+            "id": run_id,
+            "workflow": workflow,
+            "name": "deploy",
+            "display_title": f"deploy {inputs['tag']} to {inputs['environment']} ({inputs['deploy_id']})",
+            "event": "workflow_dispatch",
+            "status": "queued",
+            "conclusion": None,
+            "html_url": f"https://github.com/{self.repository}/actions/runs/{run_id}",
+            "created_at": datetime.now(timezone.utc).isoformat(),
+        }
+        return 204, None, {}
+
+    def _advance(self, run: dict[str, Any]) -> None:
+        if run["status"] == "queued":
+            run["status"] = "in_progress"
+        elif run["status"] == "in_progress" and not self.hold_runs:
+            run["status"], run["conclusion"] = "completed", self.conclusion

@@ -1,0 +1,102 @@
+"""The GitHub Actions deployer against a local server playing GitHub's REST API."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import pytest
+
+from bot.deployers.github import GitHubDeployer
+from bot.ports import DeployerError, DeployRequest
+from bot.testing.fake_github import FakeGitHub
+
+REQUEST = DeployRequest("thread1-step1", "backend", "v1.2.3", "production", "sha123")
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub(tags=[("v1.2.3", "sha123"), ("v1.2.2", "sha122")]).start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+async def deployer(github) -> GitHubDeployer:
+    d = GitHubDeployer(github.token, github.repository, {"backend": "deploy-backend.yml"},
+                       api_url=github.api_url, poll_seconds=0.01)
+    yield d
+    await d.aclose()
+
+
+async def test_tags_follow_pagination_and_come_newest_first(github, deployer):
+    github.tags = [(f"v1.{i}.0", f"sha{i}") for i in range(250)]
+    tags = await deployer.list_tags()
+    assert len(tags) == 250 and [t.name for t in tags[:3]] == ["v1.249.0", "v1.248.0", "v1.247.0"]
+    assert tags[0].commit == "sha249"
+    assert sum(1 for m, p in github.requests if p.endswith("/tags")) == 3
+
+
+async def test_resolve(github, deployer):
+    assert await deployer.resolve("v1.2.2") == "sha122"
+    assert await deployer.resolve("v9.9.9") is None
+
+
+async def test_dispatch_follow_and_report(github, deployer):
+    outcome = await deployer.deploy(REQUEST)
+    assert outcome.ok and outcome.url.endswith("/actions/runs/1000")
+    assert "finished: success" in outcome.output
+    assert github.dispatches == [{
+        "workflow": "deploy-backend.yml", "ref": "main",
+        "inputs": {"tag": "v1.2.3", "environment": "production", "deploy_id": "thread1-step1"},
+    }]
+
+
+async def test_a_failed_run_is_a_failed_outcome(github, deployer):
+    github.conclusion = "failure"
+    outcome = await deployer.deploy(REQUEST)
+    assert not outcome.ok and "finished: failure" in outcome.output
+
+
+async def test_a_run_already_started_for_the_deploy_id_is_followed_not_redispatched(github, deployer):
+    github.hold_runs = True
+    await deployer.http.post(  # a dispatch made before a crash
+        f"/repos/{github.repository}/actions/workflows/deploy-backend.yml/dispatches",
+        json={"ref": "main", "inputs": {"tag": "v1.2.3", "environment": "production", "deploy_id": REQUEST.deploy_id}},
+    )
+    github.release_runs()
+    outcome = await deployer.deploy(REQUEST)
+    assert outcome.ok and len(github.dispatches) == 1
+
+
+@pytest.mark.parametrize("status, body, expected", [
+    (401, {"message": "Bad credentials"}, "rejected GITHUB_TOKEN"),
+    (403, {"message": "Resource not accessible by integration"}, "needs actions:write"),
+    (404, {"message": "Not Found"}, "check GITHUB_REPOSITORY=acme/shop"),
+    (422, {"message": "Unexpected inputs provided: [\"deploy_id\"]"}, "422): Unexpected inputs"),
+])
+async def test_clear_errors(github, deployer, status, body, expected):
+    github.fail("POST", r"/dispatches$", status, body)
+    with pytest.raises(DeployerError, match=expected.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        await deployer.deploy(REQUEST)
+    assert github.dispatches == []
+
+
+async def test_rate_limits_are_waited_out(github, deployer):
+    github.fail("GET", r"/tags$", 403, {"message": "API rate limit exceeded"},
+                {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()))})
+    github.fail("GET", r"/tags$", 429, {"message": "secondary rate limit"}, {"retry-after": "0"})
+    assert [t.name for t in await deployer.list_tags()] == ["v1.2.3", "v1.2.2"]
+    assert sum(1 for m, p in github.requests if p.endswith("/tags")) == 3
+
+
+async def test_server_errors_are_retried(github, deployer):
+    github.fail("GET", r"/runs$", 502, {"message": "Bad Gateway"})
+    assert (await deployer.deploy(REQUEST)).ok
+
+
+async def test_an_unreachable_github_is_a_deployer_error():
+    d = GitHubDeployer("t", "acme/shop", {"backend": "x.yml"}, api_url="http://127.0.0.1:9", poll_seconds=0.001)
+    with pytest.raises(DeployerError, match="could not reach GitHub"):
+        await d.list_tags()
+    await d.aclose()
