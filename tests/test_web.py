@@ -40,3 +40,17 @@ def test_llm_settings_resolution():
 def test_protected_environments_are_always_known_environments():
     policy = Settings(_env_file=None, environments="dev", protected_environments="prod,eu-prod").policy()
     assert policy.environments == {"dev", "prod", "eu-prod"} and policy.needs_approval("eu-prod")
+
+
+def test_github_settings_are_complete_or_refused():
+    assert Settings(_env_file=None).github() is None
+    with pytest.raises(ConfigError, match="GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_WORKFLOW_BACKEND"):
+        Settings(_env_file=None, deployer="github").github()
+    config = Settings(_env_file=None, deployer="github", github_token="t", github_repository="a/b",
+                      github_workflow_frontend="fe.yml").github()
+    assert config["workflows"] == {"frontend": "fe.yml"} and config["ref"] == "main"
+
+
+def test_half_configured_slack_is_refused():
+    with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET"):
+        Settings(_env_file=None, slack_bot_token="xoxb-1").slack()

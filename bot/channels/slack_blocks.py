@@ -121,7 +121,8 @@ def progress_text(thread: Thread, event: Event) -> str | None:
             what = f"{step.service} `{step.tag}` to {step.environment}" if isinstance(step, (DeployBackend, DeployFrontend)) else "it"
             return f":rocket: Deploying {what}…"
         case DeployResult(ok=True):
-            return f":white_check_mark: Deployed {event.service} `{event.tag}` (`{event.commit[:7]}`) to {event.environment}."
+            link = f" <{event.url}|run>" if event.url else ""
+            return f":white_check_mark: Deployed {event.service} `{event.tag}` (`{event.commit[:7]}`) to {event.environment}.{link}"
         case DeployResult():
             tail = f"\n```{event.output[-1500:]}```" if event.output else ""
             return (
@@ -130,7 +131,7 @@ def progress_text(thread: Thread, event: Event) -> str | None:
             )
         case RequestMoreInformation() | DoneForNow():
             return event.message
-        case Error(kind="recheck" | "interrupted" | "deployer" | "internal"):
+        case Error(kind="recheck" | "locked" | "interrupted" | "deployer" | "internal"):
             return f":warning: {event.message}"
         case Cancelled():
             return f":no_entry: Cancelled by {_who(event.user)}" + (f": {event.reason}" if event.reason else "")
