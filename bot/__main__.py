@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         settings.llm()  # fail at start, with the reason, on a half-configured LLM, Slack or GitHub
         settings.slack()
         settings.github()
+        settings.email()
     except (ConfigError, ValueError) as e:
         print(f"configuration error: {e}", file=sys.stderr)
         return 2

@@ -48,6 +48,7 @@ class App:
     service: ThreadService
     worker: InProcessWorker
     slack: Any = None  # bot.channels.slack.SlackChannel when SLACK_BOT_TOKEN is set
+    email: Any = None  # bot.channels.email.EmailChannel when SMTP_HOST etc. are set
 
     async def start(self) -> None:
         if self.slack:
@@ -55,6 +56,8 @@ class App:
 
     async def close(self) -> None:
         await self.worker.idle()
+        if self.email:
+            await self.email.drain()
         if self.slack:
             await self.slack.stop()
         if hasattr(self.runner.deployer, "aclose"):
@@ -84,6 +87,28 @@ def make_deployer(settings: Settings) -> Deployer:
     return CommandDeployer(settings.git_repo, settings.deploy_command, settings.deploy_timeout)
 
 
+def make_email(settings: Settings, service: ThreadService, store: RedisThreadStore, kick: Any) -> Any:
+    from bot.channels.email import EmailChannel, Smtp
+    from bot.policy import parse_approvers
+
+    def words(text: str) -> frozenset[str]:
+        return frozenset(w.strip().lower() for w in text.split(",") if w.strip())
+
+    return EmailChannel(
+        service=service,
+        store=store,
+        kick=kick,
+        smtp=Smtp(settings.smtp_host or "", settings.smtp_port, settings.smtp_username,
+                  settings.smtp_password, settings.smtp_tls),
+        sender=settings.email_from or "",
+        inbound_secret=settings.inbound_email_secret or "",
+        reply_secret=settings.email_reply_secret or "",
+        allowed=words(settings.email_allowed_senders),
+        approvers=parse_approvers(settings.approver_emails.lower()),
+        max_bytes=settings.email_max_bytes,
+    )
+
+
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
     redis = Redis.from_url(redis_url(settings))
     store = RedisThreadStore(redis)
@@ -110,6 +135,9 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     service = ThreadService(store, policy, fanout)
     worker = InProcessWorker(runner, settings.worker_concurrency)
     app = App(settings, redis, store, environments, runner, service, worker)
+    if settings.email():
+        app.email = make_email(settings, service, store, worker.kick)
+        fanout.notifiers.append(app.email)  # the runner and the service share this fanout
     if slack_web is not None:
         app.slack = slack.build(
             settings.slack_signing_secret or "", slack_web,

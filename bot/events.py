@@ -191,6 +191,15 @@ class CommandResult(_Event):
     text: str
 
 
+class DeliveryFailed(_Event):
+    """A message to a human could not be delivered, even after retries."""
+
+    type: Literal["delivery_failed"] = "delivery_failed"
+    channel: str
+    to: str
+    reason: str
+
+
 ErrorKind = Literal["llm", "validation", "deployer", "recheck", "locked", "interrupted", "internal"]
 
 
@@ -219,6 +228,7 @@ Event = Annotated[
         ApprovalRequested,
         DeployStarted,
         DeployResult,
+        DeliveryFailed,
         Error,
     ],
     Field(discriminator="type"),

@@ -14,6 +14,7 @@ from bot.events import (
     ApprovalRequested,
     Cancelled,
     CommandResult,
+    DeliveryFailed,
     DeployBackend,
     DeployFrontend,
     DeployResult,
@@ -122,6 +123,8 @@ def _block(e: Event) -> str:
             return _tag("deploy_result", e.output, ok=str(e.ok).lower(), exit_code=e.exit_code, url=e.url)
         case Error():
             return _tag("error", e.message, kind=e.kind)
+        case DeliveryFailed():
+            return _tag("delivery_failed", e.reason, channel=e.channel, to=e.to)
         case Cancelled():
             return _tag("cancelled", e.reason, user=e.user)
     raise TypeError(f"no rendering for {type(e).__name__}")  # pragma: no cover

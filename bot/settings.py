@@ -45,6 +45,18 @@ class Settings(BaseSettings):
     slack_app_token: str | None = Field(None, description="set: Socket Mode instead of HTTP")
     slack_api_url: str = "https://slack.com/api/"
 
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_username: str | None = None
+    smtp_password: str | None = None
+    smtp_tls: Literal["none", "starttls", "tls"] = "starttls"
+    email_from: str | None = None
+    inbound_email_secret: str | None = None
+    email_reply_secret: str | None = None
+    email_allowed_senders: str = Field("", description="addresses and @domain entries")
+    approver_emails: str = Field("", description="like APPROVERS: production:a@x.com,b@x.com")
+    email_max_bytes: int = 1_000_000
+
     environments: str = "development,staging,production"
     protected_environments: str = "production"
     approvers: str = "*"
@@ -72,10 +84,13 @@ class Settings(BaseSettings):
 
     def policy(self) -> Policy:
         protected = _words(self.protected_environments)
+        approvers = parse_approvers(self.approvers)
+        for env, people in parse_approvers(self.approver_emails).items():
+            approvers[env] = approvers.get(env, approvers.get("*", frozenset())) | people
         return Policy(
             environments=_words(self.environments) | protected,
             protected=protected,
-            approvers=parse_approvers(self.approvers),
+            approvers=approvers,
             approver_must_differ=self.approver_must_differ,
             approval_ttl=timedelta(seconds=self.approval_ttl),
             max_steps=self.max_steps,
@@ -126,6 +141,21 @@ class Settings(BaseSettings):
             "api_url": self.github_api_url, "ref": self.github_ref, "poll_seconds": self.github_poll_seconds,
         }
 
+    def email(self) -> bool:
+        """Whether the email channel is on; half a configuration is an error."""
+        if not (self.smtp_host or self.inbound_email_secret):
+            return False
+        missing = [
+            name for name, value in (
+                ("SMTP_HOST", self.smtp_host), ("EMAIL_FROM", self.email_from),
+                ("INBOUND_EMAIL_SECRET", self.inbound_email_secret),
+                ("EMAIL_REPLY_SECRET", self.email_reply_secret),
+            ) if not value
+        ]
+        if missing:
+            raise ConfigError(f"the email channel needs {', '.join(missing)}")
+        return True
+
     def slack(self) -> bool:
         """Whether the Slack channel is on; half a configuration is an error, not a silent off."""
         if not self.slack_bot_token:
@@ -139,5 +169,6 @@ class Settings(BaseSettings):
         values = (
             self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
             self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
+            self.smtp_password, self.inbound_email_secret, self.email_reply_secret,
         )
         return tuple(v for v in values if v)

@@ -6,6 +6,7 @@ from bot.events import (
     ApprovalRequested,
     Cancelled,
     CommandResult,
+    DeliveryFailed,
     DeployBackend,
     DeployFrontend,
     DeployResult,
@@ -82,6 +83,8 @@ def line(e: Event) -> str:
             return f"{head}: {e.service} {e.tag} to {e.environment}{link}{out}"
         case Error():
             return f"error ({e.kind}): {e.message}"
+        case DeliveryFailed():
+            return f"could not deliver to {e.to} by {e.channel}: {e.reason}"
         case Cancelled():
             return f"cancelled by {e.user}" + (f": {e.reason}" if e.reason else "")
     return e.type  # pragma: no cover

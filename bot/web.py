@@ -132,5 +132,7 @@ def create_app(settings: Settings, app: App | None = None) -> FastAPI:
     web.include_router(threads)
     if built.slack and not settings.slack_app_token:
         web.add_api_route("/slack/events", built.slack.endpoint, methods=["POST"])
+    if built.email:
+        web.add_api_route("/email/inbound", built.email.endpoint, methods=["POST"])
     return web
 

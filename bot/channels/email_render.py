@@ -1,0 +1,101 @@
+"""What deploybot says by email, as ready-to-send messages (plain text + HTML). Pure."""
+
+from __future__ import annotations
+
+import html
+from email.message import EmailMessage
+from email.utils import make_msgid
+
+from bot.events import (
+    ApprovalRequested,
+    Cancelled,
+    DeployBackend,
+    DeployFrontend,
+    DeployResult,
+    DeployStarted,
+    DoneForNow,
+    Error,
+    Event,
+    HumanResponse,
+    RequestMoreInformation,
+)
+from bot.thread import Thread
+
+
+def text_for(thread: Thread, event: Event) -> str | None:
+    """The update a requester gets by email for `event`; None: nothing to say."""
+    match event:
+        case DeployStarted():
+            step = next((e for e in thread.events if e.id == event.step_id), None)
+            what = f"{step.service} {step.tag} to {step.environment}" if isinstance(step, (DeployBackend, DeployFrontend)) else "it"
+            return f"Deploying {what}…"
+        case DeployResult(ok=True):
+            return f"Deployed {event.service} {event.tag} ({event.commit[:7]}) to {event.environment}. {event.url}".strip()
+        case DeployResult():
+            return f"Deploying {event.service} {event.tag} to {event.environment} failed:\n\n{event.output}"
+        case RequestMoreInformation() | DoneForNow():
+            return event.message
+        case HumanResponse(approve=True):
+            return f"Approved by {event.user}."
+        case HumanResponse(approve=False) if event.approval_id:
+            return f"Rejected by {event.user}" + (f": {event.text}" if event.text else ".")
+        case ApprovalRequested():
+            return (
+                f"Deploying {event.service} {event.tag} to {event.environment} needs approval; "
+                f"I have asked the approvers. The request expires {event.expires_at:%Y-%m-%d %H:%M} UTC."
+            )
+        case Error(kind="recheck" | "locked" | "interrupted" | "deployer" | "internal"):
+            return event.message
+        case Cancelled():
+            return f"Cancelled by {event.user}" + (f": {event.reason}" if event.reason else ".")
+    return None
+
+
+def approval_text(request: ApprovalRequested, token: str) -> str:
+    return "\n".join([
+        f"{request.requested_by or 'Someone'} asked to deploy:",
+        "",
+        f"  Service:     {request.service}",
+        f"  Tag:         {request.tag}",
+        f"  Commit:      {request.commit}",
+        f"  Environment: {request.environment}",
+        *([f"  Why:         {request.reason}"] if request.reason else []),
+        f"  Valid until: {request.expires_at:%Y-%m-%d %H:%M} UTC",
+        "",
+        "Reply APPROVE to deploy, or reply with what should change.",
+        "",
+        f"approval code: {token}",
+    ])
+
+
+def message(
+    sender: str,
+    to: str,
+    subject: str,
+    text: str,
+    *,
+    reply_to: str | None = None,
+    in_reply_to: str | None = None,
+) -> EmailMessage:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = to
+    msg["Subject"] = subject
+    msg["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+    if reply_to:
+        msg["Reply-To"] = reply_to
+    if in_reply_to:
+        # Gmail, Outlook and Apple Mail thread on these two headers (and the subject).
+        msg["In-Reply-To"] = in_reply_to
+        msg["References"] = in_reply_to
+    msg.set_content(text)
+    msg.add_alternative(
+        "<html><body><pre style=\"font-family: sans-serif; white-space: pre-wrap\">"
+        f"{html.escape(text)}</pre></body></html>",
+        subtype="html",
+    )
+    return msg
+
+
+def reply_subject(subject: str) -> str:
+    return subject if subject.lower().startswith("re:") else f"Re: {subject or 'deploybot'}"
