@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Sequence
 
@@ -25,7 +25,7 @@ from bot.control import (
     Stop,
     next_action,
 )
-from bot.events import Deploy, DeployResult, DeployStarted, Error, Event, HumanResponse, utcnow
+from bot.events import Deploy, DeployResult, DeployStarted, Error, Event, HumanResponse, new_id, utcnow
 from bot.policy import Policy
 from bot.ports import (
     Conflict,
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 
 LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
+LEASE_TTL_MS = 5_000  # a thread whose runner died can be taken over after this
 
 
 @dataclass
@@ -57,8 +58,33 @@ class Runner:
     history: History
     secrets: tuple[str, ...] = ()
     clock: Callable[[], datetime] = utcnow
+    name: str = field(default_factory=lambda: f"runner-{new_id()}")
 
-    async def run(self, thread_id: str) -> Thread:
+    async def run(self, thread_id: str) -> Thread | None:
+        """Advance the thread until it pauses. None if another runner holds it right now:
+        only one runner at a time may advance a thread, so none of them ever mistakes a deploy
+        another one is running for an interrupted one."""
+        owner = f"{self.name}:{new_id()}"  # per run: two runs in one process exclude each other too
+        while True:
+            if not await self.store.lease(thread_id, owner, LEASE_TTL_MS):
+                return None
+            renewing = asyncio.create_task(self._keep_lease(thread_id, owner))
+            try:
+                thread = await self._run(thread_id)
+            finally:
+                renewing.cancel()
+                await self.store.unlease(thread_id, owner)
+            # Whoever appended while we held the lease could not run the thread: look again.
+            if (await self.store.refresh(thread)).version == thread.version:
+                return thread
+
+    async def _keep_lease(self, thread_id: str, owner: str) -> None:
+        while True:
+            await asyncio.sleep(LEASE_TTL_MS / 3000)
+            if not await self.store.lease(thread_id, owner, LEASE_TTL_MS):
+                log.error("thread %s: lost its lease to another runner", thread_id)
+
+    async def _run(self, thread_id: str) -> Thread:
         thread = await self.store.load(thread_id)
         # A backstop only: the policy's step limit pauses a run long before this.
         for _ in range(4 * self.policy.max_steps + 20):

@@ -9,6 +9,7 @@ from bot.loop import Runner
 from bot.ports import ThreadStore
 
 log = logging.getLogger(__name__)
+BUSY_WAIT, BUSY_RETRIES = 0.5, 40
 
 
 class InProcessWorker:
@@ -30,17 +31,26 @@ class InProcessWorker:
 
     async def _run(self, thread_id: str) -> None:
         try:
-            async with self._slots:
-                while True:
-                    self._again.discard(thread_id)
-                    try:
-                        await self.runner.run(thread_id)
-                    except Exception:
-                        log.exception("thread %s: run failed; it stays paused until kicked again", thread_id)
-                    if thread_id not in self._again:
-                        return
+            while True:
+                self._again.discard(thread_id)
+                await self._run_once(thread_id)
+                if thread_id not in self._again:
+                    return
         finally:
             del self._tasks[thread_id]
+
+    async def _run_once(self, thread_id: str) -> None:
+        # Another process holding the thread re-reads it when it lets go, so nothing is
+        # missed; retrying here covers a holder that died (its lease expires in seconds).
+        for _ in range(BUSY_RETRIES):
+            try:
+                async with self._slots:
+                    if await self.runner.run(thread_id) is not None:
+                        return
+            except Exception:
+                log.exception("thread %s: run failed; it stays paused until kicked again", thread_id)
+                return
+            await asyncio.sleep(BUSY_WAIT)
 
     async def recover(self, store: ThreadStore, limit: int = 500) -> list[str]:
         """After a restart, pick up threads that were mid-run when a process died."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from redis import Redis as SyncRedis
 
 from bot import events as ev
 from bot.deployers.command import CommandDeployer
 from bot.events import HumanResponse
-from tests.helpers import reply
+from tests.helpers import ledger_lines, reply
 
 
 async def start(app, text="deploy the latest backend to production"):
@@ -122,3 +124,40 @@ async def test_exact_command_list_tags_summarises(app):
     thread = await app.runner.run((await start(app, "list tags")).id)
     assert thread.events[-1].message.startswith("Tags, newest first: v1.2.3 (")
 
+
+
+async def test_a_second_runner_never_mistakes_a_running_deploy_for_an_interrupted_one(app, ledger, monkeypatch):
+    import dataclasses
+
+    monkeypatch.setenv("FAKE_DEPLOY_SECONDS", "1")
+    thread = await start(app, "deploy backend v1.2.3 to staging")
+    other = dataclasses.replace(app.runner, name="another-process")
+    first = asyncio.create_task(app.runner.run(thread.id))
+    while not ledger_lines(ledger):
+        await asyncio.sleep(0.02)
+    assert await other.run(thread.id) is None  # busy: it does not touch the thread
+    done = await first
+    assert [e.type for e in done.events] == [
+        "user_message", "deploy_backend", "deploy_started", "deploy_result", "done_for_now"]
+    assert len(ledger_lines(ledger)) == 1
+
+
+async def test_a_dead_runners_thread_is_taken_over_when_its_lease_expires(app):
+    thread = await start(app, "list tags")
+    await app.store.lease(thread.id, "runner-that-died", 300)
+    assert await app.runner.run(thread.id) is None
+    await asyncio.sleep(0.4)
+    assert (await app.runner.run(thread.id)).status() == "done"
+
+
+async def test_what_arrives_while_a_runner_holds_the_thread_is_not_missed(app, fake_llm):
+    thread = await start(app, "hello")
+    fake_llm.script(reply(intent="done_for_now", message="hi"), reply(intent="done_for_now", message="frontend too"))
+    fake_llm.delay = 0.5
+    first = asyncio.create_task(app.runner.run(thread.id))
+    await asyncio.sleep(0.2)  # the runner holds the lease and waits for the model
+    await app.service.respond(thread.id, "and what about frontend?", "alice")
+    assert await app.runner.run(thread.id) is None  # this kick finds the thread busy...
+    done = await first  # ...and the holder answers the message anyway
+    assert [e.type for e in done.events] == ["user_message", "human_response", "done_for_now"]
+    assert done.events[-1].message == "frontend too" and "what about frontend" in fake_llm.prompts[-1]

@@ -46,7 +46,10 @@ async def chat(app: App, message: str, user: str) -> int:
     thread = await app.service.launch(message, user, channel="cli")
     print(f"thread {thread.id}\n  {plain(transcript.line(thread.events[0]))}", flush=True)
     while True:
-        thread = await app.runner.run(thread.id)
+        ran = await app.runner.run(thread.id)
+        if ran is None:
+            return _elsewhere(thread)
+        thread = ran
         status = thread.status()
         if status == "waiting_for_approval":
             request = thread.pending_approval()
@@ -123,5 +126,12 @@ async def threads(app: App, a: argparse.Namespace) -> int:
 
 async def _resume(app: App, thread_id: str) -> int:
     thread = await app.runner.run(thread_id)
+    if thread is None:
+        return _elsewhere(await app.service.get(thread_id))
     print(f"[{thread.status()}] thread {thread.id}")
+    return 0
+
+
+def _elsewhere(thread: Thread) -> int:
+    print(f"[running] thread {thread.id} is being advanced by another deploybot process right now")
     return 0

@@ -17,6 +17,9 @@ class Keys:
     def meta(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{thread_id}}}:meta"
 
+    def lease(self, thread_id: str) -> str:
+        return f"{self.prefix}:thread:{{{thread_id}}}:lease"
+
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"
 

@@ -55,6 +55,19 @@ return {1, ARGV[2], 1}
 """
 
 
+# KEYS: lease. ARGV: owner, ttl in ms. Take a free lease or extend our own.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+_UNLEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
 class RedisThreadStore:
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis = redis
@@ -113,6 +126,12 @@ class RedisThreadStore:
         except NoScriptError:
             await self.redis.script_load(_APPEND)
             return await self.redis.evalsha(self._sha, 1, key, version, *blobs)
+
+    async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
+        return bool(await self.redis.eval(_LEASE, 1, self.keys.lease(thread_id), owner, ttl_ms))
+
+    async def unlease(self, thread_id: str, owner: str) -> None:
+        await self.redis.eval(_UNLEASE, 1, self.keys.lease(thread_id), owner)
 
     async def touch(self, thread_id: str) -> None:
         """Move a thread to the top of the recent list. Called when a run pauses rather than
