@@ -83,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "serve":
+        if not settings.api_token and (settings.slack() or settings.email()):
+            print(
+                "configuration error: set API_TOKEN. With Slack or email on, the server must be "
+                "reachable from outside, and /threads can approve deploys.", file=sys.stderr,
+            )
+            return 2
         return serve(settings)
     if args.command == "redis-stop":
         print("stopped" if embedded_redis.stop(settings.data_dir) else "not running")

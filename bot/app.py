@@ -84,7 +84,9 @@ def make_deployer(settings: Settings) -> Deployer:
         from bot.deployers.github import GitHubDeployer
 
         return GitHubDeployer(**github)  # type: ignore[arg-type]
-    return CommandDeployer(settings.git_repo, settings.deploy_command, settings.deploy_timeout)
+    return CommandDeployer(
+        settings.git_repo, settings.deploy_command, settings.deploy_timeout, settings.secrets()
+    )
 
 
 def make_email(settings: Settings, service: ThreadService, store: RedisThreadStore, kick: Any) -> Any:

@@ -43,6 +43,16 @@ EXAMPLES = (
 )
 
 
+APPROVE_WORDS = frozenset({"approve", "approved", "yes", "lgtm", "ship it"})
+
+
+def is_approval(text: str) -> bool:
+    """True when the first line is just an approval word: the only text that may approve,
+    and only where a verified decision is possible (a button, a signed email reply, the API)."""
+    first = text.strip().partition("\n")[0]
+    return " ".join(re.sub(r"[^\w\s]", " ", first).lower().split()) in APPROVE_WORDS
+
+
 def parse(text: str) -> Step | None:
     if m := _DEPLOY.match(text):
         cls = DeployBackend if m["service"].lower() == "backend" else DeployFrontend

@@ -62,6 +62,11 @@ class Interrupted:
     step: DeployBackend | DeployFrontend
     started: DeployStarted
 
+    def ours(self, thread: Thread) -> bool:
+        """False for a deploy copied into a fork: it belongs to the thread it was started in,
+        so the fork must never resume or repeat it."""
+        return self.started.deploy_id.startswith(f"{thread.id}-")
+
 
 @dataclass(frozen=True)
 class Escalate:

@@ -156,6 +156,7 @@ class ApprovalRequested(_Event):
     commit: str
     environment: str
     requested_by: str
+    requesters: list[str] = Field(default_factory=list)  # everyone who gave instructions
     reason: str | None = None
     expires_at: datetime
 

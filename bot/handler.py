@@ -22,8 +22,10 @@ from bot.events import (
     RequestMoreInformation,
     ShowDeploys,
     UnlockEnvironment,
+    UserMessage,
 )
 from bot.policy import Policy, args_hash
+from bot.prompt import redact
 from bot.ports import Deployer, DeployerError, DeployRecord, DeployRequest, History, Lock, Locks
 from bot.thread import Thread
 
@@ -52,6 +54,10 @@ async def ask_approval(
         commit=checked,
         environment=step.environment,
         requested_by=instruction[2] if instruction else "",
+        requesters=sorted({
+            e.user for e in thread.events
+            if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is None)
+        }),
         reason=step.reason,
         expires_at=now + policy.approval_ttl,
     )
@@ -78,11 +84,20 @@ async def preflight(
                 f"but {request.commit[:7]} was approved"
             ),
         )
-    return DeployStarted(step_id=step.id, deploy_id=f"{thread.id}-{step.id}", commit=checked)
+    return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread, step), commit=checked)
+
+
+def deploy_id(thread: Thread, step: Deploy) -> str:
+    """The idempotency key of one deploy step; also the owner of its environment lock."""
+    return f"{thread.id}-{step.id}"
 
 
 async def deploy(
-    step: Deploy, started: DeployStarted, decision: HumanResponse | None, deployer: Deployer
+    step: Deploy,
+    started: DeployStarted,
+    decision: HumanResponse | None,
+    deployer: Deployer,
+    secrets: tuple[str, ...] = (),
 ) -> Event:
     commit = started.commit
     request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, commit)
@@ -99,7 +114,7 @@ async def deploy(
         commit=commit,
         ok=outcome.ok,
         exit_code=outcome.exit_code,
-        output=outcome.output,
+        output=redact(outcome.output, secrets),  # it is shown in chat, email and the API
         approved_by=decision.user if decision else None,
         url=outcome.url,
     )
@@ -183,7 +198,7 @@ async def _check(
     if invalid:
         return Error(kind="validation", step_id=step.id, message=invalid)
     holder = await locks.holder(step.environment)
-    if holder and holder.owner != thread_id:
+    if holder and holder.owner != f"{thread_id}-{step.id}":
         return Error(kind="locked", step_id=step.id, message=f"not deploying: {holder.describe()}")
     try:
         commit = await deployer.resolve(step.tag)

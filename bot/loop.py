@@ -81,8 +81,11 @@ class Runner:
     async def _keep_lease(self, thread_id: str, owner: str) -> None:
         while True:
             await asyncio.sleep(LEASE_TTL_MS / 3000)
-            if not await self.store.lease(thread_id, owner, LEASE_TTL_MS):
-                log.error("thread %s: lost its lease to another runner", thread_id)
+            try:
+                if not await self.store.lease(thread_id, owner, LEASE_TTL_MS):
+                    log.error("thread %s: lost its lease to another runner", thread_id)
+            except Exception:  # keep trying: a blip must not end the renewals for good
+                log.exception("thread %s: renewing its lease failed", thread_id)
 
     async def _run(self, thread_id: str) -> Thread:
         thread = await self.store.load(thread_id)
@@ -119,7 +122,7 @@ class Runner:
                 return await self._record(thread, [event])
             case RunDeploy():
                 return await self._deploy(thread, action, now)
-            case Interrupted() if self.deployer.resumable:
+            case Interrupted() if self.deployer.resumable and action.ours(thread):
                 return await self._resume(thread, action, now)
             case Interrupted():
                 return await self._record(thread, handler.interrupted(action))
@@ -137,7 +140,7 @@ class Runner:
             thread = await self._record(thread, [checked])
         except Conflict:
             if isinstance(checked, DeployStarted):
-                await self.locks.release(step.environment, thread.id)
+                await self.locks.release(step.environment, checked.deploy_id)
             raise
         if not isinstance(checked, DeployStarted):
             return thread
@@ -155,7 +158,8 @@ class Runner:
 
     async def _lock(self, thread: Thread, step: Deploy, now: datetime) -> Error | None:
         reason = f"deploying {step.service} {step.tag}"
-        holder = await self.locks.acquire(Lock(step.environment, thread.id, reason, now), LOCK_TTL_MS)
+        owner = handler.deploy_id(thread, step)
+        holder = await self.locks.acquire(Lock(step.environment, owner, reason, now), LOCK_TTL_MS)
         if holder is None:
             return None
         return Error(kind="locked", step_id=step.id, message=f"not deploying: {holder.describe()}")
@@ -164,12 +168,12 @@ class Runner:
         self, thread: Thread, step: Deploy, started: DeployStarted, decision: HumanResponse | None
     ) -> Thread:
         """Run a recorded deploy while holding, and renewing, its environment's lock."""
-        renewing = asyncio.create_task(self._keep_lock(step.environment, thread.id))
+        renewing = asyncio.create_task(self._keep_lock(step.environment, started.deploy_id))
         try:
-            result = await handler.deploy(step, started, decision, self.deployer)
+            result = await handler.deploy(step, started, decision, self.deployer, self.secrets)
         finally:
             renewing.cancel()
-            await self.locks.release(step.environment, thread.id)
+            await self.locks.release(step.environment, started.deploy_id)
         thread = await self._record_fact(thread, [result])
         if isinstance(result, DeployResult):
             await self._remember(thread, result)
@@ -178,8 +182,11 @@ class Runner:
     async def _keep_lock(self, environment: str, owner: str) -> None:
         while True:
             await asyncio.sleep(LOCK_TTL_MS / 3000)
-            if not await self.locks.renew(environment, owner, LOCK_TTL_MS):
-                log.error("lost the lock on %s while deploying (thread %s)", environment, owner)
+            try:
+                if not await self.locks.renew(environment, owner, LOCK_TTL_MS):
+                    log.error("lost the lock on %s while deploying %s", environment, owner)
+            except Exception:  # keep trying: a blip must not end the renewals for good
+                log.exception("renewing the lock on %s for %s failed", environment, owner)
 
     async def _remember(self, thread: Thread, result: DeployResult) -> None:
         record = DeployRecord(

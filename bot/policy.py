@@ -57,7 +57,7 @@ class Policy:
         allowed = self.approvers.get(request.environment, self.approvers.get("*", frozenset()))
         if "*" not in allowed and user not in allowed:
             return f"{user} is not an approver for {request.environment}"
-        if self.approver_must_differ and user == request.requested_by:
+        if self.approver_must_differ and user in {request.requested_by, *request.requesters}:
             return f"{user} asked for this deploy and cannot also approve it"
         return None
 

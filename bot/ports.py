@@ -123,7 +123,7 @@ class Lock:
     since: datetime
 
     def by(self) -> str:
-        who = self.owner.removeprefix("manual:") if self.owner.startswith("manual:") else f"thread {self.owner}"
+        who = self.owner.removeprefix("manual:") if self.owner.startswith("manual:") else f"deploy {self.owner}"
         return f"by {who} since {self.since:%Y-%m-%d %H:%M} UTC: {self.reason}"
 
     def describe(self) -> str:

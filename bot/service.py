@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
 
-from bot.events import Cancelled, Event, HumanResponse, UserMessage, utcnow
+from bot.events import Cancelled, DeployBackend, DeployFrontend, Event, HumanResponse, UserMessage, utcnow
+from bot.commands import is_approval
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 from bot.thread import STATUSES, Thread
@@ -109,6 +110,11 @@ class ThreadService:
         thread = await self.get(thread_id)
         if not 1 <= at <= thread.version:
             raise Invalid(f"at must be between 1 and {thread.version}")
+        cut = Thread(thread.id, thread.events[:at])
+        last = cut.last_step()
+        if last and isinstance(last[1], (DeployBackend, DeployFrontend)) and cut.started(last[1].id) \
+                and cut.outcome(last[1]) is None:
+            raise Invalid("cannot fork in the middle of a deploy; fork before it started or after its result")
         # A fork is an experiment driven from the API or CLI: it never posts into the chat
         # thread it came from.
         origin = {"channel": "api", "forked_from": thread_id, "forked_at": str(at)}
@@ -154,6 +160,11 @@ class ThreadService:
             return self._decision(thread, text, user, approval_id, approve, channel)
         if approval_id and (pending is None or pending.approval_id != approval_id):
             raise WrongState(f"approval {approval_id} is not the pending one")
+        if pending and is_approval(text):
+            raise WrongState(
+                "a reply cannot approve a deploy; use the Approve button, reply to the approval "
+                "email, or send approve=true with the approval_id"
+            )
         if pending and self.policy.may_decide(user, pending) is None:
             # Free text while an approval waits is feedback: a rejection, never an approval.
             return HumanResponse(

@@ -84,9 +84,14 @@ class Settings(BaseSettings):
 
     def policy(self) -> Policy:
         protected = _words(self.protected_environments)
-        approvers = parse_approvers(self.approvers)
-        for env, people in parse_approvers(self.approver_emails).items():
-            approvers[env] = approvers.get(env, approvers.get("*", frozenset())) | people
+        chat, mail = parse_approvers(self.approvers), parse_approvers(self.approver_emails.lower())
+        none: frozenset[str] = frozenset()
+        # Per environment, each list falls back to its own "*" entry; email approvers add to
+        # the chat approvers (addresses compare lower-cased, as senders are read).
+        approvers = {
+            env: chat.get(env, chat.get("*", none)) | mail.get(env, mail.get("*", none))
+            for env in set(chat) | set(mail)
+        }
         return Policy(
             environments=_words(self.environments) | protected,
             protected=protected,

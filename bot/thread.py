@@ -14,6 +14,7 @@ from bot.events import (
     ApprovalRequested,
     Cancelled,
     CommandResult,
+    DeliveryFailed,
     DeployBackend,
     DeployFrontend,
     DeployResult,
@@ -150,6 +151,7 @@ class Thread:
                 return "waiting_for_human"
             if isinstance(last[1], DoneForNow):
                 return "done"
-        if self.events and isinstance(self.events[-1], Error) and self.events[-1].kind == "internal":
+        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed)), None)
+        if isinstance(last_fact, Error) and last_fact.kind == "internal":
             return "failed"
         return "running"

@@ -153,3 +153,10 @@ def test_a_deploy_result_closes_the_step(ok):
     result = DeployResult(step_id=step.id, deploy_id="d", service="backend", tag="v1", environment="staging", ok=ok)
     t = thread(ask(), step, DeployStarted(step_id=step.id, deploy_id="d"), result)
     assert t.outcome(step) == result and next_action(t, POLICY, NOW) == Decide()
+
+
+def test_a_failed_delivery_does_not_hide_a_failed_thread():
+    from bot.events import DeliveryFailed
+
+    failed = thread(ask(), Error(kind="internal", message="bug"), DeliveryFailed(channel="email", to="a@x", reason="down"))
+    assert failed.status() == "failed" and next_action(failed, POLICY, NOW) == Stop("failed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 from redis import Redis as SyncRedis
@@ -161,3 +162,12 @@ async def test_what_arrives_while_a_runner_holds_the_thread_is_not_missed(app, f
     done = await first  # ...and the holder answers the message anyway
     assert [e.type for e in done.events] == ["user_message", "human_response", "done_for_now"]
     assert done.events[-1].message == "frontend too" and "what about frontend" in fake_llm.prompts[-1]
+
+
+async def test_secrets_a_deploy_prints_are_redacted_before_anyone_sees_them(app, tmp_path, git_repo):
+    script = tmp_path / "leaky.py"
+    script.write_text("print('token is ghp_abcdefghijklmnopqrstuvwxyz0123 and sk-test-secret-key-1234567890')\n")
+    app.runner.deployer = CommandDeployer(git_repo, f"{sys.executable} {script}")
+    thread = await app.runner.run((await start(app, "deploy backend v1.2.3 to staging")).id)
+    output = next(e for e in thread.events if e.type == "deploy_result").output
+    assert output == "token is [redacted] and [redacted]"

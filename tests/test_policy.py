@@ -47,3 +47,10 @@ def test_recheck_right_before_deploying():
     assert "expired" in policy.recheck("t", step, request(), yes, NOW + timedelta(hours=2))
     other = DeployBackend(tag="v2", environment="production")
     assert "does not match" in policy.recheck("t", other, request(), yes, NOW)
+
+
+def test_nobody_who_shaped_the_request_may_approve_it_when_approvers_must_differ():
+    policy = Policy(approver_must_differ=True)
+    r = request(requested_by="carol").model_copy(update={"requesters": ["alice", "carol"]})
+    assert "cannot also approve" in policy.may_decide("alice", r)  # she asked first; carol only answered
+    assert policy.may_decide("bob", r) is None

@@ -54,3 +54,10 @@ def test_github_settings_are_complete_or_refused():
 def test_half_configured_slack_is_refused():
     with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET"):
         Settings(_env_file=None, slack_bot_token="xoxb-1").slack()
+
+
+def test_email_approvers_join_chat_approvers_per_environment():
+    policy = Settings(_env_file=None, approvers="production:U1;*:U9", approver_emails="Alice@Example.com;staging:b@x.io").policy()
+    assert policy.approvers["production"] == {"U1", "alice@example.com"}
+    assert policy.approvers["staging"] == {"U9", "b@x.io"}
+    assert policy.approvers["*"] == {"U9", "alice@example.com"}

@@ -19,7 +19,8 @@ from html.parser import HTMLParser
 
 from mailparser_reply import EmailReplyParser
 
-APPROVE_WORDS = {"approve", "approved", "yes", "lgtm", "ship it"}
+from bot.commands import is_approval
+
 REJECT_WORDS = {"no", "reject", "rejected", "stop"}
 TOKEN = r"[0-9a-f]{16}\.\d{10}\.[0-9a-f]{16}"
 _SIGNATURE = re.compile(r"^(--\s*|sent from my \w+.*|get outlook for \w+.*)$", re.I)
@@ -53,7 +54,7 @@ def parse(raw: bytes) -> Inbound:
             raise MalformedEmail("an email needs a From address and a Message-ID")
         body = _body(msg)
         text = new_text(body)
-        subject = str(msg.get("Subject", "")).strip()
+        subject = " ".join(str(msg.get("Subject", "")).split())  # no folded or encoded newlines
         recipients = " ".join(a for _, a in getaddresses(
             [str(v) for h in ("To", "Cc", "Delivered-To", "X-Original-To") for v in msg.get_all(h, [])]
         ))
@@ -92,7 +93,7 @@ def decision(text: str) -> tuple[bool, str]:
     """(approve, feedback). The first line approves only if it is just an approval word."""
     first, _, rest = text.strip().partition("\n")
     words = re.sub(r"[^\w\s]", " ", first).lower().split()
-    if " ".join(words) in APPROVE_WORDS:
+    if is_approval(text):
         return True, ""
     if words and words[0] in REJECT_WORDS:
         feedback = (" ".join(first.split()[1:]).lstrip(" ,.:;-") + "\n" + rest).strip()

@@ -98,4 +98,5 @@ def message(
 
 
 def reply_subject(subject: str) -> str:
+    subject = " ".join(subject.split())
     return subject if subject.lower().startswith("re:") else f"Re: {subject or 'deploybot'}"

@@ -22,16 +22,21 @@ _FIELDS = "%(refname:short)%09%(objectname)%09%(*objectname)%09%(creatordate:iso
 class CommandDeployer:
     resumable = False  # a command cannot be asked whether it already ran for a deploy id
 
-    def __init__(self, repo: Path, command: str = DRY_RUN, timeout: float = 1800) -> None:
+    def __init__(
+        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, secrets: tuple[str, ...] = ()
+    ) -> None:
         self.repo = repo
+        self.secrets = frozenset(secrets)
         self.argv = shlex.split(command)
         self.timeout = timeout
         if not self.argv:
             raise ValueError("DEPLOY_COMMAND is empty")
         try:  # catch a typo such as {env} at start, not at the first deploy
-            [arg.format(service="", tag="", environment="") for arg in self.argv]
+            [arg.format(service="", tag="", environment="", commit="") for arg in self.argv]
         except (KeyError, IndexError, ValueError) as e:
-            raise ValueError(f"DEPLOY_COMMAND may use {{service}}, {{tag}}, {{environment}} only: {e}") from e
+            raise ValueError(
+                f"DEPLOY_COMMAND may use {{service}}, {{tag}}, {{environment}}, {{commit}} only: {e}"
+            ) from e
 
     async def list_tags(self) -> list[GitTag]:
         out = await self._git("for-each-ref", "--sort=-creatordate", f"--format={_FIELDS}", "refs/tags")
@@ -48,10 +53,13 @@ class CommandDeployer:
             return None
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
-        values = {"service": request.service, "tag": request.tag, "environment": request.environment}
+        values = {"service": request.service, "tag": request.tag, "environment": request.environment,
+                  "commit": request.commit}
         argv = [arg.format(**values) for arg in self.argv]
         env = {
-            **os.environ,  # the command runs as the bot does, plus what identifies this deploy
+            # The command runs as the bot does, minus the bot's own secrets (its output is
+            # shown to people), plus what identifies this deploy.
+            **{k: v for k, v in os.environ.items() if v not in self.secrets},
             "DEPLOY_ID": request.deploy_id,
             "DEPLOY_SERVICE": request.service,
             "DEPLOY_TAG": request.tag,

@@ -103,3 +103,8 @@ def test_lock_and_unlock_from_the_terminal(shared_env, ledger):
     assert "production is locked by carol" in blocked.stdout and ledger_lines(ledger) == []
     assert "Unlocked production" in bot(shared_env, "unlock", "production", "--user", "carol").stdout
     assert "Nothing has been deployed to production" in bot(shared_env, "deploys", "production").stdout
+
+
+def test_serve_refuses_an_open_thread_api_when_slack_or_email_is_on(env):
+    out = bot({**env, "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}, "serve", check=False)
+    assert out.returncode == 2 and "set API_TOKEN" in out.stderr

@@ -112,3 +112,9 @@ def test_tokens_are_bound_to_approval_address_and_expiry():
         check_token("s3cret", tampered, "bob@example.com", now)
     with pytest.raises(TokenError, match="expired"):
         check_token("s3cret", token, "bob@example.com", now + timedelta(hours=2))
+
+
+def test_an_encoded_newline_in_the_subject_is_folded_away():
+    raw = (b"From: alice@example.com\r\nTo: deploybot@example.com\r\nMessage-ID: <s@x>\r\n"
+           b"Subject: =?utf-8?q?deploy=0Aplease?=\r\n\r\nhi\r\n")
+    assert parse(raw).subject == "deploy please"

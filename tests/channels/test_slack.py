@@ -266,11 +266,15 @@ async def test_thread_replies_resume_a_waiting_thread(app, slack, fake_slack, fa
 
 async def test_a_plain_reply_while_approval_is_pending_is_feedback_never_approval(app, slack, fake_slack, fake_llm, ledger):
     root, message = await paused(app, slack, fake_slack, fake_llm)
-    fake_llm.script(reply(intent="request_more_information", message="Which tag instead?"))
+    version = (await settled(app, root)).version
     await slack.reply("approve", root, user=APPROVER)
+    told = fake_slack.wait_for("chat.postEphemeral", user=APPROVER)[-1]
+    assert "cannot approve" in told["text"] and (await settled(app, root)).version == version
+    fake_llm.script(reply(intent="request_more_information", message="Which tag instead?"))
+    await slack.reply("not this one, it breaks logins", root, user=APPROVER)
     thread = await settled(app, root)
     decision = next(e for e in thread.events if e.type == "human_response")
-    assert decision.approve is False and decision.text == "approve"
+    assert decision.approve is False and decision.text == "not this one, it breaks logins"
     assert thread.status() == "waiting_for_human" and ledger_lines(ledger) == []
     fake_slack.wait_for("chat.update", ts=message["ts"], blocks="Rejected by")
 

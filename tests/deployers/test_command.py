@@ -53,3 +53,12 @@ async def test_missing_command_and_timeout(tmp_path):
     slow = CommandDeployer(tmp_path, f"{sys.executable} -c \"import time; time.sleep(30)\"", timeout=0.3)
     outcome = await slow.deploy(REQUEST)
     assert not outcome.ok and "timed out" in outcome.output
+
+
+async def test_the_deploy_command_never_sees_the_bots_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-very-secret-token-1")
+    monkeypatch.setenv("HARMLESS", "visible")
+    script = "import os; print(os.environ.get('SLACK_BOT_TOKEN'), os.environ['HARMLESS'])"
+    deployer = CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\" {{commit}}",
+                               secrets=("xoxb-very-secret-token-1",))
+    assert (await deployer.deploy(REQUEST)).output == "None visible"

@@ -88,8 +88,10 @@ async def test_rejection_feedback_makes_the_model_replan(api, fake_llm, ledger):
 
 async def test_free_text_while_approval_pending_is_a_rejection_never_an_approval(api, fake_llm, ledger):
     thread = await paused_for_approval(api, fake_llm)
+    refused = await api.post(f"/threads/{thread['id']}/responses", json={"user": "bob", "text": "LGTM!"})
+    assert refused.status_code == 409 and "cannot approve" in refused.json()["detail"]
     fake_llm.script(reply(intent="request_more_information", message="Which tag then?"))
-    r = await api.post(f"/threads/{thread['id']}/responses", json={"user": "bob", "text": "approve"})
+    r = await api.post(f"/threads/{thread['id']}/responses", json={"user": "bob", "text": "not v1.2.3"})
     assert r.status_code == 202
     after = await settle(api, thread["id"])
     decision = after["events"][5]

@@ -36,12 +36,21 @@ def test_sigkill_during_deploy_never_deploys_twice(redis, servers, server_env, l
     assert "do not know whether it finished" in thread["events"][-1]["message"]
     assert len(ledger_lines(ledger)) == 1
 
+    def say(text: str) -> dict:
+        before = second.http.get(f"/threads/{thread_id}").json()["version"]
+        second.http.post(f"/threads/{thread_id}/responses", json={"user": "alice", "text": text})
+        wait_for(lambda: second.http.get(f"/threads/{thread_id}").json()["version"] > before + 1)
+        return second.wait(thread_id, until=SETTLED - {"running"})
+
+    # The interrupted deploy may still be running somewhere: its lock holds until it expires
+    # or someone lifts it, and the bot says whose lock it is.
+    deploy_id = next(e for e in thread["events"] if e["type"] == "deploy_started")["deploy_id"]
+    blocked = say(f"deploy backend v1.2.3 to {environment}")
+    assert f"locked by deploy {deploy_id}" in blocked["events"][-1]["message"]
+    assert say(f"unlock {environment}")["events"][-1]["message"].startswith(f"Unlocked {environment}")
+
     # Asking again is a new deploy step, so a protected environment needs a new approval.
-    second.http.post(
-        f"/threads/{thread_id}/responses",
-        json={"user": "alice", "text": f"deploy backend v1.2.3 to {environment}"},
-    )
-    again = second.wait(thread_id, until=SETTLED - {"waiting_for_human"})
+    again = say(f"deploy backend v1.2.3 to {environment}")
     if environment == "production":
         assert again["status"] == "waiting_for_approval"
         assert again["pending_approval"]["approval_id"] != pending["approval_id"]

@@ -118,3 +118,16 @@ def test_sigkill_after_dispatch_resumes_the_same_run(redis, servers, server_env,
     assert len(github.dispatches) == 1
     results = [e for e in done["events"] if e["type"] == "deploy_result"]
     assert len(results) == 1 and results[0]["ok"] and results[0]["url"].endswith("/runs/1000")
+
+
+async def test_a_fork_never_resumes_or_repeats_a_deploy_of_the_thread_it_came_from(api, app, github):
+    done = await approve(api, await ask(api))
+    started_at = [e["type"] for e in done["events"]].index("deploy_started") + 1
+    r = await api.post(f"/threads/{done['id']}/fork", json={"at": started_at})
+    assert r.status_code == 422 and "middle of a deploy" in r.json()["detail"]
+    # Even a thread that holds another thread's started deploy (however it got there) asks a human.
+    source = await app.service.get(done["id"])
+    copied = await app.store.create({"channel": "api"}, source.events[:started_at])
+    app.worker.kick(copied.id)
+    fork = await settle(api, copied.id)
+    assert fork["status"] == "waiting_for_human" and len(github.dispatches) == 1

@@ -49,7 +49,7 @@ async def test_a_lock_taken_after_approval_stops_the_deploy(api, app, ledger):
                    json={"user": "bob", "approval_id": pending["approval_id"], "approve": True})
     after = await settle(api, thread["id"])
     error = next(e for e in after["events"] if e["type"] == "error")
-    assert error["kind"] == "locked" and "locked by thread other-thread" in error["message"]
+    assert error["kind"] == "locked" and "locked by deploy other-thread" in error["message"]
     assert ledger_lines(ledger) == []
 
 
@@ -59,9 +59,9 @@ async def test_deploys_hold_the_lock_while_running_and_release_it(api, app, ledg
     while not ledger_lines(ledger):
         await asyncio.sleep(0.02)
     holder = await app.environments.holder("staging")
-    assert holder.owner == r.json()["id"] and holder.reason == "deploying frontend v1.2.2"
+    assert holder.owner.startswith(r.json()["id"] + "-") and holder.reason == "deploying frontend v1.2.2"
     second = await chat(api, "deploy backend v1.2.3 to staging")
-    assert "staging is locked by thread" in second["events"][-1]["message"]
+    assert "staging is locked by deploy " + holder.owner in second["events"][-1]["message"]
     await settle(api, r.json()["id"])
     assert await app.environments.holder("staging") is None
     assert len(ledger_lines(ledger)) == 1
