@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 BOT = Path(__file__).resolve().parent.parent / "bot"
-CORE = {"events", "thread", "prompt", "policy", "commands", "control", "transcript", "views"}
+CORE = {"events", "thread", "prompt", "policy", "commands", "control", "transcript", "views", "notices"}
 LOGIC = {"agent", "handler", "loop", "service", "worker", "ports"}
 ADAPTERS = {"stores", "deployers", "channels", "llm", "web", "embedded_redis"}
 THIRD_PARTY_CORE = {"pydantic"}

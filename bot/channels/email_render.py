@@ -6,35 +6,14 @@ import html
 from email.message import EmailMessage
 from email.utils import make_msgid
 
-from bot.events import (
-    ApprovalRequested,
-    Cancelled,
-    DeployBackend,
-    DeployFrontend,
-    DeployResult,
-    DeployStarted,
-    DoneForNow,
-    Error,
-    Event,
-    HumanResponse,
-    RequestMoreInformation,
-)
+from bot.events import ApprovalRequested, Event, HumanResponse
+from bot.notices import notice
 from bot.thread import Thread
 
 
 def text_for(thread: Thread, event: Event) -> str | None:
     """The update a requester gets by email for `event`; None: nothing to say."""
     match event:
-        case DeployStarted():
-            step = next((e for e in thread.events if e.id == event.step_id), None)
-            what = f"{step.service} {step.tag} to {step.environment}" if isinstance(step, (DeployBackend, DeployFrontend)) else "it"
-            return f"Deploying {what}…"
-        case DeployResult(ok=True):
-            return f"Deployed {event.service} {event.tag} ({event.commit[:7]}) to {event.environment}. {event.url}".strip()
-        case DeployResult():
-            return f"Deploying {event.service} {event.tag} to {event.environment} failed:\n\n{event.output}"
-        case RequestMoreInformation() | DoneForNow():
-            return event.message
         case HumanResponse(approve=True):
             return f"Approved by {event.user}."
         case HumanResponse(approve=False) if event.approval_id:
@@ -44,11 +23,10 @@ def text_for(thread: Thread, event: Event) -> str | None:
                 f"Deploying {event.service} {event.tag} to {event.environment} needs approval; "
                 f"I have asked the approvers. The request expires {event.expires_at:%Y-%m-%d %H:%M} UTC."
             )
-        case Error(kind="recheck" | "locked" | "interrupted" | "deployer" | "internal"):
-            return event.message
-        case Cancelled():
-            return f"Cancelled by {event.user}" + (f": {event.reason}" if event.reason else ".")
-    return None
+    n = notice(thread, event)
+    if n is None:
+        return None
+    return "\n\n".join(part for part in (n.render(), n.url, n.detail) if part)
 
 
 def approval_text(request: ApprovalRequested, token: str) -> str:

@@ -5,19 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from bot.events import (
-    ApprovalRequested,
-    Cancelled,
-    DeployBackend,
-    DeployFrontend,
-    DeployResult,
-    DeployStarted,
-    DoneForNow,
-    Error,
-    Event,
-    HumanResponse,
-    RequestMoreInformation,
-)
+from bot.events import ApprovalRequested, Event, HumanResponse
+from bot.notices import notice
 from bot.thread import Thread
 
 APPROVE = "deploybot_approve"
@@ -113,26 +102,20 @@ def parse_modal_metadata(metadata: str) -> tuple[str, str, str, str]:
     return thread_id, approval_id, channel, thread_ts
 
 
+EMOJI = {
+    "started": ":rocket:", "deployed": ":white_check_mark:", "failed": ":x:", "message": "",
+    "warning": ":warning:", "cancelled": ":no_entry:",
+}
+
+
 def progress_text(thread: Thread, event: Event) -> str | None:
     """What the bot says in the Slack thread when `event` is recorded; None: nothing."""
-    match event:
-        case DeployStarted():
-            step = next((e for e in thread.events if e.id == event.step_id), None)
-            what = f"{step.service} `{step.tag}` to {step.environment}" if isinstance(step, (DeployBackend, DeployFrontend)) else "it"
-            return f":rocket: Deploying {what}…"
-        case DeployResult(ok=True):
-            link = f" <{event.url}|run>" if event.url else ""
-            return f":white_check_mark: Deployed {event.service} `{event.tag}` (`{event.commit[:7]}`) to {event.environment}.{link}"
-        case DeployResult():
-            tail = f"\n```{event.output[-1500:]}```" if event.output else ""
-            return (
-                f":x: Deploying {event.service} `{event.tag}` to {event.environment} failed "
-                f"(exit code {event.exit_code}).{tail}"
-            )
-        case RequestMoreInformation() | DoneForNow():
-            return event.message
-        case Error(kind="recheck" | "locked" | "interrupted" | "deployer" | "internal"):
-            return f":warning: {event.message}"
-        case Cancelled():
-            return f":no_entry: Cancelled by {_who(event.user)}" + (f": {event.reason}" if event.reason else "")
-    return None
+    n = notice(thread, event)
+    if n is None:
+        return None
+    text = f"{EMOJI[n.kind]} {n.render(_who)}".strip()
+    if n.url:
+        text += f" <{n.url}|run>"
+    if n.detail:
+        text += f"\n```{n.detail[-1500:]}```"
+    return text

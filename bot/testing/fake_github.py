@@ -12,9 +12,11 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from bot.testing.http import serve, stop
 
 Answer = tuple[int, Any, dict[str, str]]
 
@@ -52,42 +54,14 @@ class FakeGitHub:
         self.hold_runs = False
 
     def start(self) -> "FakeGitHub":
-        fake = self
+        def route(method: str, path: str, headers: Any, raw: bytes) -> Answer:
+            return self._answer(method, path, headers, json.loads(raw) if raw else None)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _serve(self, method: str) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"null") if length else None
-                status, payload, headers = fake._answer(method, self.path, self.headers, body)
-                data = b"" if payload is None else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:  # noqa: N802
-                self._serve("GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                self._serve("POST")
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve(route)
         return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        stop(self._server)
 
     def _answer(self, method: str, raw_path: str, headers: Any, body: Any) -> Answer:
         url = urlsplit(raw_path)

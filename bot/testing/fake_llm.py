@@ -11,8 +11,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from http.server import ThreadingHTTPServer
+from typing import Any, Callable
+
+from bot.testing.http import serve, stop
 
 # A reply is model text, or (status, body) for an HTTP error, or a function of the prompt.
 Reply = str | tuple[int, str] | Callable[[str], str]
@@ -38,36 +40,19 @@ class FakeLlm:
             self.replies.extend(replies)
 
     def start(self) -> "FakeLlm":
-        fake = self
+        def route(method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any, dict[str, str]]:
+            body = json.loads(raw or b"{}")
+            prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+            status, payload = self._answer(prompt, body.get("model", "fake"))
+            if status == 200 and body.get("stream"):
+                return 200, _stream(json.loads(payload)), {"Content-Type": "text/event-stream"}
+            return status, payload, {}
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as the real service does
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
-                status, payload = fake._answer(prompt, body.get("model", "fake"))
-                if status == 200 and body.get("stream"):
-                    payload = _stream(json.loads(payload))
-                data = payload.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/event-stream" if body.get("stream") else "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve(route)
         return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        stop(self._server)
 
     def _answer(self, prompt: str, model: str) -> tuple[int, str]:
         if self.delay:

@@ -10,9 +10,11 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from bot.testing.http import serve, stop
 
 BOT_USER = "UBOT"
 
@@ -64,41 +66,20 @@ class FakeSlack:
             time.sleep(0.02)
 
     def start(self) -> "FakeSlack":
-        fake = self
+        def route(method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any, dict[str, str]]:
+            path, _, query = path.partition("?")
+            if "json" in (headers.get("Content-Type") or ""):
+                args = json.loads(raw or b"{}")
+            else:
+                args = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+            args = {**{k: v[0] for k, v in parse_qs(query).items()}, **args}
+            return self._answer(path.rsplit("/", 1)[-1], args)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as the real service does
-
-            def do_POST(self) -> None:  # noqa: N802
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-                if "json" in (self.headers.get("Content-Type") or ""):
-                    args = json.loads(raw or "{}")
-                else:
-                    args = {k: v[0] for k, v in parse_qs(raw).items()}
-                path, _, query = self.path.partition("?")
-                args = {**{k: v[0] for k, v in parse_qs(query).items()}, **args}
-                status, body, headers = fake._answer(path.rsplit("/", 1)[-1], args)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve(route)
         return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        stop(self._server)
 
     def _answer(self, method: str, args: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:

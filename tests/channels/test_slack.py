@@ -162,8 +162,8 @@ async def test_mention_to_approved_deploy_with_the_message_updated_in_place(app,
     updated = fake_slack.wait_for("chat.update", ts=message["ts"])[-1]
     assert f"Approved by <@{APPROVER}>" in json.dumps(updated["blocks"])
     assert "actions" not in json.dumps(updated["blocks"])  # the buttons are gone
-    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Deploying backend `v1.2.3` to production")
-    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Deployed backend `v1.2.3`")
+    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Deploying backend v1.2.3 to production")
+    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Deployed backend v1.2.3")
     fake_slack.wait_for("chat.postMessage", thread_ts=root, text="is live on production")
 
 

@@ -1,0 +1,45 @@
+"""The plumbing the stand-in servers share: a threaded HTTP/1.1 server on a free loopback
+port, answering with JSON."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+# (method, path with query, headers, raw body) -> (status, payload, extra headers)
+Route = Callable[[str, str, Any, bytes], tuple[int, Any, dict[str, str]]]
+
+
+def serve(route: Route) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the real services do
+
+        def _answer(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            status, payload, headers = route(self.command, self.path, self.headers, raw)
+            data = payload.encode() if isinstance(payload, str) else b"" if payload is None else json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _answer  # noqa: N815 (http.server's naming)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def stop(server: ThreadingHTTPServer | None) -> None:
+    if server:
+        server.shutdown()
+        server.server_close()
