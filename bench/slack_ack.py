@@ -135,13 +135,15 @@ def main() -> None:
         **os.environ, "PORT": str(port), "REDIS_URL": embedded_redis.ensure_running(data / "redis"),
         "DATA_DIR": str(data), "LLM_BASE_URL": urls["llm"], "LLM_MODEL": "fake",
         "SLACK_BOT_TOKEN": "xoxb-bench", "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": urls["slack"],
-        "LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": str(opts.concurrency),
+        "LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": str(opts.concurrency), "API_TOKEN": "bench-token",
     }
     server = subprocess.Popen([sys.executable, "-m", "bot", "serve"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(200):
+            if server.poll() is not None:
+                raise SystemExit(f"the server exited: {server.stderr.read()}")
             try:
                 if httpx.get(f"{url}/healthz").status_code == 200:
                     break
