@@ -181,7 +181,7 @@ async def whats_on(environment: str, history: History, locks: Locks) -> str:
         + (f", {r.url}" if r.url else "")
         for r in sorted(latest.values(), key=lambda r: r.service)
     ]
-    text = f"On {environment}: " + "; ".join(lines) if lines else f"Nothing has been deployed to {environment} by deploybot yet."
+    text = f"On {environment}: " + "; ".join(lines) + "." if lines else f"Nothing has been deployed to {environment} by deploybot yet."
     holder = await locks.holder(environment)
     return text + (f" Note: {holder.describe()}." if holder else "")
 
