@@ -11,7 +11,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Awaitable, Callable, Sequence
 
 from bot import agent, handler
 from bot.control import (
@@ -68,7 +68,10 @@ class Runner:
         while True:
             if not await self.store.lease(thread_id, owner, LEASE_TTL_MS):
                 return None
-            renewing = asyncio.create_task(self._keep_lease(thread_id, owner))
+            renewing = asyncio.create_task(_keep_renewing(
+                lambda: self.store.lease(thread_id, owner, LEASE_TTL_MS), LEASE_TTL_MS,
+                f"the lease on thread {thread_id}",
+            ))
             try:
                 thread = await self._run(thread_id)
             finally:
@@ -77,15 +80,6 @@ class Runner:
             # Whoever appended while we held the lease could not run the thread: look again.
             if (await self.store.refresh(thread)).version == thread.version:
                 return thread
-
-    async def _keep_lease(self, thread_id: str, owner: str) -> None:
-        while True:
-            await asyncio.sleep(LEASE_TTL_MS / 3000)
-            try:
-                if not await self.store.lease(thread_id, owner, LEASE_TTL_MS):
-                    log.error("thread %s: lost its lease to another runner", thread_id)
-            except Exception:  # keep trying: a blip must not end the renewals for good
-                log.exception("thread %s: renewing its lease failed", thread_id)
 
     async def _run(self, thread_id: str) -> Thread:
         thread = await self.store.load(thread_id)
@@ -168,7 +162,10 @@ class Runner:
         self, thread: Thread, step: Deploy, started: DeployStarted, decision: HumanResponse | None
     ) -> Thread:
         """Run a recorded deploy while holding, and renewing, its environment's lock."""
-        renewing = asyncio.create_task(self._keep_lock(step.environment, started.deploy_id))
+        renewing = asyncio.create_task(_keep_renewing(
+            lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS), LOCK_TTL_MS,
+            f"the lock on {step.environment} for {started.deploy_id}",
+        ))
         try:
             result = await handler.deploy(step, started, decision, self.deployer, self.secrets)
         finally:
@@ -178,15 +175,6 @@ class Runner:
         if isinstance(result, DeployResult):
             await self._remember(thread, result)
         return thread
-
-    async def _keep_lock(self, environment: str, owner: str) -> None:
-        while True:
-            await asyncio.sleep(LOCK_TTL_MS / 3000)
-            try:
-                if not await self.locks.renew(environment, owner, LOCK_TTL_MS):
-                    log.error("lost the lock on %s while deploying %s", environment, owner)
-            except Exception:  # keep trying: a blip must not end the renewals for good
-                log.exception("renewing the lock on %s for %s failed", environment, owner)
 
     async def _remember(self, thread: Thread, result: DeployResult) -> None:
         record = DeployRecord(
@@ -215,3 +203,15 @@ class Runner:
             except Conflict:
                 thread = await self.store.refresh(thread)
         raise RuntimeError(f"thread {thread.id}: could not record {events} after 50 conflicts")
+
+
+async def _keep_renewing(renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:
+    """Renew at a third of the TTL until cancelled; a failed renewal is logged, not fatal,
+    so a Redis blip does not end the renewals for good."""
+    while True:
+        await asyncio.sleep(ttl_ms / 3000)
+        try:
+            if not await renew():
+                log.error("lost %s to someone else", what)
+        except Exception:
+            log.exception("renewing %s failed", what)
