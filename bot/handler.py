@@ -41,9 +41,12 @@ async def ask_approval(
     action: AskApproval, thread: Thread, deployer: Deployer, policy: Policy, locks: Locks, now: datetime
 ) -> Event:
     step = action.step
-    checked = await _check(step, thread.id, deployer, policy, locks)
+    checked = await _check(step, deployer, policy)
     if isinstance(checked, Error):
         return checked
+    holder = await locks.holder(step.environment)  # don't ask approvers for what cannot start
+    if holder:
+        return Error(kind="locked", step_id=step.id, message=f"not deploying: {holder.describe()}")
     instruction = thread.latest_instruction()
     return ApprovalRequested(
         step_id=step.id,
@@ -64,15 +67,16 @@ async def ask_approval(
 
 
 async def preflight(
-    action: RunDeploy, thread: Thread, deployer: Deployer, policy: Policy, locks: Locks, now: datetime
+    action: RunDeploy, thread: Thread, deployer: Deployer, policy: Policy, now: datetime
 ) -> Error | DeployStarted:
-    """Everything that must still hold right before a deploy starts."""
+    """Everything that must still hold right before a deploy starts, but the environment
+    lock: the caller takes that, and taking it names any other holder."""
     step, request = action.step, action.request
     if request and action.decision:
         why = policy.recheck(thread.id, step, request, action.decision, now)
         if why:
             return Error(kind="recheck", step_id=step.id, message=f"not deploying: {why}")
-    checked = await _check(step, thread.id, deployer, policy, locks)
+    checked = await _check(step, deployer, policy)
     if isinstance(checked, Error):
         return checked
     if request and checked != request.commit:
@@ -190,16 +194,11 @@ def escalate(action: Escalate) -> Event:
     return RequestMoreInformation(source="bot", message=action.message)
 
 
-async def _check(
-    step: Deploy, thread_id: str, deployer: Deployer, policy: Policy, locks: Locks
-) -> str | Error:
+async def _check(step: Deploy, deployer: Deployer, policy: Policy) -> str | Error:
     """The commit the step's tag points to, or the error that stops it."""
     invalid = policy.invalid_deploy(step)
     if invalid:
         return Error(kind="validation", step_id=step.id, message=invalid)
-    holder = await locks.holder(step.environment)
-    if holder and holder.owner != f"{thread_id}-{step.id}":
-        return Error(kind="locked", step_id=step.id, message=f"not deploying: {holder.describe()}")
     try:
         commit = await deployer.resolve(step.tag)
         if commit:

@@ -126,7 +126,7 @@ class Runner:
 
     async def _deploy(self, thread: Thread, action: RunDeploy, now: datetime) -> Thread:
         step = action.step
-        checked = await handler.preflight(action, thread, self.deployer, self.policy, self.locks, now)
+        checked = await handler.preflight(action, thread, self.deployer, self.policy, now)
         if isinstance(checked, DeployStarted):
             checked = await self._lock(thread, step, now) or checked
         try:
@@ -189,20 +189,20 @@ class Runner:
     async def _record(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """Append a decision: raises Conflict if the thread moved since we read it."""
         thread = await self.store.append(thread, events)
+        await self._publish(thread, events)
+        return thread
+
+    async def _publish(self, thread: Thread, events: Sequence[Event]) -> None:
         try:
             await self.notifier.publish(thread, events)
         except Exception:  # the events are stored; a channel outage must not stop the run
             log.exception("thread %s: notifying its channel failed", thread.id)
-        return thread
 
     async def _record_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """Append what already happened (a deploy's result): it must land whatever else did."""
-        for _ in range(50):
-            try:
-                return await self._record(thread, events)
-            except Conflict:
-                thread = await self.store.refresh(thread)
-        raise RuntimeError(f"thread {thread.id}: could not record {events} after 50 conflicts")
+        thread = await self.store.append_fact(thread, events)
+        await self._publish(thread, events)
+        return thread
 
 
 async def _keep_renewing(renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:

@@ -44,6 +44,11 @@ class ThreadStore(Protocol):
         """Append iff the stored version is still `thread.version`; else raise Conflict."""
         ...
 
+    async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """Append what already happened, whatever was appended meanwhile (re-reading on
+        conflict): a result or a failed delivery is a fact, not a decision to re-take."""
+        ...
+
     async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
         """Take (or, for its owner, extend) the right to run a thread; False if another has it."""
         ...

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from bot.channels import email_parse as parse
 from bot.channels import email_render as render
 from bot.events import ApprovalRequested, DeliveryFailed, Event, new_id, utcnow
-from bot.ports import Conflict, ThreadStore
+from bot.ports import ThreadStore
 from bot.service import Refused, ThreadService
 from bot.thread import Thread
 
@@ -237,13 +237,7 @@ class EmailChannel:
 
     async def _record_failure(self, thread: Thread, to: str, reason: str) -> None:
         event = DeliveryFailed(channel="email", to=to, reason=reason[:300])
-        thread = await self.store.load(thread.id)
-        for _ in range(20):
-            try:
-                await self.store.append(thread, [event])
-                return
-            except Conflict:
-                thread = await self.store.refresh(thread)
+        await self.store.append_fact(await self.store.load(thread.id), [event])
 
     async def drain(self) -> None:
         while self._sending:

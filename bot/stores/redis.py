@@ -68,6 +68,9 @@ return 0
 """
 
 
+FACT_ATTEMPTS = 50
+
+
 class RedisThreadStore:
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis = redis
@@ -115,6 +118,14 @@ class RedisThreadStore:
         if version < -1:
             raise Conflict(thread.id, thread.version, -2 - version)
         return thread.extended(events)
+
+    async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        for _ in range(FACT_ATTEMPTS):
+            try:
+                return await self.append(thread, events)
+            except Conflict:
+                thread = await self.refresh(thread)
+        raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts")
 
     async def _eval_append(self, thread_id: str, blobs: list[str], version: int) -> int:
         """One command, one round trip. EVALSHA is sent directly (redis-py's Script objects

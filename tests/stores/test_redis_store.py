@@ -129,3 +129,12 @@ async def test_creating_a_taken_id_writes_nothing(store):
     with pytest.raises(ThreadExists):
         await store.create({"channel": "b"}, [UserMessage(text="two", user="u")], "fixed-id")
     assert await store.load("fixed-id") == first
+
+
+async def test_a_fact_lands_whatever_was_appended_meanwhile(store):
+    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    moved = await store.append(thread, [ListGitTags()])
+    fact = Error(kind="deployer", message="a result from an older read")
+    landed = await store.append_fact(thread, [fact])  # `thread` is stale: version 1, not 2
+    assert landed.events == moved.events + (fact,)
+    assert (await store.load(thread.id)).events == landed.events
