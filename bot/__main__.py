@@ -1,4 +1,4 @@
-"""python -m bot serve | chat MESSAGE | threads ... | redis-stop"""
+"""python -m bot serve | worker | chat MESSAGE | threads ... | redis-stop"""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import getpass
 import logging
+import signal
 import sys
 
 from bot import embedded_redis
@@ -16,7 +17,12 @@ from bot.settings import ConfigError, Settings
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bot", description="deploybot")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the HTTP API (and the agent loop) on PORT")
+    serve = sub.add_parser("serve", help="run the HTTP API (and the agent loop) on PORT")
+    serve.add_argument(
+        "--no-worker", action="store_true",
+        help="only record events and hand threads over: `python -m bot worker` runs them",
+    )
+    sub.add_parser("worker", help="run threads handed over by `serve` (any number of these)")
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("message")
     chat.add_argument("--user", default=_me())
@@ -89,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                 "reachable from outside, and /threads can approve deploys.", file=sys.stderr,
             )
             return 2
-        return serve(settings)
+        return serve(settings, worker=not args.no_worker)
+    if args.command == "worker":
+        return asyncio.run(_work(settings))
     if args.command == "redis-stop":
         print("stopped" if embedded_redis.stop(settings.data_dir) else "not running")
         return 0
@@ -122,7 +130,25 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
         await app.close()
 
 
-def serve(settings: Settings) -> int:
+async def _work(settings: Settings) -> int:
+    from bot.app import build
+
+    app = build(settings)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await app.start(worker=True, receive=False)
+    log = logging.getLogger("deploybot.worker")
+    log.info("worker %s: taking work (%d runs at once)", app.worker.name, settings.worker_concurrency)
+    await stopping.wait()
+    log.info("worker %s: stopping; runs in progress get %.0f s to finish", app.worker.name, settings.worker_grace)
+    await app.close()
+    log.info("worker %s: stopped", app.worker.name)
+    return 0
+
+
+def serve(settings: Settings, worker: bool = True) -> int:
     import uvicorn
 
     from bot.web import create_app
@@ -133,7 +159,7 @@ def serve(settings: Settings) -> int:
             "API_TOKEN is not set: serving on 127.0.0.1 only, so the approval API is not "
             "reachable from other machines. Set API_TOKEN to serve on %s.", settings.host
         )
-    uvicorn.run(create_app(settings), host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio")
+    uvicorn.run(create_app(settings, worker=worker), host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio")
     return 0
 
 

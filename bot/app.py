@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from redis.asyncio import Redis
 
@@ -19,9 +19,11 @@ from bot.settings import Settings
 from bot.stores.environments import RedisEnvironments
 from bot.stores.redis import RedisThreadStore
 from bot.thread import Thread
-from bot.worker import InProcessWorker
+from bot.stores.work import RedisWorkQueue
+from bot.worker import Worker, worker_name
 
 log = logging.getLogger(__name__)
+Kick = Callable[[str], Awaitable[None]]
 
 
 class Fanout:
@@ -46,16 +48,26 @@ class App:
     environments: RedisEnvironments
     runner: Runner
     service: ThreadService
-    worker: InProcessWorker
+    queue: RedisWorkQueue
+    worker: Worker
     slack: Any = None  # bot.channels.slack.SlackChannel when SLACK_BOT_TOKEN is set
     email: Any = None  # bot.channels.email.EmailChannel when SMTP_HOST etc. are set
 
-    async def start(self) -> None:
+    async def kick(self, thread_id: str) -> None:
+        """Hand the thread to a worker: called after an event is recorded, before it is
+        acknowledged, so acknowledged work is always in the queue."""
+        await self.queue.push(thread_id)
+
+    async def start(self, worker: bool = True, receive: bool = True) -> None:
+        """Start the channels (taking inbound messages only if `receive`), and this
+        process's worker unless worker processes run elsewhere."""
         if self.slack:
-            await self.slack.start()
+            await self.slack.start(receive)
+        if worker:
+            self.worker.start()
 
     async def close(self) -> None:
-        await self.worker.idle()
+        await self.worker.stop(self.settings.worker_grace)
         if self.email:
             await self.email.drain()
         if self.slack:
@@ -89,7 +101,7 @@ def make_deployer(settings: Settings) -> Deployer:
     )
 
 
-def make_email(settings: Settings, service: ThreadService, store: RedisThreadStore, kick: Any) -> Any:
+def make_email(settings: Settings, service: ThreadService, store: RedisThreadStore, kick: Kick) -> Any:
     from bot.channels.email import EmailChannel, Smtp
     from bot.policy import parse_approvers
 
@@ -124,7 +136,9 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         notifiers.append(slack.SlackNotifier(slack_web, store))
     fanout = Fanout(notifiers)
     environments = RedisEnvironments(redis)
+    name = worker_name()
     runner = Runner(
+        name=name,  # a lease names the worker process that holds it
         store=store,
         deployer=make_deployer(settings),
         llm=make_llm(settings),
@@ -135,14 +149,15 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         secrets=settings.secrets(),
     )
     service = ThreadService(store, policy, fanout)
-    worker = InProcessWorker(runner, settings.worker_concurrency)
-    app = App(settings, redis, store, environments, runner, service, worker)
+    queue = RedisWorkQueue(redis)
+    worker = Worker(runner, queue, store, settings.worker_concurrency, name)
+    app = App(settings, redis, store, environments, runner, service, queue, worker)
     if settings.email():
-        app.email = make_email(settings, service, store, worker.kick)
+        app.email = make_email(settings, service, store, app.kick)
         fanout.notifiers.append(app.email)  # the runner and the service share this fanout
     if slack_web is not None:
         app.slack = slack.build(
             settings.slack_signing_secret or "", slack_web,
-            service, store, worker.kick, settings.slack_app_token,
+            service, store, app.kick, settings.slack_app_token,
         )
     return app

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 
 LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
-LEASE_TTL_MS = 5_000  # a thread whose runner died can be taken over after this
+LEASE_TTL_MS = 4_000  # a thread whose runner died can be taken over after this
 
 
 @dataclass

@@ -65,7 +65,8 @@ class ThreadStore(Protocol):
         self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
     ) -> tuple[bool, str | None, bool]:
         """Take in one inbound message of a conversation (a Slack thread, an email chain),
-        atomically: (fresh, thread id, started). `fresh` is False for a repeat delivery.
+        atomically: (fresh, thread id, started). `fresh` is False for a repeat delivery (which
+        still gets the conversation's thread id).
         A conversation with no thread yet is bound to `new_thread_id` (started=True);
         with None it stays unbound (a reply to something the bot never saw)."""
         ...
@@ -81,6 +82,36 @@ class ThreadStore(Protocol):
     async def lookup(self, name: str) -> str | None: ...
 
     async def ping(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Work:
+    """One handoff: "run this thread". `entry` identifies it in the queue until it is done."""
+
+    entry: str
+    thread_id: str
+
+
+class WorkQueue(Protocol):
+    """At-least-once handoff from whoever records an event to whichever worker runs the
+    thread. Work a worker took stays its own until `done`; work nobody `keep`s for
+    `min_idle_ms` (its worker died) can be `reclaim`ed by another."""
+
+    async def push(self, thread_id: str) -> None: ...
+
+    async def take(self, worker: str, count: int, block_ms: int) -> list[Work]: ...
+
+    async def reclaim(self, worker: str, min_idle_ms: int, count: int) -> list[Work]: ...
+
+    async def keep(self, worker: str, entries: Sequence[str]) -> None:
+        """Say the worker is still on these: resets their idle time."""
+        ...
+
+    async def done(self, entries: Sequence[str]) -> None: ...
+
+    async def backlog(self) -> int:
+        """Work pushed and not yet done (taken or not)."""
+        ...
 
 
 @dataclass(frozen=True)

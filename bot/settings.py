@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     approval_ttl: int = Field(3600, description="seconds an approval request stays valid")
     max_steps: int = 20
     worker_concurrency: int = Field(4, ge=1, description="agent runs at once in one process")
+    worker_grace: float = Field(25.0, ge=0, description="seconds a stopping worker lets runs finish")
 
     deployer: Literal["command", "github"] = "command"
     github_token: str | None = None

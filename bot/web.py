@@ -1,4 +1,4 @@
-"""HTTP: the thread API and health. Thin: parse, call the service, kick the worker."""
+"""HTTP: the thread API and health. Thin: parse, call the service, hand the thread to a worker."""
 
 from __future__ import annotations
 
@@ -42,15 +42,14 @@ class CancelBody(BaseModel):
     reason: str = ""
 
 
-def create_app(settings: Settings, app: App | None = None) -> FastAPI:
+def create_app(settings: Settings, app: App | None = None, worker: bool = True) -> FastAPI:
+    """`worker=False` (serve --no-worker): this process only records events and hands
+    threads to worker processes."""
     built = app or build(settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await built.start()
-        resumed = await built.worker.recover(built.store)
-        if resumed:
-            log.info("resuming %d thread(s) left mid-run: %s", len(resumed), ", ".join(resumed))
+        await built.start(worker)
         yield
         await built.close()
 
@@ -74,7 +73,7 @@ def create_app(settings: Settings, app: App | None = None) -> FastAPI:
     @threads.post("", status_code=201)
     async def launch(body: LaunchBody, a: App = Depends(the_app)) -> dict[str, Any]:
         thread = await a.service.launch(body.message, body.user, channel="api")
-        a.worker.kick(thread.id)
+        await a.kick(thread.id)
         return {"id": thread.id}
 
     @threads.get("")
@@ -95,7 +94,7 @@ def create_app(settings: Settings, app: App | None = None) -> FastAPI:
         thread = await a.service.respond(
             thread_id, body.text, body.user, body.approval_id, body.approve, channel="api"
         )
-        a.worker.kick(thread.id)
+        await a.kick(thread.id)
         return thread_json(thread)
 
     @threads.post("/{thread_id}/cancel")
@@ -106,7 +105,7 @@ def create_app(settings: Settings, app: App | None = None) -> FastAPI:
     @threads.post("/{thread_id}/fork", status_code=201)
     async def fork(thread_id: str, body: ForkBody, a: App = Depends(the_app)) -> dict[str, Any]:
         thread = await a.service.fork(thread_id, body.at)
-        a.worker.kick(thread.id)
+        await a.kick(thread.id)
         return {"id": thread.id, "forked_from": thread_id, "at": body.at}
 
     @web.get("/deploys", dependencies=[Depends(authorized)])

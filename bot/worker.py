@@ -1,66 +1,185 @@
-"""Runs threads in this process: one task per thread, so a thread never races itself here."""
+"""A worker takes "run this thread" work from the queue and runs the agent loop on it.
+
+Any number of workers, in any processes, share one queue. Delivery is at least once:
+an entry is acknowledged only after a run of its thread finished, so work a dead worker
+held is reclaimed by another within seconds. Running a thread twice is harmless (the
+runner holds a per-thread lease and every append is compare-and-set), so nothing here
+has to be exactly once.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
 
+from bot.events import new_id
 from bot.loop import Runner
-from bot.ports import ThreadStore
+from bot.ports import ThreadStore, Work, WorkQueue
 
 log = logging.getLogger(__name__)
-BUSY_WAIT, BUSY_RETRIES = 0.5, 40
+
+BLOCK_MS = 500  # how long one read waits for new work; also the reclaim polling period
+MIN_IDLE_MS = 3_000  # work nobody kept for this long belongs to a dead worker
+HEARTBEAT = 1.0  # seconds between keeping our entries; well under MIN_IDLE_MS
+BUSY_WAIT, BUSY_FOR = 0.25, 10.0  # retrying a thread another runner holds
 
 
-class InProcessWorker:
-    """At most `concurrency` runs at once: a burst of requests queues agent runs instead of
-    starving the event loop that must answer Slack (and everyone else) within milliseconds."""
+@dataclass
+class _Job:
+    """One thread this worker is running, and the entries that asked for it."""
 
-    def __init__(self, runner: Runner, concurrency: int = 4) -> None:
-        self.runner = runner
-        self._slots = asyncio.Semaphore(concurrency)
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._again: set[str] = set()
+    entries: list[str]  # covered by the run in progress: acknowledged when it finishes
+    waiting: list[str] = field(default_factory=list)  # arrived meanwhile: another run
+    task: asyncio.Task[None] | None = None
 
-    def kick(self, thread_id: str) -> None:
-        """Run the thread soon; if it is running now, run it once more afterwards."""
-        if thread_id in self._tasks:
-            self._again.add(thread_id)
-            return
-        self._tasks[thread_id] = asyncio.create_task(self._run(thread_id))
 
-    async def _run(self, thread_id: str) -> None:
-        try:
-            while True:
-                self._again.discard(thread_id)
-                await self._run_once(thread_id)
-                if thread_id not in self._again:
-                    return
-        finally:
-            del self._tasks[thread_id]
+def worker_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{new_id()[:6]}"
 
-    async def _run_once(self, thread_id: str) -> None:
-        # Another process holding the thread re-reads it when it lets go, so nothing is
-        # missed; retrying here covers a holder that died (its lease expires in seconds).
-        for _ in range(BUSY_RETRIES):
-            try:
-                async with self._slots:
-                    if await self.runner.run(thread_id) is not None:
-                        return
-            except Exception:
-                log.exception("thread %s: run failed; it stays paused until kicked again", thread_id)
-                return
-            await asyncio.sleep(BUSY_WAIT)
 
-    async def recover(self, store: ThreadStore, limit: int = 500) -> list[str]:
-        """After a restart, pick up threads that were mid-run when a process died."""
-        resumed = []
-        for thread_id in await store.recent(limit):
-            if (await store.load(thread_id)).status() == "running":
-                self.kick(thread_id)
-                resumed.append(thread_id)
-        return resumed
+class Worker:
+    def __init__(
+        self, runner: Runner, queue: WorkQueue, store: ThreadStore, concurrency: int = 4,
+        name: str | None = None,
+    ) -> None:
+        self.runner, self.queue, self.store = runner, queue, store
+        self.concurrency = concurrency
+        self.name = name or worker_name()
+        self._jobs: dict[str, _Job] = {}
+        self._freed = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._handed_back: list[tuple[str, list[str]]] = []
+
+    def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(self._serve()), asyncio.create_task(self._heartbeat())]
+
+    async def stop(self, grace: float = 25.0) -> None:
+        """Take no more work; let runs in progress finish for up to `grace` seconds, then
+        cancel the rest (their leases are released) and hand their work back to the queue
+        so another worker takes it at once."""
+        self._stopping.set()
+        self._freed.set()
+        if self._tasks:
+            await self._tasks[0]
+        running = [j.task for j in self._jobs.values() if j.task]
+        if running:
+            _, late = await asyncio.wait(running, timeout=grace)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+        for task in self._tasks[1:]:
+            task.cancel()
+        await self._hand_back()
+        self._tasks = []
 
     async def idle(self) -> None:
-        while self._tasks:
-            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        """Wait until no work is queued or running (for tests and benchmarks)."""
+        while self._jobs or await self.queue.backlog():
+            await asyncio.sleep(0.02)
+
+    async def recover(self, limit: int = 500) -> list[str]:
+        """Queue threads that are mid-run by their events: a process that recorded an event
+        but died before handing the thread over leaves such a thread behind."""
+        stuck = [t for t in await self.store.recent(limit) if (await self.store.load(t)).status() == "running"]
+        for thread_id in stuck:
+            await self.queue.push(thread_id)
+        return stuck
+
+    async def _serve(self) -> None:
+        try:
+            if stuck := await self.recover():
+                log.info("worker %s: queued %d thread(s) left mid-run: %s", self.name, len(stuck), ", ".join(stuck))
+        except Exception:
+            log.exception("worker %s: looking for threads left mid-run failed", self.name)
+        reclaimed_at = 0.0
+        while not self._stopping.is_set():
+            free = self.concurrency - len(self._jobs)
+            if free <= 0:
+                self._freed.clear()
+                await self._freed.wait()
+                continue
+            try:
+                work: list[Work] = []
+                if time.monotonic() - reclaimed_at >= BLOCK_MS / 1000:
+                    reclaimed_at = time.monotonic()
+                    work += await self.queue.reclaim(self.name, MIN_IDLE_MS, free)
+                if not work:
+                    work += await self.queue.take(self.name, free, BLOCK_MS)
+            except Exception:  # Redis restarting: the work is safe in the queue; try again
+                log.exception("worker %s: reading the queue failed", self.name)
+                await asyncio.sleep(1)
+                continue
+            for item in work:
+                self._accept(item)
+
+    def _accept(self, item: Work) -> None:
+        job = self._jobs.get(item.thread_id)
+        if job is not None:  # one run per thread here; a second one queues behind it
+            job.waiting.append(item.entry)
+            return
+        job = self._jobs[item.thread_id] = _Job([item.entry])
+        job.task = asyncio.create_task(self._drive(item.thread_id, job))
+
+    async def _drive(self, thread_id: str, job: _Job) -> None:
+        try:
+            while await self._run(thread_id):
+                await self._done(job.entries)
+                if not job.waiting:
+                    return
+                if self._stopping.is_set():
+                    self._handed_back.append((thread_id, job.waiting))
+                    return
+                job.entries, job.waiting = job.waiting, []
+            # Not run: the entries stay pending and unkept, so they are reclaimed and retried.
+        except asyncio.CancelledError:
+            self._handed_back.append((thread_id, job.entries + job.waiting))
+            raise
+        finally:
+            del self._jobs[thread_id]
+            self._freed.set()
+
+    async def _run(self, thread_id: str) -> bool:
+        """True once a run of the thread finished here."""
+        deadline = time.monotonic() + BUSY_FOR
+        while True:
+            try:
+                if await self.runner.run(thread_id) is not None:
+                    return True
+            except Exception:
+                log.exception("thread %s: run failed; it is retried in %d s", thread_id, MIN_IDLE_MS // 1000)
+                return False
+            # Another runner holds the thread. It re-reads when it lets go, so what woke us
+            # is not missed while it lives; if it died, its lease expires within seconds.
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(BUSY_WAIT)
+
+    async def _done(self, entries: list[str]) -> None:
+        try:
+            await self.queue.done(entries)
+        except Exception:  # they are reclaimed later and find nothing to do
+            log.exception("worker %s: acknowledging %s failed", self.name, entries)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT)
+            entries = [e for job in list(self._jobs.values()) for e in job.entries + job.waiting]
+            try:
+                await self.queue.keep(self.name, entries)
+            except Exception:
+                log.exception("worker %s: keeping its work failed", self.name)
+
+    async def _hand_back(self) -> None:
+        for thread_id, entries in self._handed_back:
+            try:
+                await self.queue.push(thread_id)
+                await self.queue.done(entries)
+            except Exception:  # still pending under our name: reclaimed after MIN_IDLE_MS
+                log.exception("worker %s: handing %s back failed", self.name, thread_id)
+        self._handed_back = []

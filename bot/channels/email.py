@@ -15,7 +15,7 @@ import hmac
 import logging
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from typing import Callable, Sequence
+from typing import Awaitable, Callable, Sequence
 
 import aiosmtplib
 from starlette.requests import Request
@@ -63,7 +63,7 @@ class Smtp:
 class EmailChannel:
     service: ThreadService
     store: ThreadStore
-    kick: Callable[[str], None]
+    kick: Callable[[str], Awaitable[None]]
     smtp: Smtp
     sender: str  # EMAIL_FROM
     inbound_secret: str
@@ -130,7 +130,7 @@ class EmailChannel:
         except Refused as e:
             return await self._refuse(mail, e.message, thread)
         await self.store.link(f"email:msg:{mail.message_id}", thread_id)
-        self.kick(thread_id)
+        await self.kick(thread_id)
         return "accepted", thread_id
 
     async def _start(self, mail: parse.Inbound) -> tuple[str, str]:
@@ -140,7 +140,7 @@ class EmailChannel:
         }
         thread = await self.service.launch(mail.text or mail.subject, mail.sender, "email", origin, new_id())
         await self.store.link(f"email:msg:{mail.message_id}", thread.id)
-        self.kick(thread.id)
+        await self.kick(thread.id)
         return "accepted", thread.id
 
     async def _decide(self, mail: parse.Inbound, token: str) -> tuple[str, str]:
@@ -157,7 +157,7 @@ class EmailChannel:
         except Refused as e:
             return await self._refuse(mail, e.message, await self.service.get(thread_id))
         await self.store.link(f"email:msg:{mail.message_id}", thread_id)
-        self.kick(thread_id)
+        await self.kick(thread_id)
         return "accepted", thread_id
 
     async def _thread_of(self, mail: parse.Inbound) -> str | None:

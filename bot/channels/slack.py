@@ -11,7 +11,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 from urllib.parse import parse_qs
 
 import aiohttp
@@ -122,11 +122,12 @@ class SlackChannel:
         # An event type nobody listens to is still delivered: answer 200 so Slack stops retrying.
         return Response(status_code=200) if response.status_code == 404 else response
 
-    async def start(self) -> None:
+    async def start(self, receive: bool = True) -> None:
+        """`receive=False` in worker processes: they post to Slack but never take events."""
         # One pooled session: without it slack-sdk opens a new connection (and TLS
         # handshake) for every API call.
         self.web.session = aiohttp.ClientSession()
-        if self.app_token:
+        if self.app_token and receive:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
             self._socket = AsyncSocketModeHandler(self.app, self.app_token)
@@ -156,7 +157,7 @@ def build(
     web: AsyncWebClient,
     service: ThreadService,
     store: ThreadStore,
-    kick: Callable[[str], None],
+    kick: Callable[[str], Awaitable[None]],
     app_token: str | None = None,
 ) -> SlackChannel:
     # The endpoint verifies signatures before Bolt sees a request (so a forged malformed
@@ -217,7 +218,7 @@ def build(
         except Refused as e:
             await inbound.tell((channel, thread_ts), user, _refusal(e))
             return
-        kick(thread_id)
+        await kick(thread_id)
 
     return SlackChannel(app, web, signing_secret, app_token)
 
@@ -233,7 +234,7 @@ def _refusal(e: Refused) -> str:
 
 class _Inbound:
     def __init__(
-        self, service: ThreadService, store: ThreadStore, kick: Callable[[str], None], web: AsyncWebClient
+        self, service: ThreadService, store: ThreadStore, kick: Callable[[str], Awaitable[None]], web: AsyncWebClient
     ) -> None:
         self.service, self.store, self.kick, self.web = service, store, kick, web
 
@@ -245,7 +246,11 @@ class _Inbound:
             scope, message_id, EVENT_TTL, new_id() if may_start else None
         )
         if not fresh:
-            log.info("slack: %s was delivered again; ignored", message_id)
+            # Recorded before, but maybe never handed over (the process died in between):
+            # handing a thread over twice costs one idle run, missing it strands the thread.
+            log.info("slack: %s was delivered again; not recorded twice", message_id)
+            if thread_id is not None:
+                await self.kick(thread_id)
             return
         if thread_id is None:
             return  # a reply in a Slack thread the bot is not part of
@@ -254,7 +259,7 @@ class _Inbound:
         except Exception:
             await self.store.forget(scope, message_id)  # let Slack's retry deliver it again
             raise
-        self.kick(thread_id)
+        await self.kick(thread_id)
 
     async def _record(
         self, event: dict, root: str, thread_id: str, started: bool, bot_user: str | None
@@ -283,7 +288,7 @@ class _Inbound:
         except Refused as e:
             await self.tell(_where(body), user, _refusal(e))
             return
-        self.kick(thread_id)
+        await self.kick(thread_id)
 
     async def tell(self, where: tuple[str, str], user: str, text: str) -> None:
         channel, thread_ts = where

@@ -20,6 +20,10 @@ class Keys:
     def lease(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{thread_id}}}:lease"
 
+    def work(self) -> str:
+        """The handoff stream: one entry per "run this thread", read by a consumer group."""
+        return f"{self.prefix}:work"
+
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"
 

@@ -44,10 +44,11 @@ return 1
 
 
 # KEYS: delivery marker, conversation. ARGV: marker TTL, the id for a new thread ('' when
-# this message may not start one). Returns {fresh, thread id or '', started}.
+# this message may not start one). Returns {fresh, thread id or '', started}; a repeated
+# delivery gets the conversation's thread too, so it can be handed to a worker again.
 _RECEIVE = """
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return {0, '', 0} end
 local bound = redis.call('GET', KEYS[2])
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return {0, bound or '', 0} end
 if bound then return {1, bound, 0} end
 if ARGV[2] == '' then return {1, '', 0} end
 redis.call('SET', KEYS[2], ARGV[2])
@@ -93,6 +94,8 @@ class RedisThreadStore:
             pipe.zadd(self.keys.recent(), {thread_id: now}, nx=True)
             created, _ = await pipe.execute()
         if not created:
+            if await self._landed(thread_id, 0, events):
+                return await self.load(thread_id)
             raise ThreadExists(thread_id)
         return Thread(thread_id, tuple(events), dict(origin))
 
@@ -116,8 +119,17 @@ class RedisThreadStore:
         if version == -1:
             raise ThreadNotFound(thread.id)
         if version < -1:
+            if await self._landed(thread.id, thread.version, events):
+                return await self.refresh(thread)
             raise Conflict(thread.id, thread.version, -2 - version)
         return thread.extended(events)
+
+    async def _landed(self, thread_id: str, version: int, events: Sequence[Event]) -> bool:
+        """Did these events land already? redis-py resends a command whose connection broke
+        (a Redis restart), and the first send may have run: then the "conflict" is our own
+        write, and appending again would record everything twice."""
+        first = await self.redis.lindex(self.keys.events(thread_id), version)
+        return first is not None and ev.load(first).id == events[0].id
 
     async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
         for _ in range(FACT_ATTEMPTS):

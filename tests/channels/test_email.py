@@ -193,7 +193,7 @@ async def test_decided_in_slack_then_replied_by_email_is_already_decided(api, ap
     approval_id = thread["pending_approval"]["approval_id"]
     # What a click on the Slack Approve button does:
     await app.service.respond(thread["id"], "", "UAPPROVER", approval_id, approve=True, channel="slack")
-    app.worker.kick(thread["id"])
+    await app.kick(thread["id"])
     await settle(api, thread["id"])
     r = await post(api, gmail_reply(approvals["carol@example.com"], "no, wait", "carol@example.com"))
     assert r.json()["status"] == "refused" and "already approved by UAPPROVER at" in r.json()["detail"]

@@ -128,6 +128,6 @@ async def test_a_fork_never_resumes_or_repeats_a_deploy_of_the_thread_it_came_fr
     # Even a thread that holds another thread's started deploy (however it got there) asks a human.
     source = await app.service.get(done["id"])
     copied = await app.store.create({"channel": "api"}, source.events[:started_at])
-    app.worker.kick(copied.id)
+    await app.kick(copied.id)
     fork = await settle(api, copied.id)
     assert fork["status"] == "waiting_for_human" and len(github.dispatches) == 1

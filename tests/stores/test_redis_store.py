@@ -105,7 +105,7 @@ def test_keys_of_one_thread_share_a_cluster_hash_tag():
 async def test_receive_dedupes_deliveries_and_binds_a_conversation_once(store):
     assert await store.receive("slack:C1:1.0", "Ev1", 60, None) == (True, None, False)  # may not start
     assert await store.receive("slack:C1:1.0", "Ev2", 60, "t1") == (True, "t1", True)
-    assert await store.receive("slack:C1:1.0", "Ev2", 60, "t9") == (False, None, False)  # a repeat
+    assert await store.receive("slack:C1:1.0", "Ev2", 60, "t9") == (False, "t1", False)  # a repeat
     assert await store.receive("slack:C1:1.0", "Ev3", 60, "t9") == (True, "t1", False)  # a reply
     await store.forget("slack:C1:1.0", "Ev3")
     assert await store.receive("slack:C1:1.0", "Ev3", 60, None) == (True, "t1", False)

@@ -1,0 +1,70 @@
+"""The handoff stream against a real Redis server: at-least-once, reclaim, heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.stores.work import RedisWorkQueue
+
+
+@pytest.fixture
+async def queue(redis) -> RedisWorkQueue:
+    return RedisWorkQueue(redis)
+
+
+async def test_work_is_taken_once_and_gone_when_done(queue):
+    await queue.push("t1")
+    await queue.push("t2")
+    first = await queue.take("w1", 10, 100)
+    assert [w.thread_id for w in first] == ["t1", "t2"]
+    assert await queue.take("w2", 10, 50) == []  # another worker gets nothing twice
+    assert await queue.backlog() == 2  # taken is not done
+    await queue.done([w.entry for w in first])
+    assert await queue.backlog() == 0
+
+
+async def test_work_pushed_before_any_worker_exists_is_not_skipped(queue):
+    await queue.push("early")  # creates the stream, not the group
+    assert [w.thread_id for w in await queue.take("w1", 10, 100)] == ["early"]
+
+
+async def test_a_dead_workers_work_is_reclaimed_after_the_idle_time(queue):
+    await queue.push("t1")
+    [taken] = await queue.take("dead", 1, 100)
+    assert await queue.reclaim("alive", 200, 10) == []  # too fresh: its worker may be alive
+    await asyncio.sleep(0.25)
+    [reclaimed] = await queue.reclaim("alive", 200, 10)
+    assert reclaimed == taken
+    await queue.done([reclaimed.entry])
+    assert await queue.backlog() == 0
+
+
+async def test_kept_work_is_not_reclaimed(queue):
+    await queue.push("t1")
+    [taken] = await queue.take("slow", 1, 100)
+    for _ in range(4):
+        await asyncio.sleep(0.1)
+        await queue.keep("slow", [taken.entry])
+    assert await queue.reclaim("other", 200, 10) == []  # 400 ms old, but kept every 100 ms
+
+
+async def test_reclaim_walks_the_whole_pending_list(queue):
+    for i in range(25):
+        await queue.push(f"t{i}")
+    await queue.take("dead", 25, 100)
+    await asyncio.sleep(0.05)
+    seen: list[str] = []
+    for _ in range(10):
+        seen += [w.thread_id for w in await queue.reclaim("alive", 10, 10)]
+    assert sorted(set(seen)) == sorted(f"t{i}" for i in range(25))
+
+
+async def test_a_flushed_server_gets_its_group_back(queue, redis):
+    await queue.push("t1")
+    await queue.take("w1", 1, 50)
+    await redis.flushdb()  # a server restarted without persistence
+    await queue.push("t2")
+    assert [w.thread_id for w in await queue.take("w1", 10, 100)] == ["t2"]
+    assert [w.thread_id for w in await queue.reclaim("w1", 0, 10)] == ["t2"]  # t1 went with the flush

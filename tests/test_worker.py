@@ -1,0 +1,90 @@
+"""Workers sharing one queue in one process (the multi-process versions are in scenarios/)."""
+
+from __future__ import annotations
+
+import asyncio
+import pytest
+
+from bot.loop import LEASE_TTL_MS
+from bot.stores.work import RedisWorkQueue
+from bot.worker import Worker
+from tests.helpers import reply
+
+
+def worker(app, name: str, concurrency: int = 4) -> Worker:
+    return Worker(app.runner, RedisWorkQueue(app.redis), app.store, concurrency, name)
+
+
+async def launch(app, text: str) -> str:
+    thread = await app.service.launch(text, "alice", channel="api")
+    await app.queue.push(thread.id)
+    return thread.id
+
+
+@pytest.fixture
+async def workers(app):
+    started: list[Worker] = []
+    yield started
+    await asyncio.gather(*(w.stop(0) for w in started))
+
+
+async def test_two_workers_share_the_work_and_each_thread_is_answered_once(app, workers, fake_llm):
+    fake_llm.delay = 0.2
+    fake_llm.default = reply(intent="done_for_now", message="hi")
+    ids = [await launch(app, f"hello {i}") for i in range(8)]
+    workers += [worker(app, "w1", 2), worker(app, "w2", 2)]
+    for w in workers:
+        w.start()
+    await workers[0].idle()
+    for thread_id in ids:
+        assert [e.type for e in (await app.store.load(thread_id)).events] == ["user_message", "done_for_now"]
+    assert sorted(p.split("hello ")[1][0] for p in fake_llm.prompts) == [str(i) for i in range(8)]
+
+
+async def test_handoffs_that_arrive_during_a_run_are_folded_into_one_more_run(app, workers, fake_llm):
+    fake_llm.delay = 0.3
+    fake_llm.script(reply(intent="done_for_now", message="hi"))
+    thread_id = await launch(app, "hello")
+    workers.append(worker(app, "w1"))
+    workers[0].start()
+    await asyncio.sleep(0.1)
+    for _ in range(5):
+        await app.queue.push(thread_id)
+    await workers[0].idle()
+    thread = await app.store.load(thread_id)
+    assert [e.type for e in thread.events] == ["user_message", "done_for_now"]
+    assert len(fake_llm.prompts) == 1 and await app.queue.backlog() == 0
+
+
+async def test_a_stopping_worker_hands_its_thread_to_another_and_nothing_is_lost(app, workers, fake_llm):
+    fake_llm.delay = 1.0
+    fake_llm.default = reply(intent="done_for_now", message="hi")
+    thread_id = await launch(app, "hello")
+    first, second = worker(app, "w1"), worker(app, "w2")
+    first.start()
+    while not await app.redis.get(app.store.keys.lease(thread_id)):
+        await asyncio.sleep(0.02)
+    await first.stop(grace=0)  # mid-call to the model: the run is cancelled, its lease released
+    assert await app.redis.get(app.store.keys.lease(thread_id)) is None
+    workers.append(second)
+    second.start()
+    await second.idle()
+    thread = await app.store.load(thread_id)
+    assert [e.type for e in thread.events] == ["user_message", "done_for_now"]
+    assert len(fake_llm.prompts) == 2  # asked again by the second worker, answered once
+
+
+async def test_a_dead_workers_thread_is_taken_over_once_its_lease_expires(app, workers, fake_llm):
+    fake_llm.script(reply(intent="done_for_now", message="hi"))
+    thread_id = await launch(app, "hello")
+    # What a worker killed mid-run leaves: its entry pending under its name, its lease held.
+    [taken] = await app.queue.take("killed", 1, 100)
+    assert await app.store.lease(thread_id, "killed-runner", LEASE_TTL_MS)
+    workers.append(worker(app, "survivor"))
+    workers[0].start()
+    await workers[0].idle()
+    assert (await app.store.load(thread_id)).status() == "done"
+    assert len(fake_llm.prompts) == 1
+    assert await app.redis.xpending(app.queue.stream, "workers") == {
+        "pending": 0, "min": None, "max": None, "consumers": []
+    }
