@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot import embedded_redis
 from bot.channels.log import LogNotifier
@@ -147,6 +149,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         locks=environments,
         history=environments,
         secrets=settings.secrets(),
+        transient=(RedisConnectionError, RedisTimeoutError),
     )
     service = ThreadService(store, policy, fanout)
     queue = RedisWorkQueue(redis)

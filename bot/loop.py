@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
 LEASE_TTL_MS = 4_000  # a thread whose runner died can be taken over after this
+FACT_RETRY_WAITS = (0.1, 0.2, 0.5, 1, 2, 2, 2, 2, 2, 2, None)  # about 14 s, then give up
 
 
 @dataclass
@@ -57,6 +58,9 @@ class Runner:
     locks: Locks
     history: History
     secrets: tuple[str, ...] = ()
+    # Errors of the store's connection (Redis restarting): the run stops and is retried
+    # later, instead of the thread being marked failed by a fault that is not its own.
+    transient: tuple[type[Exception], ...] = ()
     clock: Callable[[], datetime] = utcnow
     name: str = field(default_factory=lambda: f"runner-{new_id()}")
 
@@ -93,6 +97,8 @@ class Runner:
                 thread = await self._advance(thread, action)
             except Conflict:
                 thread = await self.store.refresh(thread)
+            except self.transient:
+                raise
             except Exception as e:  # a bug must pause the thread visibly, not kill the process
                 log.exception("thread %s: %s failed", thread.id, type(action).__name__)
                 error = Error(kind="internal", message=f"internal error: {type(e).__name__}: {e}")
@@ -199,8 +205,18 @@ class Runner:
             log.exception("thread %s: notifying its channel failed", thread.id)
 
     async def _record_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
-        """Append what already happened (a deploy's result): it must land whatever else did."""
-        thread = await self.store.append_fact(thread, events)
+        """Append what already happened (a deploy's result): it must land whatever else did,
+        so it waits out a store that is briefly unreachable (appending is idempotent)."""
+        for wait in FACT_RETRY_WAITS:
+            try:
+                thread = await self.store.append_fact(thread, events)
+                break
+            except self.transient:
+                if wait is None:
+                    raise
+                log.warning("thread %s: the store is unreachable; recording %s again in %.1f s",
+                            thread.id, events[0].type, wait)
+                await asyncio.sleep(wait)
         await self._publish(thread, events)
         return thread
 

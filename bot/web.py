@@ -11,6 +11,8 @@ from typing import Any, AsyncIterator
 from fastapi import APIRouter, Depends, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot import transcript
 from bot.app import App, build
@@ -65,6 +67,14 @@ def create_app(settings: Settings, app: App | None = None, worker: bool = True) 
 
     web = FastAPI(title="deploybot", lifespan=lifespan)
     threads = APIRouter(prefix="/threads", dependencies=[Depends(authorized)])
+
+    @web.exception_handler(RedisConnectionError)
+    @web.exception_handler(RedisTimeoutError)
+    async def unavailable(_: Request, exc: Exception) -> JSONResponse:
+        # Nothing was acknowledged: the sender may retry. Not a bug, so no traceback.
+        log.warning("redis unreachable: %s", exc)
+        return JSONResponse({"detail": "storage unavailable, retry shortly"}, status_code=503,
+                            headers={"Retry-After": "1"})
 
     @web.exception_handler(Refused)
     async def refused(_: Request, exc: Refused) -> JSONResponse:

@@ -111,8 +111,8 @@ class Worker:
                     work += await self.queue.reclaim(self.name, MIN_IDLE_MS, free)
                 if not work:
                     work += await self.queue.take(self.name, free, BLOCK_MS)
-            except Exception:  # Redis restarting: the work is safe in the queue; try again
-                log.exception("worker %s: reading the queue failed", self.name)
+            except Exception as e:  # Redis restarting: the work is safe in the queue; try again
+                log.warning("worker %s: reading the queue failed: %s", self.name, e)
                 await asyncio.sleep(1)
                 continue
             for item in work:
@@ -151,6 +151,9 @@ class Worker:
             try:
                 if await self.runner.run(thread_id) is not None:
                     return True
+            except self.runner.transient as e:
+                log.warning("thread %s: the store is unreachable (%s); retried in %d s", thread_id, e, MIN_IDLE_MS // 1000)
+                return False
             except Exception:
                 log.exception("thread %s: run failed; it is retried in %d s", thread_id, MIN_IDLE_MS // 1000)
                 return False

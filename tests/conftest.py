@@ -5,10 +5,6 @@ ledger of every deploy it ran."""
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import AsyncIterator, Iterator
 
@@ -20,18 +16,12 @@ from redis.asyncio import Redis
 from bot import embedded_redis
 from bot.app import App, build
 from bot.settings import Settings
+from bot.testing import cluster
+from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_llm import FakeLlm
 from bot.web import create_app
 
 TAGS = ["v1.2.1", "v1.2.2", "v1.2.3"]  # oldest first
-DEPLOY_SCRIPT = """
-import os, sys, time
-with open(sys.argv[1], "a") as f:
-    f.write(os.environ["DEPLOY_ID"] + " " + " ".join(sys.argv[2:]) + "\\n")
-print("deploying", *sys.argv[2:])
-time.sleep(float(os.environ.get("FAKE_DEPLOY_SECONDS", "0")))
-sys.exit(int(os.environ.get("FAKE_DEPLOY_EXIT", "0")))
-"""
 
 
 @pytest.fixture(scope="session")
@@ -50,22 +40,9 @@ async def redis(redis_url: str) -> AsyncIterator[Redis]:
     await client.aclose()
 
 
-def make_repo(path: Path, tags: list[str] = TAGS) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    git = lambda *a, **kw: subprocess.run(["git", "-C", str(path), *a], check=True, capture_output=True, env=env, **kw)  # noqa: E731
-    git("init", "-q", "-b", "main")
-    for day, tag in enumerate(tags, start=1):
-        env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = f"2026-11-{day:02d}T12:00:00Z"
-        git("commit", "-q", "--allow-empty", "-m", f"release {tag}")
-        git("tag", tag)
-    return path
-
-
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
+    return make_repo(tmp_path / "repo", TAGS)
 
 
 @pytest.fixture
@@ -75,9 +52,7 @@ def ledger(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def deploy_command(tmp_path: Path, ledger: Path) -> str:
-    script = tmp_path / "fake_deploy.py"
-    script.write_text(DEPLOY_SCRIPT)
-    return f"{sys.executable} {script} {ledger} {{service}} {{tag}} {{environment}}"
+    return cluster.deploy_command(tmp_path, ledger)
 
 
 @pytest.fixture
@@ -105,12 +80,6 @@ async def app(settings: Settings, redis: Redis) -> AsyncIterator[App]:
     app = build(settings)
     yield app
     await app.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -55,11 +55,11 @@ class FakeLlm:
         stop(self._server)
 
     def _answer(self, prompt: str, model: str) -> tuple[int, str]:
-        if self.delay:
-            time.sleep(self.delay)
-        with self._lock:
+        with self._lock:  # recorded on arrival: `prompts` is what the model was asked so far
             self.prompts.append(prompt)
             reply = self.replies.popleft() if self.replies else self.default
+        if self.delay:
+            time.sleep(self.delay)
         if reply is None:
             return 500, json.dumps({"error": {"message": "fake LLM: no scripted reply left"}})
         if callable(reply):

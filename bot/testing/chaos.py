@@ -1,0 +1,275 @@
+"""The chaos suite: many threads through full scenarios on `serve --no-worker` and two
+`python -m bot worker` processes, while workers are SIGKILLed at random moments and the
+Redis server is killed and restarted once (AOF on). Then it checks, and prints:
+
+  events lost, duplicate events, deploys executed twice, deploys without a recorded
+  authorized approval, threads neither done nor waiting for a human  (all must be 0)
+
+    python -m bot.testing.chaos                      # the long version: 200+ kills
+    python -m bot.testing.chaos --threads 16 --kills 10   # about what CI runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bot.testing import cluster
+from bot.testing.fake_llm import FakeLlm
+
+APPROVER = "alice"
+SETTLED = {"done", "waiting_for_human"}
+TOKEN = "chaos-token"
+
+
+# --- the model: a deterministic stand-in that plans from the thread it is shown ---------
+
+_BLOCK = re.compile(r"^<(\w+)([^>]*)>", re.M)
+
+
+def plan(prompt: str) -> str:
+    """What a good model would answer for these scenarios, in the chatty shape real models
+    use. A request saying "garbled" first gets text no parser can read."""
+    thread = prompt.split("oldest first:", 1)[-1].split("What is the next step?", 1)[0]
+    blocks = _BLOCK.findall(thread)
+    last, attrs = blocks[-1] if blocks else ("", "")
+    request = re.search(r"deploy (backend|frontend) to (\S+)", thread)
+    service, environment = request.groups() if request else ("backend", "staging")
+    if last == "user_message" and "garbled" in thread and "<error" not in thread:
+        return "Hmm, let me think about deploying that. I would probably check the tags."
+    if last in ("user_message", "error") and "<list_git_tags_result" not in thread:
+        return _reply(intent="list_git_tags")
+    if last == "list_git_tags_result":
+        newest = thread.split("<list_git_tags_result>", 1)[1].split()[0]
+        return _reply(intent=f"deploy_{service}", tag=newest, environment=environment, reason="asked for")
+    if last == "human_response" and 'decision="rejected"' in attrs:
+        return _reply(intent=f"deploy_{service}", tag="v1.2.2", environment=environment, reason="feedback")
+    return _reply(intent="done_for_now", message=f"finished after {last or 'nothing'}")
+
+
+def _reply(**step: Any) -> str:
+    return f"Here is the next step.\n```json\n{json.dumps(step)}\n```"
+
+
+# --- the run -----------------------------------------------------------------------------
+
+
+@dataclass
+class Inbound:
+    """What the API acknowledged: it must be in the thread exactly once."""
+
+    thread_id: str
+    kind: str  # "message" or "decision"
+    text: str = ""
+    approval_id: str = ""
+
+
+@dataclass
+class Run:
+    api: httpx.Client
+    quiet: threading.Lock  # held by requests that write, and by the Redis restart
+    inbound: list[Inbound] = field(default_factory=list)
+    threads: dict[str, str] = field(default_factory=dict)  # id -> scenario
+    rejected: set[str] = field(default_factory=set)
+
+    def launch(self, number: int, environments: tuple[str, str]) -> str:
+        scenario = ("staging", "production", "reject", "garbled")[number % 4]
+        environment = environments[0] if scenario == "staging" else environments[1]
+        service = "frontend" if number % 3 == 0 else "backend"
+        text = f"#{number} please deploy {service} to {environment}" + (" (garbled)" if scenario == "garbled" else "")
+        body = self._post("/threads", {"message": text, "user": "bob"})
+        self.threads[body["id"]] = scenario
+        self.inbound.append(Inbound(body["id"], "message", text=text))
+        return body["id"]
+
+    def answer(self, thread: dict[str, Any]) -> None:
+        pending = thread["pending_approval"]
+        approve = not (self.threads[thread["id"]] == "reject" and thread["id"] not in self.rejected)
+        text = "" if approve else "not that one, use v1.2.2"
+        self._post(f"/threads/{thread['id']}/responses", {
+            "user": APPROVER, "approval_id": pending["approval_id"], "approve": approve, "text": text,
+        }, ok_conflict=True)
+        self.rejected.add(thread["id"])
+        self.inbound.append(Inbound(thread["id"], "decision", text=text, approval_id=pending["approval_id"]))
+
+    def get(self, path: str) -> dict[str, Any]:
+        while True:  # reads are safe to repeat, through restarts of anything
+            try:
+                r = self.api.get(path)
+                if r.status_code == 200:
+                    return r.json()
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+
+    def _post(self, path: str, body: dict[str, Any], ok_conflict: bool = False) -> dict[str, Any]:
+        with self.quiet:
+            r = self.api.post(path, json=body)
+        if r.status_code == 409 and ok_conflict:
+            return {}
+        r.raise_for_status()
+        return r.json()
+
+
+IN_FLIGHT = 12  # threads running at once
+POOL = 64  # environments, reused round-robin: a thread has its own while it is in flight
+
+
+def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> dict[str, int]:
+    """At least `threads` threads and exactly `kills` worker kills: threads keep coming
+    until both are reached, so every kill lands while work is in flight."""
+    rng = random.Random(seed)
+    redis = cluster.RedisServer(workdir / "redis")
+    llm = FakeLlm(delay=0.05, default=plan).start()
+    ledger = workdir / "deploys.log"
+    staging, production = [f"s{i}" for i in range(POOL)], [f"p{i}" for i in range(POOL)]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_", "SMTP_"))},
+        "REDIS_URL": redis.url, "PORT": str(cluster.free_port()), "API_TOKEN": TOKEN,
+        "DATA_DIR": str(workdir / "data"), "GIT_REPO": str(cluster.make_repo(workdir / "repo")),
+        "DEPLOY_COMMAND": cluster.deploy_command(workdir, ledger), "FAKE_DEPLOY_SECONDS": "0.3",
+        "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "chaos", "LLM_API_KEY": "unused",
+        "ENVIRONMENTS": ",".join(staging), "PROTECTED_ENVIRONMENTS": ",".join(production),
+        "APPROVERS": APPROVER, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
+    }
+    logs = workdir / "logs"
+    logs.mkdir(exist_ok=True)
+    web = cluster.web(env, logs / "web.log", "--no-worker")
+    workers = [cluster.worker(env, logs / f"worker{i}.log") for i in range(2)]
+    run = Run(httpx.Client(base_url=f"http://127.0.0.1:{env['PORT']}", timeout=10,
+                           headers={"Authorization": f"Bearer {TOKEN}"}), threading.Lock())
+    killed, down, stop = [0], [0.0], threading.Event()
+
+    def chaos() -> None:
+        restart_at = rng.randint(max(1, kills // 3), max(1, 2 * kills // 3))
+        while not stop.is_set() and killed[0] < kills:
+            time.sleep(rng.uniform(0.2, 1.2))
+            i = rng.randrange(len(workers))
+            workers[i].kill()
+            killed[0] += 1
+            if killed[0] == restart_at:
+                with run.quiet:
+                    down[0] = redis.restart(down_for=1.0)
+                log(f"  redis killed and restarted on its AOF (down {down[0]:.2f} s)")
+            workers[i] = cluster.worker(env, logs / f"worker{i}.log")
+            if killed[0] % 25 == 0:
+                log(f"  {killed[0]} kills, {len(run.threads)} threads")
+
+    killer = threading.Thread(target=chaos, daemon=True)
+    began = time.monotonic()
+    killer.start()
+    open_: set[str] = set()
+    try:
+        while len(run.threads) < threads or killer.is_alive() or open_:
+            if len(open_) < IN_FLIGHT and (len(run.threads) < threads or killer.is_alive()):
+                n = len(run.threads)
+                open_.add(run.launch(n, (staging[n % POOL], production[n % POOL])))
+            for thread_id in list(open_):
+                thread = run.get(f"/threads/{thread_id}")
+                if thread["status"] == "waiting_for_approval":
+                    run.answer(thread)
+                elif thread["status"] in SETTLED:
+                    open_.discard(thread_id)
+            if not killer.is_alive() and time.monotonic() - began > 600 + 2 * kills:
+                break  # whatever is still open is reported as stuck
+            time.sleep(0.05)
+        time.sleep(1)  # anything still in flight lands
+        report = check(run, ledger, set(production))
+    finally:
+        stop.set()
+        for w in workers:
+            w.kill()
+        web.kill()
+        redis.kill()
+        llm.stop()
+    report.update(threads=len(run.threads), kills=killed[0], redis_restarts=1 if down[0] else 0,
+                  deploys=len(ledger_lines(ledger)), seconds=round(time.monotonic() - began))
+    return report
+
+
+def ledger_lines(ledger: Path) -> list[str]:
+    return ledger.read_text().splitlines() if ledger.exists() else []
+
+
+def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
+    threads = {t: run.get(f"/threads/{t}") for t in run.threads}
+    lost = duplicates = 0
+    for item in run.inbound:
+        events = threads[item.thread_id]["events"]
+        if item.kind == "message":
+            found = [e for e in events if e["type"] == "user_message" and e["text"] == item.text]
+        else:
+            found = [e for e in events if e["type"] == "human_response" and e.get("approval_id") == item.approval_id]
+        lost += not found
+        duplicates += max(0, len(found) - 1)
+    for thread in threads.values():
+        ids = Counter(e["id"] for e in thread["events"])
+        duplicates += sum(n - 1 for n in ids.values())
+    deploys = [line.split() for line in ledger_lines(ledger)]
+    twice = sum(n - 1 for n in Counter(d[0] for d in deploys).values())
+    unapproved = sum(1 for d in deploys if d[3] in protected and not _approved(threads, *d))
+    stuck = [t for t, body in threads.items() if body["status"] not in SETTLED]
+    for t in stuck:
+        print(f"  stuck: {t} {threads[t]['status']} {[e['type'] for e in threads[t]['events']]}", file=sys.stderr)
+    seen = Counter(e["type"] if e["type"] != "error" else f"error:{e['kind']}"
+                   for body in threads.values() for e in body["events"])
+    print("  what happened: " + ", ".join(
+        f"{seen[k]} {k}" for k in ("approval_requested", "deploy_result", "error:llm", "error:interrupted",
+                                    "error:locked", "error:internal")
+    ) + f"; {sum(1 for b in threads.values() for e in b['events'] if e.get('approve') is False)} rejections")
+    print("  final statuses: " + ", ".join(f"{n} {s}" for s, n in Counter(b["status"] for b in threads.values()).items()))
+    return {
+        "events lost": lost, "duplicate events": duplicates, "deploys executed twice": twice,
+        "deploys without an authorized approval": unapproved,
+        "threads neither done nor waiting for a human": len(stuck),
+    }
+
+
+def _approved(threads: dict[str, dict[str, Any]], deploy_id: str, service: str, tag: str, env: str) -> bool:
+    """The thread asked for this exact deploy and an approver approved that request."""
+    thread_id, _, step_id = deploy_id.rpartition("-")
+    events = threads.get(thread_id, {}).get("events", [])
+    asked = {e["approval_id"] for e in events if e["type"] == "approval_requested"
+             and e["step_id"] == step_id and e["tag"] == tag and e["environment"] == env and e["service"] == service}
+    return any(e["type"] == "human_response" and e.get("approve") is True and e["user"] == APPROVER
+               and e.get("approval_id") in asked for e in events)
+
+
+FIGURES = (
+    "events lost", "duplicate events", "deploys executed twice",
+    "deploys without an authorized approval", "threads neither done nor waiting for a human",
+)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m bot.testing.chaos", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=240)
+    p.add_argument("--kills", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workdir", type=Path, help="keep logs and data here (default: a temporary directory)")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="deploybot-chaos-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        print(f"chaos: {args.threads} threads, {args.kills} worker kills, one Redis restart (logs in {workdir})")
+        report = run(args.threads, args.kills, workdir, args.seed)
+        for key, value in report.items():
+            print(f"{key:>46}: {value}")
+        return 0 if all(report[k] == 0 for k in FIGURES) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
