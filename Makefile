@@ -9,7 +9,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-.PHONY: install run test bench baml
+.PHONY: install run test bench chaos baml
 install: $(BIN)/.installed
 
 run: install  ## set up and start the bot on http://127.0.0.1:8000 (no secrets needed)
@@ -23,6 +23,10 @@ test: install  ## the whole test suite, plus a check that the BAML client is up 
 bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/step_overhead.py
 	$(BIN)/python bench/slack_ack.py
+	$(BIN)/python bench/workers.py
+
+chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
+	$(BIN)/python -m bot.testing.chaos
 
 baml: install  ## regenerate bot/baml_client after editing baml_src/
 	$(BIN)/baml-cli generate --from baml_src

@@ -124,6 +124,8 @@ def main() -> None:
     args.add_argument("--rate", type=float, default=200)
     args.add_argument("--seconds", type=float, default=10)
     args.add_argument("--concurrency", type=int, default=4, help="WORKER_CONCURRENCY of the server")
+    args.add_argument("--workers", type=int, default=0,
+                      help="worker processes; with any, the server runs `serve --no-worker`")
     opts = args.parse_args()
 
     data = Path(tempfile.mkdtemp())
@@ -137,8 +139,12 @@ def main() -> None:
         "SLACK_BOT_TOKEN": "xoxb-bench", "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": urls["slack"],
         "LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": str(opts.concurrency), "API_TOKEN": "bench-token",
     }
-    server = subprocess.Popen([sys.executable, "-m", "bot", "serve"], env=env, cwd=ROOT,
+    serve = ["serve", "--no-worker"] if opts.workers else ["serve"]
+    server = subprocess.Popen([sys.executable, "-m", "bot", *serve], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    workers = [subprocess.Popen([sys.executable, "-m", "bot", "worker"], env=env, cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for _ in range(opts.workers)]
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(200):
@@ -164,11 +170,13 @@ def main() -> None:
               f"max {max(ms):.1f} ms, mean {statistics.mean(ms):.1f} ms")
         print(f"every thread answered in Slack {drained - load_end:.1f} s after the load ended "
               f"({posted} replies posted for {sent + 1} mentions)")
-        print(f"CPU per mention: server {server_cpu / sent * 1000:.1f} ms (ack + the whole agent run), "
+        what = "the ack only; agent runs are in worker processes" if workers else "ack + the whole agent run"
+        print(f"CPU per mention: server {server_cpu / sent * 1000:.1f} ms ({what}), "
               f"load generator {client_cpu / sent * 1000:.1f} ms; {os.cpu_count()} cores")
     finally:
-        server.terminate()
-        server.wait()
+        for process in [server, *workers]:
+            process.terminate()
+            process.wait()
         stand_ins.kill()
         embedded_redis.stop(data / "redis")
 

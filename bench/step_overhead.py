@@ -21,9 +21,12 @@ from redis.asyncio import Redis  # noqa: E402
 
 from bot import embedded_redis  # noqa: E402
 from bot.events import (  # noqa: E402
-    DeployBackend, DeployResult, Error, GitTag, GitTagsResult, ListGitTags, UserMessage,
+    DeployBackend, DeployResult, DoneForNow, Error, GitTag, GitTagsResult, ListGitTags, UserMessage,
 )
+from bot.loop import Runner  # noqa: E402
+from bot.policy import Policy  # noqa: E402
 from bot.stores.redis import RedisThreadStore  # noqa: E402
+from bot.stores.work import RedisWorkQueue  # noqa: E402
 
 ROUNDS = 2000
 TAGS = [GitTag(name=f"v1.{i}.0", commit=f"{i:040x}", date="2026-11-20T10:00:00Z") for i in range(10)]
@@ -82,7 +85,31 @@ async def main(url: str) -> None:
             f"-> {op / rtt:.2f}x RTT"
         )
     print(f"1,000-event / 10-event overhead: {figures[1000] / figures[10]:.2f}x")
+    await per_run(redis, store)
     await redis.aclose()
+
+
+async def per_run(redis: Redis, store: RedisThreadStore) -> None:
+    """What every run adds to its steps on the handoff path: the stream entry pushed, taken
+    and acknowledged, and the run's own bookkeeping (lease, load, recency, release, re-read)."""
+    queue = RedisWorkQueue(redis)
+    await queue.push("warm-up")
+    await queue.done([w.entry for w in await queue.take("bench", 10, 1)])
+
+    async def handoff() -> None:
+        await queue.push("t")
+        await queue.done([w.entry for w in await queue.take("bench", 1, 1)])
+
+    thread = await store.create({"channel": "bench"}, [UserMessage(text="hi", user="a"), DoneForNow(message="bye")])
+    runner = Runner(store, None, None, None, Policy(), None, None)  # type: ignore[arg-type]
+
+    async def bookkeeping() -> None:
+        assert await runner.run(thread.id) is not None
+
+    hand, rtt = await interleaved(handoff, redis.ping, ROUNDS // 2)
+    book, rtt2 = await interleaved(bookkeeping, redis.ping, ROUNDS // 2)
+    print(f"per run, handoff (push, take, acknowledge): {hand * 1e6:.0f} µs -> {hand / rtt:.2f}x RTT")
+    print(f"per run, bookkeeping (lease+load, recency, release+re-read): {book * 1e6:.0f} µs -> {book / rtt2:.2f}x RTT")
 
 
 if __name__ == "__main__":

@@ -70,28 +70,28 @@ class Runner:
         another one is running for an interrupted one."""
         owner = f"{self.name}:{new_id()}"  # per run: two runs in one process exclude each other too
         while True:
-            if not await self.store.lease(thread_id, owner, LEASE_TTL_MS):
+            claimed = await self.store.claim(thread_id, owner, LEASE_TTL_MS)
+            if claimed is None:
                 return None
             renewing = asyncio.create_task(_keep_renewing(
                 lambda: self.store.lease(thread_id, owner, LEASE_TTL_MS), LEASE_TTL_MS,
                 f"the lease on thread {thread_id}",
             ))
+            thread = claimed
             try:
-                thread = await self._run(thread_id)
+                thread = await self._run(claimed)
             finally:
                 renewing.cancel()
-                await self.store.unlease(thread_id, owner)
+                latest = await self.store.release(thread, owner)
             # Whoever appended while we held the lease could not run the thread: look again.
-            if (await self.store.refresh(thread)).version == thread.version:
+            if latest.version == thread.version:
                 return thread
 
-    async def _run(self, thread_id: str) -> Thread:
-        thread = await self.store.load(thread_id)
+    async def _run(self, thread: Thread) -> Thread:
         # A backstop only: the policy's step limit pauses a run long before this.
         for _ in range(4 * self.policy.max_steps + 20):
             action = next_action(thread, self.policy, self.clock())
             if isinstance(action, Stop):
-                await self.store.touch(thread.id)
                 return thread
             try:
                 thread = await self._advance(thread, action)

@@ -53,10 +53,14 @@ class ThreadStore(Protocol):
         """Take (or, for its owner, extend) the right to run a thread; False if another has it."""
         ...
 
-    async def unlease(self, thread_id: str, owner: str) -> None: ...
+    async def claim(self, thread_id: str, owner: str, ttl_ms: int) -> Thread | None:
+        """lease() and load() at once; None if another runner holds the thread."""
+        ...
 
-    async def touch(self, thread_id: str) -> None:
-        """Mark the thread as recently active (for listing and recovery)."""
+    async def release(self, thread: Thread, owner: str) -> Thread:
+        """Give up the lease, mark the thread recently active (for listing and recovery),
+        and return `thread` with whatever was appended after it (by writers that could not
+        run the thread while it was held)."""
         ...
 
     async def recent(self, limit: int) -> list[str]: ...

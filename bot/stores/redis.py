@@ -63,9 +63,24 @@ if holder and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
-_UNLEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+# KEYS: lease, meta, events. ARGV: owner, ttl in ms. The lease and the thread in one round
+# trip: {1, origin, events...}, {0} when another runner holds it, {-1} for an unknown thread.
+_CLAIM = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return {0} end
+local origin = redis.call('HGET', KEYS[2], 'origin')
+if not origin then return {-1} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local out = redis.call('LRANGE', KEYS[3], 0, -1)
+table.insert(out, 1, origin)
+table.insert(out, 1, 1)
+return out
+"""
+# KEYS: lease, events. ARGV: owner, version. Let go, and return what was appended after
+# `version` meanwhile (by a writer that could not run the thread while we held it).
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return redis.call('LRANGE', KEYS[2], tonumber(ARGV[2]), -1)
 """
 
 
@@ -153,13 +168,23 @@ class RedisThreadStore:
     async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
         return bool(await self.redis.eval(_LEASE, 1, self.keys.lease(thread_id), owner, ttl_ms))
 
-    async def unlease(self, thread_id: str, owner: str) -> None:
-        await self.redis.eval(_UNLEASE, 1, self.keys.lease(thread_id), owner)
+    async def claim(self, thread_id: str, owner: str, ttl_ms: int) -> Thread | None:
+        keys = [self.keys.lease(thread_id), self.keys.meta(thread_id), self.keys.events(thread_id)]
+        reply = await self.redis.eval(_CLAIM, len(keys), *keys, owner, ttl_ms)
+        if reply[0] == -1:
+            raise ThreadNotFound(thread_id)
+        if reply[0] == 0:
+            return None
+        return Thread(thread_id, tuple(ev.load(r) for r in reply[2:]), json.loads(reply[1]))
 
-    async def touch(self, thread_id: str) -> None:
-        """Move a thread to the top of the recent list. Called when a run pauses rather than
-        on every append, so appending stays a single round trip."""
-        await self.redis.zadd(self.keys.recent(), {thread_id: time.time()}, xx=True)
+    async def release(self, thread: Thread, owner: str) -> Thread:
+        """One round trip: the script (one slot) and the recency index beside it."""
+        keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_RELEASE, len(keys), *keys, owner, thread.version)
+            pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
+            raw, _ = await pipe.execute()
+        return thread.extended([ev.load(r) for r in raw])
 
     async def receive(
         self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None

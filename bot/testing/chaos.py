@@ -125,7 +125,8 @@ class Run:
 
 
 IN_FLIGHT = 12  # threads running at once
-POOL = 64  # environments, reused round-robin: a thread has its own while it is in flight
+POOL = 256  # environments, reused round-robin: a thread has its own while it is in flight
+# (an interrupted deploy keeps its environment locked for a minute, as it should)
 
 
 def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> dict[str, int]:

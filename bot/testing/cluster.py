@@ -114,11 +114,11 @@ class BotProcess:
 
     def __init__(self, args: Sequence[str], env: dict[str, str], log: Path, ready: str | None = None) -> None:
         self.args, self.env, self.log = list(args), env, log
+        self._offset = log.stat().st_size if log.exists() else 0  # a restart appends to the log
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot", *self.args], env=env,
             stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
         )
-        self._offset = log.stat().st_size if log.exists() else 0
         if ready:
             self.wait_for_log(ready)
 
@@ -131,7 +131,7 @@ class BotProcess:
 
     def wait_for_log(self, text: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
-        while text not in self.log.read_text(errors="replace"):
+        while text.encode() not in self.log.read_bytes()[self._offset:]:
             if not self.alive():
                 raise RuntimeError(f"{self.args} exited: {self.log.read_text()[-3000:]}")
             if time.monotonic() > deadline:

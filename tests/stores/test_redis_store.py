@@ -80,14 +80,35 @@ async def test_unknown_thread(store):
     assert "missing" not in await store.recent(10)
 
 
-async def test_recent_is_newest_first_and_touch_moves_a_thread_up(store):
+async def test_recent_is_newest_first_and_a_released_thread_moves_up(store):
     a = await store.create({}, [UserMessage(text="a", user="u")])
     b = await store.create({}, [UserMessage(text="b", user="u")])
     assert (await store.recent(10))[:2] == [b.id, a.id]
-    await store.touch(a.id)
+    await store.release(await store.claim(a.id, "me", 1000), "me")
     assert (await store.recent(10))[:2] == [a.id, b.id]
-    await store.touch("never-created")
-    assert "never-created" not in await store.recent(10)
+
+
+async def test_claim_takes_the_lease_and_reads_the_thread_in_one_go(store, redis):
+    thread = await store.create({"channel": "api"}, [UserMessage(text="a", user="u")])
+    claimed = await store.claim(thread.id, "me", 1000)
+    assert claimed.events == thread.events and claimed.origin == {"channel": "api"}
+    assert await store.claim(thread.id, "someone else", 1000) is None
+    assert await store.claim(thread.id, "me", 1000) is not None  # the holder may extend it
+    with pytest.raises(ThreadNotFound):
+        await store.claim("missing", "me", 1000)
+    assert await redis.get(store.keys.lease("missing")) is None  # no lease on nothing
+
+
+async def test_release_returns_what_was_appended_while_held_and_frees_the_thread(store):
+    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    held = await store.claim(thread.id, "me", 1000)
+    await store.append(held, [ListGitTags()])  # someone else, while we hold it
+    assert await store.claim(thread.id, "other", 1000) is None
+    released = await store.release(held, "me")
+    assert [e.type for e in released.events] == ["user_message", "list_git_tags"]
+    assert await store.claim(thread.id, "other", 1000) is not None
+    await store.release(held, "me")  # not ours any more: the other's lease stays
+    assert await store.claim(thread.id, "third", 1000) is None
 
 
 async def test_the_append_script_is_reloaded_after_a_server_forgets_it(store, redis):
