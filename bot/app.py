@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -26,6 +26,7 @@ from bot.worker import Worker, worker_name
 
 log = logging.getLogger(__name__)
 Kick = Callable[[str], Awaitable[None]]
+REDIS_CONNECTIONS = 50
 
 
 class Fanout:
@@ -126,7 +127,11 @@ def make_email(settings: Settings, service: ThreadService, store: RedisThreadSto
 
 
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
-    redis = Redis.from_url(redis_url(settings))
+    # A blocking pool: a burst of runs waits a moment for a connection instead of failing
+    # with "Too many connections" (redis-py's default pool stops at 100).
+    redis = Redis.from_pool(BlockingConnectionPool.from_url(
+        redis_url(settings), max_connections=REDIS_CONNECTIONS, timeout=10
+    ))
     store = RedisThreadStore(redis)
     policy = settings.policy()
     notifiers: list[Notifier] = [notifier or LogNotifier(settings.secrets())]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
@@ -85,13 +85,19 @@ return redis.call('LRANGE', KEYS[2], tonumber(ARGV[2]), -1)
 
 
 FACT_ATTEMPTS = 50
+_SHAS: dict[str, str] = {}
+
+
+def _sha(source: str) -> str:
+    if source not in _SHAS:
+        _SHAS[source] = hashlib.sha1(source.encode()).hexdigest()
+    return _SHAS[source]
 
 
 class RedisThreadStore:
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis = redis
         self.keys = keys or Keys()
-        self._sha = hashlib.sha1(_APPEND.encode()).hexdigest()
 
     async def create(
         self, origin: dict[str, str], events: Sequence[Event], thread_id: str | None = None
@@ -155,22 +161,26 @@ class RedisThreadStore:
         raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts")
 
     async def _eval_append(self, thread_id: str, blobs: list[str], version: int) -> int:
+        return await self._script(_APPEND, [self.keys.events(thread_id)], version, *blobs)
+
+    async def _script(self, source: str, keys: list[str], *args: object) -> Any:
         """One command, one round trip. EVALSHA is sent directly (redis-py's Script objects
-        add a SCRIPT EXISTS round trip when pipelined); a server that lost its script cache
-        (restart, failover) answers NOSCRIPT once and gets the script loaded again."""
-        key = self.keys.events(thread_id)
+        add a SCRIPT EXISTS round trip when pipelined, and EVAL resends the source every
+        time); a server that lost its script cache (restart, failover) answers NOSCRIPT
+        once and gets the script loaded again."""
+        sha = _sha(source)
         try:
-            return await self.redis.evalsha(self._sha, 1, key, version, *blobs)
+            return await self.redis.evalsha(sha, len(keys), *keys, *args)
         except NoScriptError:
-            await self.redis.script_load(_APPEND)
-            return await self.redis.evalsha(self._sha, 1, key, version, *blobs)
+            await self.redis.script_load(source)
+            return await self.redis.evalsha(sha, len(keys), *keys, *args)
 
     async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
-        return bool(await self.redis.eval(_LEASE, 1, self.keys.lease(thread_id), owner, ttl_ms))
+        return bool(await self._script(_LEASE, [self.keys.lease(thread_id)], owner, ttl_ms))
 
     async def claim(self, thread_id: str, owner: str, ttl_ms: int) -> Thread | None:
         keys = [self.keys.lease(thread_id), self.keys.meta(thread_id), self.keys.events(thread_id)]
-        reply = await self.redis.eval(_CLAIM, len(keys), *keys, owner, ttl_ms)
+        reply = await self._script(_CLAIM, keys, owner, ttl_ms)
         if reply[0] == -1:
             raise ThreadNotFound(thread_id)
         if reply[0] == 0:
@@ -180,10 +190,16 @@ class RedisThreadStore:
     async def release(self, thread: Thread, owner: str) -> Thread:
         """One round trip: the script (one slot) and the recency index beside it."""
         keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.eval(_RELEASE, len(keys), *keys, owner, thread.version)
-            pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
-            raw, _ = await pipe.execute()
+        for _ in range(2):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.evalsha(_sha(_RELEASE), len(keys), *keys, owner, thread.version)
+                pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
+                raw, _ = await pipe.execute(raise_on_error=False)
+            if not isinstance(raw, NoScriptError):
+                break
+            await self.redis.script_load(_RELEASE)
+        if isinstance(raw, Exception):
+            raise raw
         return thread.extended([ev.load(r) for r in raw])
 
     async def receive(

@@ -159,3 +159,12 @@ async def test_a_fact_lands_whatever_was_appended_meanwhile(store):
     landed = await store.append_fact(thread, [fact])  # `thread` is stale: version 1, not 2
     assert landed.events == moved.events + (fact,)
     assert (await store.load(thread.id)).events == landed.events
+
+
+async def test_claim_and_release_survive_a_server_that_forgot_its_scripts(store, redis):
+    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    await redis.script_flush()
+    held = await store.claim(thread.id, "me", 1000)
+    await redis.script_flush()
+    assert (await store.release(held, "me")).version == 1
+    assert await store.claim(thread.id, "other", 1000) is not None
