@@ -83,6 +83,52 @@ async def capacity(redis: Redis, store: RedisThreadStore, env: dict[str, str], w
         worker.kill()
 
 
+async def sustained(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, sizes: list[int],
+                    seconds: float = 6.0) -> None:
+    print(f"\n1b. the same, sustained: N threads live at all times (a new one handed over as each finishes), {seconds:.0f} s")
+    worker = cluster.worker(env, workdir / "sustained.log")
+    try:
+        await one_round(redis, store, 20)
+        for n in sizes:
+            # Enough fresh threads for the fastest a worker can go (~400/s here), made up front.
+            need = int(400 * (seconds + 2)) + n
+            threads = []
+            for i in range(0, need, 200):
+                threads += await asyncio.gather(*(
+                    store.create({"channel": "bench"}, [UserMessage(text="hello", user="bench")])
+                    for _ in range(min(200, need - i))
+                ))
+            pushed = 0
+
+            async def top_up() -> int:
+                nonlocal pushed
+                backlog = await redis.xlen(KEYS.work())
+                if backlog < n:
+                    async with redis.pipeline(transaction=False) as pipe:
+                        for t in threads[pushed:pushed + n - backlog]:
+                            pipe.xadd(KEYS.work(), {"thread": t.id})
+                        await pipe.execute()
+                    pushed += n - backlog
+                return pushed - backlog  # finished so far
+
+            async def run_for(duration: float) -> tuple[int, float]:
+                began = time.perf_counter()
+                first = await top_up()
+                while time.perf_counter() - began < duration:
+                    await asyncio.sleep(0.005)
+                    last = await top_up()
+                return last - first, time.perf_counter() - began
+
+            await run_for(2.0)  # reach the steady state
+            finished, elapsed = await run_for(seconds)
+            rate, ideal = finished / elapsed, n / LLM_DELAY
+            print(f"   {n:>4} live threads: {rate:6.0f} threads/s, ideal {ideal:5.0f} -> {rate / ideal:.2f} of ideal")
+            while await redis.xlen(KEYS.work()):
+                await asyncio.sleep(0.01)
+    finally:
+        worker.kill()
+
+
 async def scaling(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, rounds: int) -> None:
     n, per_worker = 128, int(env["WORKER_CONCURRENCY"])
     print(f"\n2. two workers / one worker: {n} threads per round, WORKER_CONCURRENCY={per_worker} each")
@@ -144,6 +190,7 @@ async def main(quick: bool) -> None:
         try:
             sizes = [50, 100] if quick else [25, 50, 100, 200, 500]
             await capacity(redis, store, env_for(server.url, llm_url, workdir, 500), workdir, sizes)
+            await sustained(redis, store, env_for(server.url, llm_url, workdir, 500), workdir, [10, *sizes])
             await scaling(redis, store, env_for(server.url, llm_url, workdir, 16), workdir, 2 if quick else 3)
             await takeover(redis, store, env_for(server.url, llm_url, workdir, 4), workdir, 3 if quick else 10)
         finally:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -128,9 +130,12 @@ def make_email(settings: Settings, service: ThreadService, store: RedisThreadSto
 
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
     # A blocking pool: a burst of runs waits a moment for a connection instead of failing
-    # with "Too many connections" (redis-py's default pool stops at 100).
+    # with "Too many connections" (redis-py's default pool stops at 100). Commands are resent
+    # on a broken connection (a Redis restart) for about 3 s; every write is safe to resend.
     redis = Redis.from_pool(BlockingConnectionPool.from_url(
-        redis_url(settings), max_connections=REDIS_CONNECTIONS, timeout=10
+        redis_url(settings), max_connections=REDIS_CONNECTIONS, timeout=10,
+        retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 6),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
     ))
     store = RedisThreadStore(redis)
     policy = settings.policy()

@@ -44,11 +44,17 @@ return 1
 
 
 # KEYS: delivery marker, conversation. ARGV: marker TTL, the id for a new thread ('' when
-# this message may not start one). Returns {fresh, thread id or '', started}; a repeated
-# delivery gets the conversation's thread too, so it can be handed to a worker again.
+# this message may not start one), a token for this call. Returns {fresh, thread id or '',
+# started}; a repeated delivery gets the conversation's thread too, so it can be handed to a
+# worker again. The marker holds the token: a call resent after a broken connection (its
+# first send may have run) finds its own token and is still fresh, not a repeat.
 _RECEIVE = """
 local bound = redis.call('GET', KEYS[2])
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return {0, bound or '', 0} end
+if not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'EX', ARGV[1]) then
+  local ours = redis.call('GET', KEYS[1]) == ARGV[3]
+  if ours then return {1, bound or '', (bound and bound == ARGV[2]) and 1 or 0} end
+  return {0, bound or '', 0}
+end
 if bound then return {1, bound, 0} end
 if ARGV[2] == '' then return {1, '', 0} end
 redis.call('SET', KEYS[2], ARGV[2])
@@ -206,8 +212,8 @@ class RedisThreadStore:
         self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
     ) -> tuple[bool, str | None, bool]:
         keys = [self.keys.delivery(scope, message_id), self.keys.conversation(scope)]
-        fresh, thread_id, started = await self.redis.eval(
-            _RECEIVE, len(keys), *keys, ttl_seconds, new_thread_id or ""
+        fresh, thread_id, started = await self._script(
+            _RECEIVE, keys, ttl_seconds, new_thread_id or "", new_id()
         )
         return bool(fresh), (thread_id.decode() or None), bool(started)
 

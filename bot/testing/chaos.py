@@ -116,8 +116,12 @@ class Run:
             time.sleep(0.2)
 
     def _post(self, path: str, body: dict[str, Any], ok_conflict: bool = False) -> dict[str, Any]:
-        with self.quiet:
-            r = self.api.post(path, json=body)
+        for _ in range(20):  # 503: nothing was acknowledged, so a sender tries again
+            with self.quiet:
+                r = self.api.post(path, json=body)
+            if r.status_code != 503:
+                break
+            time.sleep(0.5)
         if r.status_code == 409 and ok_conflict:
             return {}
         r.raise_for_status()

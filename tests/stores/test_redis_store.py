@@ -168,3 +168,13 @@ async def test_claim_and_release_survive_a_server_that_forgot_its_scripts(store,
     await redis.script_flush()
     assert (await store.release(held, "me")).version == 1
     assert await store.claim(thread.id, "other", 1000) is not None
+
+
+async def test_a_receive_resent_after_a_broken_connection_is_not_taken_for_a_repeat(store, redis):
+    # What the first send of a resent call leaves behind: the marker with that call's token.
+    from bot.stores.redis import _RECEIVE
+
+    keys = [store.keys.delivery("slack:C1:3.0", "Ev1"), store.keys.conversation("slack:C1:3.0")]
+    assert await redis.eval(_RECEIVE, 2, *keys, 60, "t1", "call-1") == [1, b"t1", 1]
+    assert await redis.eval(_RECEIVE, 2, *keys, 60, "t1", "call-1") == [1, b"t1", 1]  # resent
+    assert await redis.eval(_RECEIVE, 2, *keys, 60, "t2", "call-2") == [0, b"t1", 0]  # a redelivery
