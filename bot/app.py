@@ -131,7 +131,9 @@ def make_email(settings: Settings, service: ThreadService, store: RedisThreadSto
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
     # A blocking pool: a burst of runs waits a moment for a connection instead of failing
     # with "Too many connections" (redis-py's default pool stops at 100). Commands are resent
-    # on a broken connection (a Redis restart) for about 3 s; every write is safe to resend.
+    # on a broken connection (a Redis restart) for about 3 s: appends, thread creation and
+    # inbound dedupe recognise their own first send; a resent stream read only delays its
+    # entries until they are reclaimed; the deploy history may get an entry twice.
     redis = Redis.from_pool(BlockingConnectionPool.from_url(
         redis_url(settings), max_connections=REDIS_CONNECTIONS, timeout=10,
         retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 6),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Awaitable, Callable, Sequence
@@ -29,6 +30,7 @@ from bot.events import Deploy, DeployResult, DeployStarted, Error, Event, HumanR
 from bot.policy import Policy
 from bot.ports import (
     Conflict,
+    LeaseLost,
     Deployer,
     DeployRecord,
     History,
@@ -41,6 +43,8 @@ from bot.ports import (
 from bot.thread import Thread
 
 log = logging.getLogger(__name__)
+# The lease owner of the run in progress in this task: its decisions are fenced by it.
+_holder: ContextVar[str] = ContextVar("holder")
 
 
 LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
@@ -77,10 +81,14 @@ class Runner:
                 lambda: self.store.lease(thread_id, owner, LEASE_TTL_MS), LEASE_TTL_MS,
                 f"the lease on thread {thread_id}",
             ))
-            thread = claimed
+            thread, holding = claimed, _holder.set(owner)
             try:
                 thread = await self._run(claimed)
+            except LeaseLost:
+                log.error("thread %s: lost its lease to another run; this run stops", thread_id)
+                return None
             finally:
+                _holder.reset(holding)
                 renewing.cancel()
                 latest = await self.store.release(thread, owner)
             # Whoever appended while we held the lease could not run the thread: look again.
@@ -97,7 +105,7 @@ class Runner:
                 thread = await self._advance(thread, action)
             except Conflict:
                 thread = await self.store.refresh(thread)
-            except self.transient:
+            except (LeaseLost, *self.transient):
                 raise
             except Exception as e:  # a bug must pause the thread visibly, not kill the process
                 log.exception("thread %s: %s failed", thread.id, type(action).__name__)
@@ -172,14 +180,36 @@ class Runner:
             lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS), LOCK_TTL_MS,
             f"the lock on {step.environment} for {started.deploy_id}",
         ))
+        deploying = asyncio.ensure_future(
+            handler.deploy(step, started, decision, self.deployer, self.secrets)
+        )
+        stopping = False
+        while True:
+            try:
+                result = await asyncio.shield(deploying)
+                break
+            except asyncio.CancelledError:
+                # A worker stopping (SIGTERM) never abandons a deploy: handing it to another
+                # worker would only get it reported as interrupted. It finishes, is recorded,
+                # and then the run stops.
+                stopping = True
+                if deploying.done():
+                    result = deploying.result()
+                    break
+                log.warning("thread %s: stopping after deploy %s finishes", thread.id, started.deploy_id)
         try:
-            result = await handler.deploy(step, started, decision, self.deployer, self.secrets)
+            thread = await self._record_fact(thread, [result])
         finally:
+            # Held until the result is recorded, so nobody deploys there before it is known.
             renewing.cancel()
-            await self.locks.release(step.environment, started.deploy_id)
-        thread = await self._record_fact(thread, [result])
+            try:
+                await self.locks.release(step.environment, started.deploy_id)
+            except Exception:  # it expires by itself within LOCK_TTL_MS
+                log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
         if isinstance(result, DeployResult):
             await self._remember(thread, result)
+        if stopping:
+            raise asyncio.CancelledError
         return thread
 
     async def _remember(self, thread: Thread, result: DeployResult) -> None:
@@ -193,8 +223,9 @@ class Runner:
             log.exception("thread %s: could not add %s to the deploy history", thread.id, result.deploy_id)
 
     async def _record(self, thread: Thread, events: Sequence[Event]) -> Thread:
-        """Append a decision: raises Conflict if the thread moved since we read it."""
-        thread = await self.store.append(thread, events)
+        """Append a decision: raises Conflict if the thread moved since we read it, and
+        LeaseLost if this run no longer holds the thread."""
+        thread = await self.store.append(thread, events, _holder.get(None))
         await self._publish(thread, events)
         return thread
 

@@ -27,6 +27,10 @@ class Conflict(Exception):
         self.expected, self.actual = expected, actual
 
 
+class LeaseLost(Exception):
+    """Another run holds the thread now (ours lapsed): this run must stop deciding."""
+
+
 class ThreadStore(Protocol):
     async def create(
         self, origin: dict[str, str], events: Sequence[Event], thread_id: str | None = None
@@ -40,8 +44,9 @@ class ThreadStore(Protocol):
         """The same thread with whatever was appended after `thread.version`."""
         ...
 
-    async def append(self, thread: Thread, events: Sequence[Event]) -> Thread:
-        """Append iff the stored version is still `thread.version`; else raise Conflict."""
+    async def append(self, thread: Thread, events: Sequence[Event], holder: str | None = None) -> Thread:
+        """Append iff the stored version is still `thread.version`; else raise Conflict.
+        With `holder` (a run's lease owner), raise LeaseLost if another run holds the lease."""
         ...
 
     async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
@@ -115,6 +120,10 @@ class WorkQueue(Protocol):
 
     async def backlog(self) -> int:
         """Work pushed and not yet done (taken or not)."""
+        ...
+
+    async def turn(self, chore: str, seconds: int) -> bool:
+        """True for one caller per `seconds` across all workers: whose turn a chore is."""
         ...
 
 

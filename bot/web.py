@@ -71,7 +71,8 @@ def create_app(settings: Settings, app: App | None = None, worker: bool = True) 
     @web.exception_handler(RedisConnectionError)
     @web.exception_handler(RedisTimeoutError)
     async def unavailable(_: Request, exc: Exception) -> JSONResponse:
-        # Nothing was acknowledged: the sender may retry. Not a bug, so no traceback.
+        # Not acknowledged, so the sender retries. If it failed after the event was stored
+        # (while handing the thread over), a worker's sweep hands the thread over later.
         log.warning("redis unreachable: %s", exc)
         return JSONResponse({"detail": "storage unavailable, retry shortly"}, status_code=503,
                             headers={"Retry-After": "1"})

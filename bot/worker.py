@@ -17,15 +17,18 @@ import time
 from dataclasses import dataclass, field
 
 from bot.events import new_id
-from bot.loop import Runner
-from bot.ports import ThreadStore, Work, WorkQueue
+from bot.loop import LEASE_TTL_MS, Runner
+from bot.ports import ThreadNotFound, ThreadStore, Work, WorkQueue
 
 log = logging.getLogger(__name__)
 
 BLOCK_MS = 500  # how long one read waits for new work; also the reclaim polling period
 MIN_IDLE_MS = 3_000  # work nobody kept for this long belongs to a dead worker
 HEARTBEAT = 1.0  # seconds between keeping our entries; well under MIN_IDLE_MS
-BUSY_WAIT, BUSY_FOR = 0.25, 10.0  # retrying a thread another runner holds
+# Retrying a thread another run holds. A holder still there after more than a lease's
+# lifetime is alive (it renews), and it re-reads the thread when it lets go: done.
+BUSY_WAIT, BUSY_FOR = 0.25, LEASE_TTL_MS / 1000 + 1
+SWEEP_EVERY = 30  # seconds; one worker at a time looks for threads nobody handed over
 
 
 @dataclass
@@ -57,24 +60,32 @@ class Worker:
 
     def start(self) -> None:
         if not self._tasks:
-            self._tasks = [asyncio.create_task(self._serve()), asyncio.create_task(self._heartbeat())]
+            self._tasks = [asyncio.create_task(t) for t in (self._serve(), self._heartbeat(), self._sweep())]
+            for task in self._tasks:
+                task.add_done_callback(self._died)
+
+    def _died(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception():
+            log.error("worker %s: %s stopped", self.name, task.get_coro().__name__, exc_info=task.exception())
 
     async def stop(self, grace: float = 25.0) -> None:
         """Take no more work; let runs in progress finish for up to `grace` seconds, then
-        cancel the rest (their leases are released) and hand their work back to the queue
-        so another worker takes it at once."""
+        cancel the rest (their leases are released; a deploy in progress still finishes and
+        is recorded) and hand their work back to the queue so another worker takes it at once."""
         self._stopping.set()
         self._freed.set()
-        if self._tasks:
-            await self._tasks[0]
+        if not self._tasks:
+            return
+        serve, heartbeat, sweep = self._tasks
+        sweep.cancel()
+        await serve
         running = [j.task for j in self._jobs.values() if j.task]
         if running:
             _, late = await asyncio.wait(running, timeout=grace)
             for task in late:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
-        for task in self._tasks[1:]:
-            task.cancel()
+        heartbeat.cancel()  # kept our entries until the last run ended
         await self._hand_back()
         self._tasks = []
 
@@ -85,18 +96,26 @@ class Worker:
 
     async def recover(self, limit: int = 500) -> list[str]:
         """Queue threads that are mid-run by their events: a process that recorded an event
-        but died before handing the thread over leaves such a thread behind."""
+        but could not hand the thread over (it died, or Redis failed in between) leaves such
+        a thread behind. Threads another worker is running cost one short busy retry."""
         stuck = [t for t in await self.store.recent(limit) if (await self.store.load(t)).status() == "running"]
         for thread_id in stuck:
             await self.queue.push(thread_id)
         return stuck
 
+    async def _sweep(self) -> None:
+        first = True
+        while True:
+            try:
+                if first or await self.queue.turn("sweep", SWEEP_EVERY):
+                    if stuck := await self.recover():
+                        log.info("worker %s: queued %d thread(s) left mid-run: %s", self.name, len(stuck), ", ".join(stuck))
+            except Exception as e:
+                log.warning("worker %s: looking for threads left mid-run failed: %s", self.name, e)
+            first = False
+            await asyncio.sleep(SWEEP_EVERY)
+
     async def _serve(self) -> None:
-        try:
-            if stuck := await self.recover():
-                log.info("worker %s: queued %d thread(s) left mid-run: %s", self.name, len(stuck), ", ".join(stuck))
-        except Exception:
-            log.exception("worker %s: looking for threads left mid-run failed", self.name)
         reclaimed_at = 0.0
         while not self._stopping.is_set():
             free = self.concurrency - len(self._jobs)
@@ -151,16 +170,19 @@ class Worker:
             try:
                 if await self.runner.run(thread_id) is not None:
                     return True
+            except ThreadNotFound:
+                log.warning("thread %s: handed over but not stored; dropped", thread_id)
+                return True
             except self.runner.transient as e:
                 log.warning("thread %s: the store is unreachable (%s); retried in %d s", thread_id, e, MIN_IDLE_MS // 1000)
                 return False
             except Exception:
                 log.exception("thread %s: run failed; it is retried in %d s", thread_id, MIN_IDLE_MS // 1000)
                 return False
-            # Another runner holds the thread. It re-reads when it lets go, so what woke us
-            # is not missed while it lives; if it died, its lease expires within seconds.
+            # Another run holds the thread. It re-reads when it lets go, so what woke us is
+            # not missed while it lives; if it died, its lease expires within seconds.
             if time.monotonic() > deadline:
-                return False
+                return True
             await asyncio.sleep(BUSY_WAIT)
 
     async def _done(self, entries: list[str]) -> None:

@@ -171,3 +171,16 @@ async def test_secrets_a_deploy_prints_are_redacted_before_anyone_sees_them(app,
     thread = await app.runner.run((await start(app, "deploy backend v1.2.3 to staging")).id)
     output = next(e for e in thread.events if e.type == "deploy_result").output
     assert output == "token is [redacted] and [redacted]"
+
+
+async def test_a_run_whose_lease_was_taken_over_cannot_decide_anything(app, fake_llm):
+    thread = await start(app, "hello")
+    fake_llm.script(reply(intent="done_for_now", message="too late"))
+    fake_llm.delay = 0.5
+    running = asyncio.create_task(app.runner.run(thread.id))
+    while not fake_llm.prompts:  # the run holds the lease and waits for the model
+        await asyncio.sleep(0.01)
+    # Its lease lapsed (a stalled process) and another run took the thread.
+    await app.redis.set(app.store.keys.lease(thread.id), "another-run", px=10_000)
+    assert await running is None
+    assert [e.type for e in (await app.store.load(thread.id)).events] == ["user_message"]

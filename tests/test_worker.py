@@ -8,7 +8,7 @@ import pytest
 from bot.loop import LEASE_TTL_MS
 from bot.stores.work import RedisWorkQueue
 from bot.worker import Worker
-from tests.helpers import reply
+from tests.helpers import ledger_lines, reply
 
 
 def worker(app, name: str, concurrency: int = 4) -> Worker:
@@ -88,3 +88,32 @@ async def test_a_dead_workers_thread_is_taken_over_once_its_lease_expires(app, w
     assert await app.redis.xpending(app.queue.stream, "workers") == {
         "pending": 0, "min": None, "max": None, "consumers": []
     }
+
+
+async def test_a_deploy_in_progress_finishes_and_is_recorded_when_its_worker_stops(app, workers, ledger, monkeypatch):
+    monkeypatch.setenv("FAKE_DEPLOY_SECONDS", "1")
+    thread_id = await launch(app, "deploy backend v1.2.3 to staging")
+    first, second = worker(app, "w1"), worker(app, "w2")
+    first.start()
+    while not ledger_lines(ledger):  # the deploy command is running
+        await asyncio.sleep(0.02)
+    await first.stop(grace=0)  # SIGTERM with no grace left: the deploy is not abandoned
+    thread = await app.store.load(thread_id)
+    assert [e.ok for e in thread.events if e.type == "deploy_result"] == [True]
+    workers.append(second)
+    second.start()
+    await second.idle()
+    thread = await app.store.load(thread_id)
+    assert thread.status() == "done" and len(ledger_lines(ledger)) == 1
+    assert [e.type for e in thread.events].count("deploy_result") == 1
+
+
+async def test_a_thread_recorded_but_never_handed_over_is_found_by_a_worker(app, workers, fake_llm):
+    fake_llm.script(reply(intent="done_for_now", message="found you"))
+    thread = await app.service.launch("hello", "alice", channel="api")  # the process died before the push
+    workers.append(worker(app, "w1"))
+    workers[0].start()
+    await workers[0].idle()
+    while (await app.store.load(thread.id)).status() == "running":
+        await asyncio.sleep(0.02)
+    assert (await app.store.load(thread.id)).events[-1].message == "found you"

@@ -18,18 +18,24 @@ from redis.exceptions import NoScriptError
 
 from bot import events as ev
 from bot.events import Event, new_id
-from bot.ports import Conflict, ThreadExists, ThreadNotFound
+from bot.ports import Conflict, LeaseLost, ThreadExists, ThreadNotFound
 from bot.stores.keys import Keys
 from bot.thread import Thread
 
-# KEYS: events. ARGV: expected version, then the events to append. Every thread is created
-# with its first event, so an empty list means an unknown thread.
-# Returns the new version; -1 for an unknown thread; -2 - actual_version on a lost race.
+# KEYS: events, lease. ARGV: expected version, the run appending ('' for people, who need no
+# lease), then the events to append. Every thread is created with its first event, so an
+# empty list means an unknown thread. Returns the new version; -1 for an unknown thread;
+# -2 - actual_version on a lost race; 0 when another run holds the thread's lease (a run
+# whose lease lapsed must not decide anything any more).
 _APPEND = """
 local n = redis.call('LLEN', KEYS[1])
 if n == 0 then return -1 end
 if n ~= tonumber(ARGV[1]) then return -2 - n end
-return redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+if ARGV[2] ~= '' then
+  local holder = redis.call('GET', KEYS[2])
+  if holder and holder ~= ARGV[2] then return 0 end
+end
+return redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
 """
 
 
@@ -139,12 +145,15 @@ class RedisThreadStore:
         raw = await self.redis.lrange(self.keys.events(thread.id), thread.version, -1)
         return thread.extended([ev.load(r) for r in raw])
 
-    async def append(self, thread: Thread, events: Sequence[Event]) -> Thread:
+    async def append(self, thread: Thread, events: Sequence[Event], holder: str | None = None) -> Thread:
         if not events:
             return thread
-        version = await self._eval_append(thread.id, [ev.dump(e) for e in events], thread.version)
+        keys = [self.keys.events(thread.id), self.keys.lease(thread.id)]
+        version = await self._script(_APPEND, keys, thread.version, holder or "", *(ev.dump(e) for e in events))
         if version == -1:
             raise ThreadNotFound(thread.id)
+        if version == 0:
+            raise LeaseLost(thread.id)
         if version < -1:
             if await self._landed(thread.id, thread.version, events):
                 return await self.refresh(thread)
@@ -165,9 +174,6 @@ class RedisThreadStore:
             except Conflict:
                 thread = await self.refresh(thread)
         raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts")
-
-    async def _eval_append(self, thread_id: str, blobs: list[str], version: int) -> int:
-        return await self._script(_APPEND, [self.keys.events(thread_id)], version, *blobs)
 
     async def _script(self, source: str, keys: list[str], *args: object) -> Any:
         """One command, one round trip. EVALSHA is sent directly (redis-py's Script objects

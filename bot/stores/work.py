@@ -46,7 +46,8 @@ class RedisWorkQueue:
             return []
         # The cursor walks the pending list a page at a time and comes back to 0-0 at its end.
         self._cursor, entries = reply[0], reply[1]
-        gone = [entry for entry, fields in entries if not fields]  # deleted under us: nothing to run
+        # Deleted under us: nothing to run (Redis 6.2 returns them with no id, 7+ drops them).
+        gone = [entry for entry, fields in entries if entry and not fields]
         if gone:
             await self.done(gone)
         return self._works(entries)
@@ -65,6 +66,9 @@ class RedisWorkQueue:
 
     async def backlog(self) -> int:
         return int(await self.redis.xlen(self.stream))
+
+    async def turn(self, chore: str, seconds: int) -> bool:
+        return bool(await self.redis.set(f"{self.stream}:turn:{chore}", "1", nx=True, ex=seconds))
 
     async def _grouped(self, command: Any) -> Any:
         """Run a group command, creating the group first if it is missing (a new or flushed
