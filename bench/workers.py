@@ -93,10 +93,10 @@ async def sustained(redis: Redis, store: RedisThreadStore, env: dict[str, str], 
             # Enough fresh threads for the fastest a worker can go (~400/s here), made up front.
             need = int(400 * (seconds + 2)) + n
             threads = []
-            for i in range(0, need, 200):
+            for i in range(0, need, 50):
                 threads += await asyncio.gather(*(
                     store.create({"channel": "bench"}, [UserMessage(text="hello", user="bench")])
-                    for _ in range(min(200, need - i))
+                    for _ in range(min(50, need - i))
                 ))
             pushed = 0
 
@@ -180,7 +180,7 @@ async def takeover(redis: Redis, store: RedisThreadStore, env: dict[str, str], w
             w.kill()
 
 
-async def main(quick: bool) -> None:
+async def main(quick: bool, only: str | None) -> None:
     with tempfile.TemporaryDirectory(prefix="deploybot-bench-") as tmp:
         workdir = Path(tmp)
         server = cluster.RedisServer(workdir / "redis", appendfsync="everysec")  # the embedded default
@@ -189,10 +189,13 @@ async def main(quick: bool) -> None:
         store = RedisThreadStore(redis)
         try:
             sizes = [50, 100] if quick else [25, 50, 100, 200, 500]
-            await capacity(redis, store, env_for(server.url, llm_url, workdir, 500), workdir, sizes)
-            await sustained(redis, store, env_for(server.url, llm_url, workdir, 500), workdir, [10, *sizes])
-            await scaling(redis, store, env_for(server.url, llm_url, workdir, 16), workdir, 2 if quick else 3)
-            await takeover(redis, store, env_for(server.url, llm_url, workdir, 4), workdir, 3 if quick else 10)
+            if only in (None, "capacity"):
+                await capacity(redis, store, env_for(server.url, llm_url, workdir, 500), workdir, sizes)
+                await sustained(redis, store, env_for(server.url, llm_url, workdir, 500), workdir, [10, *sizes])
+            if only in (None, "scaling"):
+                await scaling(redis, store, env_for(server.url, llm_url, workdir, 16), workdir, 2 if quick else 3)
+            if only in (None, "takeover"):
+                await takeover(redis, store, env_for(server.url, llm_url, workdir, 4), workdir, 3 if quick else 10)
         finally:
             await redis.aclose()
             llm.kill()
@@ -202,4 +205,6 @@ async def main(quick: bool) -> None:
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
-    asyncio.run(main(p.parse_args().quick))
+    p.add_argument("--only", choices=["capacity", "scaling", "takeover"])
+    args = p.parse_args()
+    asyncio.run(main(args.quick, args.only))

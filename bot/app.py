@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -28,7 +28,6 @@ from bot.worker import Worker, worker_name
 
 log = logging.getLogger(__name__)
 Kick = Callable[[str], Awaitable[None]]
-REDIS_CONNECTIONS = 50
 
 
 class Fanout:
@@ -129,16 +128,18 @@ def make_email(settings: Settings, service: ThreadService, store: RedisThreadSto
 
 
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
-    # A blocking pool: a burst of runs waits a moment for a connection instead of failing
-    # with "Too many connections" (redis-py's default pool stops at 100). Commands are resent
-    # on a broken connection (a Redis restart) for about 3 s: appends, thread creation and
-    # inbound dedupe recognise their own first send; a resent stream read only delays its
-    # entries until they are reclaimed; the deploy history may get an entry twice.
-    redis = Redis.from_pool(BlockingConnectionPool.from_url(
-        redis_url(settings), max_connections=REDIS_CONNECTIONS, timeout=10,
+    # Enough connections for every run at once (one command each, plus the renewals of a
+    # deploy): redis-py's default of 100 failed a burst of 200 runs with "Too many
+    # connections". Past the limit (a burst of web requests) a command is retried like a
+    # broken connection. Commands are resent on a broken connection (a Redis restart) for
+    # about 3 s: appends, thread creation and inbound dedupe recognise their own first send;
+    # a resent stream read only delays its entries until they are reclaimed; the deploy
+    # history may get an entry twice.
+    redis = Redis.from_url(
+        redis_url(settings), max_connections=2 * settings.worker_concurrency + 100,
         retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 6),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
-    ))
+    )
     store = RedisThreadStore(redis)
     policy = settings.policy()
     notifiers: list[Notifier] = [notifier or LogNotifier(settings.secrets())]
