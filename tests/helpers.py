@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bot.testing.cluster import ledger_lines  # noqa: F401 (shared by the tests)
 
 SETTLED = {"waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"}
 
@@ -27,10 +28,6 @@ async def settle(client: httpx.AsyncClient, thread_id: str, timeout: float = 20)
 
 def types(thread: dict[str, Any]) -> list[str]:
     return [e["type"] for e in thread["events"]]
-
-
-def ledger_lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
 
 
 def reply(**step: Any) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 
 from bot.testing import cluster
+from bot.testing.cluster import ledger_lines
 from bot.testing.fake_llm import FakeLlm
 
 APPROVER = "alice"
@@ -203,10 +204,6 @@ def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> di
     report.update(threads=len(run.threads), kills=killed[0], redis_restarts=1 if down[0] else 0,
                   deploys=len(ledger_lines(ledger)), seconds=round(time.monotonic() - began))
     return report
-
-
-def ledger_lines(ledger: Path) -> list[str]:
-    return ledger.read_text().splitlines() if ledger.exists() else []
 
 
 def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:

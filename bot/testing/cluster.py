@@ -58,6 +58,11 @@ def deploy_command(directory: Path, ledger: Path) -> str:
     return f"{sys.executable} {script} {ledger} {{service}} {{tag}} {{environment}}"
 
 
+def ledger_lines(ledger: Path) -> list[str]:
+    """The deploys the command from deploy_command() started, one line each."""
+    return ledger.read_text().splitlines() if ledger.exists() else []
+
+
 class RedisServer:
     """A Redis-compatible server on its own port and directory, AOF with fsync on every
     write, that can be SIGKILLed and started again on the same data."""

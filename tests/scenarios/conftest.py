@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
@@ -13,44 +10,25 @@ from typing import Iterator
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from bot.testing import cluster
+from bot.testing.cluster import free_port
 from tests.helpers import SETTLED
 
 
 class Server:
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.port = int(env["PORT"])
-        self.log = log
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot", "serve"],
-            env=env,
-            stdout=log.open("ab"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # so SIGKILL can take the deploy command down with it
-        )
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=5)
-        self._wait_healthy()
+    """`python -m bot serve [args]` as a real process, and an API client for it."""
 
-    def _wait_healthy(self, timeout: float = 20) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {self.log.read_text()}")
-            try:
-                if self.http.get("/healthz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"server not healthy: {self.log.read_text()}")
+    def __init__(self, env: dict[str, str], log: Path, *args: str) -> None:
+        self.process = cluster.web(env, log, *args)
+        token = env.get("API_TOKEN")
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{env['PORT']}", timeout=5,
+                                 headers={"Authorization": f"Bearer {token}"} if token else {})
 
     def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        self.process.kill()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.kill()
+        self.process.kill()
         self.http.close()
 
     def wait(self, thread_id: str, until: set[str] = SETTLED, timeout: float = 20) -> dict:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
 from bot.testing import cluster
 from bot.testing.chaos import FIGURES, run
-from tests.helpers import SETTLED, ledger_lines, reply
+from tests.helpers import ledger_lines, reply
+from tests.scenarios.conftest import Server
 
 TOKEN = "workers-test-token"
 
@@ -22,28 +22,19 @@ def env(server_env, fake_llm) -> dict[str, str]:
 
 @pytest.fixture
 def procs(redis):  # `redis` flushes the database before each test
-    started: list[cluster.BotProcess] = []
+    started: list[cluster.BotProcess | Server] = []
     yield started
     for p in started:
         p.kill()
 
 
-def client(env: dict[str, str]) -> httpx.Client:
-    return httpx.Client(base_url=f"http://127.0.0.1:{env['PORT']}", timeout=5,
-                        headers={"Authorization": f"Bearer {TOKEN}"})
+def web(env: dict[str, str], tmp_path, procs) -> Server:
+    server = Server(env, tmp_path / "web.log", "--no-worker")
+    procs.append(server)
+    return server
 
 
-def wait(api: httpx.Client, thread_id: str, until: set[str] = SETTLED, timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        body = api.get(f"/threads/{thread_id}").json()
-        if body["status"] in until:
-            return body
-        assert time.monotonic() < deadline, f"thread still {body['status']}: {body['events']}"
-        time.sleep(0.05)
-
-
-def holder(api: httpx.Client, redis_url: str, thread_id: str) -> str:
+def holder(redis_url: str, thread_id: str) -> str:
     import redis
 
     r = redis.Redis.from_url(redis_url)
@@ -56,45 +47,42 @@ def holder(api: httpx.Client, redis_url: str, thread_id: str) -> str:
 
 def test_web_only_hands_over_and_a_worker_started_later_runs_the_thread(env, procs, tmp_path, fake_llm):
     fake_llm.script(reply(intent="done_for_now", message="hello to you"))
-    procs.append(cluster.web(env, tmp_path / "web.log", "--no-worker"))
-    api = client(env)
-    thread_id = api.post("/threads", json={"message": "hello", "user": "bob"}).json()["id"]
+    server = web(env, tmp_path, procs)
+    thread_id = server.http.post("/threads", json={"message": "hello", "user": "bob"}).json()["id"]
     time.sleep(0.5)
-    assert api.get(f"/threads/{thread_id}").json()["status"] == "running"
+    assert server.http.get(f"/threads/{thread_id}").json()["status"] == "running"
     assert fake_llm.prompts == []  # nobody runs threads in the web process
     procs.append(cluster.worker(env, tmp_path / "worker.log"))
-    assert wait(api, thread_id)["events"][-1]["message"] == "hello to you"
+    assert server.wait(thread_id)["events"][-1]["message"] == "hello to you"
 
 
 def test_a_killed_workers_thread_is_finished_by_the_other_worker(env, procs, tmp_path, fake_llm, redis_url):
     fake_llm.delay = 1.0
     fake_llm.default = reply(intent="done_for_now", message="done")
-    procs.append(cluster.web(env, tmp_path / "web.log", "--no-worker"))
+    server = web(env, tmp_path, procs)
     workers = [cluster.worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
     procs.extend(workers)
-    api = client(env)
-    thread_id = api.post("/threads", json={"message": "hello", "user": "bob"}).json()["id"]
-    owner = holder(api, redis_url, thread_id)
+    thread_id = server.http.post("/threads", json={"message": "hello", "user": "bob"}).json()["id"]
+    owner = holder(redis_url, thread_id)
     victim = next(w for w in workers if f"-{w.pid}-" in owner)
     while not fake_llm.prompts:
         time.sleep(0.01)
     victim.kill()  # mid-call to the model
-    thread = wait(api, thread_id)
+    thread = server.wait(thread_id)
     assert [e["type"] for e in thread["events"]] == ["user_message", "done_for_now"]
     assert len(fake_llm.prompts) == 2  # the survivor asked again; the answer was recorded once
 
 
 def test_sigterm_lets_the_deploy_in_progress_finish_then_exits(env, procs, tmp_path, ledger):
     env = {**env, "FAKE_DEPLOY_SECONDS": "1.5"}
-    procs.append(cluster.web(env, tmp_path / "web.log", "--no-worker"))
+    server = web(env, tmp_path, procs)
     worker = cluster.worker(env, tmp_path / "worker.log")
     procs.append(worker)
-    api = client(env)
-    thread_id = api.post("/threads", json={"message": "deploy backend v1.2.3 to staging", "user": "bob"}).json()["id"]
+    thread_id = server.http.post("/threads", json={"message": "deploy backend v1.2.3 to staging", "user": "bob"}).json()["id"]
     while not ledger_lines(ledger):  # the deploy command has started
         time.sleep(0.02)
     assert worker.terminate(timeout=30) == 0
-    thread = api.get(f"/threads/{thread_id}").json()
+    thread = server.http.get(f"/threads/{thread_id}").json()
     assert thread["status"] == "done", thread["events"]
     assert [e["ok"] for e in thread["events"] if e["type"] == "deploy_result"] == [True]
     assert "stopped" in worker.log.read_text()
