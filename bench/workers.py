@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -64,9 +63,8 @@ async def one_round(redis: Redis, store: RedisThreadStore, n: int, text: str = "
 
 
 def env_for(redis_url: str, llm_url: str, workdir: Path, concurrency: int) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_", "SMTP_"))}
-    return {**base, "REDIS_URL": redis_url, "LLM_BASE_URL": llm_url, "LLM_MODEL": "bench",
-            "LLM_API_KEY": "unused", "WORKER_CONCURRENCY": str(concurrency), "DATA_DIR": str(workdir / "data")}
+    return cluster.clean_env(REDIS_URL=redis_url, LLM_BASE_URL=llm_url, LLM_MODEL="bench", LLM_API_KEY="unused",
+                             WORKER_CONCURRENCY=str(concurrency), DATA_DIR=str(workdir / "data"))
 
 
 async def capacity(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, sizes: list[int]) -> None:

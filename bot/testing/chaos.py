@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import sys
@@ -142,15 +141,14 @@ def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> di
     llm = FakeLlm(delay=0.05, default=plan).start()
     ledger = workdir / "deploys.log"
     staging, production = [f"s{i}" for i in range(POOL)], [f"p{i}" for i in range(POOL)]
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_", "SMTP_"))},
+    env = cluster.clean_env(**{
         "REDIS_URL": redis.url, "PORT": str(cluster.free_port()), "API_TOKEN": TOKEN,
         "DATA_DIR": str(workdir / "data"), "GIT_REPO": str(cluster.make_repo(workdir / "repo")),
         "DEPLOY_COMMAND": cluster.deploy_command(workdir, ledger), "FAKE_DEPLOY_SECONDS": "0.3",
         "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "chaos", "LLM_API_KEY": "unused",
         "ENVIRONMENTS": ",".join(staging), "PROTECTED_ENVIRONMENTS": ",".join(production),
         "APPROVERS": APPROVER, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
-    }
+    })
     logs = workdir / "logs"
     logs.mkdir(exist_ok=True)
     web = cluster.web(env, logs / "web.log", "--no-worker")

@@ -27,6 +27,13 @@ sys.exit(int(os.environ.get("FAKE_DEPLOY_EXIT", "0")))
 """
 
 
+def clean_env(**settings: str) -> dict[str, str]:
+    """This process's environment without anything that would point a bot process at a
+    real model, Slack, SMTP or Redis, plus `settings`."""
+    own = ("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_", "SMTP_", "REDIS_URL")
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(own)}, **settings}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

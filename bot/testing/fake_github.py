@@ -16,7 +16,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from bot.testing.http import serve, stop
+from bot.testing.http import serve, stop, url
 
 Answer = tuple[int, Any, dict[str, str]]
 
@@ -37,9 +37,7 @@ class FakeGitHub:
 
     @property
     def api_url(self) -> str:
-        assert self._server, "start() first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return url(self._server)
 
     def fail(self, method: str, path_pattern: str, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         """The next request matching `method` and the regex `path_pattern` gets this answer."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any, Callable
 
-from bot.testing.http import serve, stop
+from bot.testing.http import serve, stop, url
 
 # A reply is model text, or (status, body) for an HTTP error, or a function of the prompt.
 Reply = str | tuple[int, str] | Callable[[str], str]
@@ -31,9 +31,7 @@ class FakeLlm:
 
     @property
     def base_url(self) -> str:
-        assert self._server, "start() first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return url(self._server) + "/v1"
 
     def script(self, *replies: Reply) -> None:
         with self._lock:

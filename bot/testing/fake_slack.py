@@ -14,7 +14,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from bot.testing.http import serve, stop
+from bot.testing.http import serve, stop, url
 
 BOT_USER = "UBOT"
 
@@ -36,9 +36,7 @@ class FakeSlack:
 
     @property
     def base_url(self) -> str:
-        assert self._server, "start() first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/api/"
+        return url(self._server) + "/api/"
 
     def fail(self, method: str, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         """The next call of `method` gets this answer instead of success."""

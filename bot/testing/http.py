@@ -49,6 +49,12 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+def url(server: ThreadingHTTPServer | None) -> str:
+    assert server, "start() first"
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}"
+
+
 def stop(server: ThreadingHTTPServer | None) -> None:
     if server:
         server.shutdown()

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 
 import pytest
 
+from bot.testing.cluster import clean_env
 from tests.helpers import ledger_lines
 
 
 @pytest.fixture
 def env(git_repo, deploy_command, tmp_path) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "ANTHROPIC_", "REDIS_URL"))}
-    return {**base, "GIT_REPO": str(git_repo), "DEPLOY_COMMAND": deploy_command, "DATA_DIR": str(tmp_path / "data")}
+    return clean_env(GIT_REPO=str(git_repo), DEPLOY_COMMAND=deploy_command, DATA_DIR=str(tmp_path / "data"))
 
 
 def bot(env: dict[str, str], *args: str, stdin: str = "", check: bool = True) -> subprocess.CompletedProcess:

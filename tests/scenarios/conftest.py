@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Iterator
@@ -43,15 +42,10 @@ class Server:
 
 @pytest.fixture
 def server_env(redis_url, git_repo, deploy_command, tmp_path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "ANTHROPIC_"))}
-    return {
-        **env,
-        "REDIS_URL": redis_url,
-        "PORT": str(free_port()),
-        "GIT_REPO": str(git_repo),
-        "DEPLOY_COMMAND": deploy_command,
-        "DATA_DIR": str(tmp_path / "data"),
-    }
+    return cluster.clean_env(
+        REDIS_URL=redis_url, PORT=str(free_port()), GIT_REPO=str(git_repo),
+        DEPLOY_COMMAND=deploy_command, DATA_DIR=str(tmp_path / "data"),
+    )
 
 
 @pytest.fixture
