@@ -21,12 +21,20 @@ from redis.asyncio import Redis  # noqa: E402
 
 from bot import embedded_redis  # noqa: E402
 from bot.events import (  # noqa: E402
-    DeployBackend, DeployResult, DoneForNow, Error, GitTag, GitTagsResult, ListGitTags, UserMessage,
+    DeployBackend,
+    DeployResult,
+    DoneForNow,
+    Error,
+    GitTag,
+    GitTagsResult,
+    ListGitTags,
+    UserMessage,
 )
 from bot.loop import Runner  # noqa: E402
 from bot.policy import Policy  # noqa: E402
 from bot.stores.redis import RedisThreadStore  # noqa: E402
 from bot.stores.work import RedisWorkQueue  # noqa: E402
+from bot.thread import Origin  # noqa: E402
 
 ROUNDS = 2000
 TAGS = [GitTag(name=f"v1.{i}.0", commit=f"{i:040x}", date="2026-11-20T10:00:00Z") for i in range(10)]
@@ -71,7 +79,7 @@ async def main(url: str) -> None:
     print(f"{ROUNDS} rounds per size; each round is one PING then one step + its result")
     figures = {}
     for size in (10, 1000):
-        state = {"thread": await store.create({"channel": "bench"}, history(size))}
+        state = {"thread": await store.create(Origin(channel="bench"), history(size))}
 
         async def step_and_result(state: dict = state) -> None:
             step = ListGitTags()
@@ -100,7 +108,7 @@ async def per_run(redis: Redis, store: RedisThreadStore) -> None:
         await queue.push("t")
         await queue.done([w.entry for w in await queue.take("bench", 1, 1)])
 
-    thread = await store.create({"channel": "bench"}, [UserMessage(text="hi", user="a"), DoneForNow(message="bye")])
+    thread = await store.create(Origin(channel="bench"), [UserMessage(text="hi", user="a"), DoneForNow(message="bye")])
     runner = Runner(store, None, None, None, Policy(), None, None)  # type: ignore[arg-type]
 
     async def bookkeeping() -> None:

@@ -20,7 +20,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -30,9 +34,30 @@ from bot.events import UserMessage  # noqa: E402
 from bot.stores.keys import Keys  # noqa: E402
 from bot.stores.redis import RedisThreadStore  # noqa: E402
 from bot.testing import cluster  # noqa: E402
+from bot.thread import Origin, Thread  # noqa: E402
 
 LLM_DELAY = 0.2
 KEYS = Keys()
+GIVE_UP = 120.0  # seconds: a wait this long means the bench is broken (a worker died), not slow
+
+T = TypeVar("T")
+
+
+async def until(check: Callable[[], Awaitable[T]], every: float) -> T:
+    """Await `check()` every `every` seconds until it is truthy; return that. The state is in
+    Redis, shared with the worker processes, so it is polled; checked first, so a wait that
+    is over costs one round trip, as timed."""
+    deadline = time.monotonic() + GIVE_UP
+    while True:
+        if result := await check():
+            return result
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"gave up after {GIVE_UP:.0f} s waiting for {check}")
+        await asyncio.sleep(every)
+
+
+async def drained(redis: Redis) -> bool:
+    return not await redis.xlen(KEYS.work())
 
 
 def start_llm() -> tuple[subprocess.Popen[str], str]:
@@ -44,14 +69,13 @@ def start_llm() -> tuple[subprocess.Popen[str], str]:
 
 async def one_round(redis: Redis, store: RedisThreadStore, n: int, text: str = "hello") -> float:
     """Hand over n fresh threads at once; seconds until the last one's work is done."""
-    threads = [await store.create({"channel": "bench"}, [UserMessage(text=text, user="bench")]) for _ in range(n)]
+    threads = [await store.create(Origin(channel="bench"), [UserMessage(text=text, user="bench")]) for _ in range(n)]
     began = time.perf_counter()
     async with redis.pipeline(transaction=False) as pipe:
         for t in threads:
             pipe.xadd(KEYS.work(), {"thread": t.id})
         await pipe.execute()
-    while await redis.xlen(KEYS.work()):
-        await asyncio.sleep(0.005)
+    await until(partial(drained, redis), 0.005)
     elapsed = time.perf_counter() - began
     async with redis.pipeline(transaction=False) as pipe:
         for t in threads:
@@ -68,7 +92,8 @@ def env_for(redis_url: str, llm_url: str, workdir: Path, concurrency: int) -> di
 
 
 async def capacity(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, sizes: list[int]) -> None:
-    print(f"\n1. live threads one worker carries (WORKER_CONCURRENCY={env['WORKER_CONCURRENCY']}, model answers in {LLM_DELAY * 1000:.0f} ms)")
+    print(f"\n1. live threads one worker carries (WORKER_CONCURRENCY={env['WORKER_CONCURRENCY']}, "
+          f"model answers in {LLM_DELAY * 1000:.0f} ms)")
     worker = cluster.worker(env, workdir / "capacity.log")
     try:
         await one_round(redis, store, 20)  # warm up: imports, connections, BAML runtime
@@ -83,48 +108,58 @@ async def capacity(redis: Redis, store: RedisThreadStore, env: dict[str, str], w
 
 async def sustained(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, sizes: list[int],
                     seconds: float = 6.0) -> None:
-    print(f"\n1b. the same, sustained: N threads live at all times (a new one handed over as each finishes), {seconds:.0f} s")
+    print(f"\n1b. the same, sustained: N threads live at all times (a new one handed over as each finishes), "
+          f"{seconds:.0f} s")
     worker = cluster.worker(env, workdir / "sustained.log")
     try:
         await one_round(redis, store, 20)
         for n in sizes:
             # Enough fresh threads for the fastest a worker can go (~400/s here), made up front.
             need = int(400 * (seconds + 2)) + n
-            threads = []
+            threads: list[Thread] = []
             for i in range(0, need, 50):
                 threads += await asyncio.gather(*(
-                    store.create({"channel": "bench"}, [UserMessage(text="hello", user="bench")])
+                    store.create(Origin(channel="bench"), [UserMessage(text="hello", user="bench")])
                     for _ in range(min(50, need - i))
                 ))
-            pushed = 0
-
-            async def top_up() -> int:
-                nonlocal pushed
-                backlog = await redis.xlen(KEYS.work())
-                if backlog < n:
-                    async with redis.pipeline(transaction=False) as pipe:
-                        for t in threads[pushed:pushed + n - backlog]:
-                            pipe.xadd(KEYS.work(), {"thread": t.id})
-                        await pipe.execute()
-                    pushed += n - backlog
-                return pushed - backlog  # finished so far
-
-            async def run_for(duration: float) -> tuple[int, float]:
-                began = time.perf_counter()
-                first = await top_up()
-                while time.perf_counter() - began < duration:
-                    await asyncio.sleep(0.005)
-                    last = await top_up()
-                return last - first, time.perf_counter() - began
-
-            await run_for(2.0)  # reach the steady state
-            finished, elapsed = await run_for(seconds)
+            feed = Feed(redis, threads, n)
+            await feed.run_for(2.0)  # reach the steady state
+            finished, elapsed = await feed.run_for(seconds)
             rate, ideal = finished / elapsed, n / LLM_DELAY
             print(f"   {n:>4} live threads: {rate:6.0f} threads/s, ideal {ideal:5.0f} -> {rate / ideal:.2f} of ideal")
-            while await redis.xlen(KEYS.work()):
-                await asyncio.sleep(0.01)
+            await until(partial(drained, redis), 0.01)
     finally:
         worker.kill()
+
+
+@dataclass
+class Feed:
+    """Keeps `live` threads handed over at all times, from `threads` (made up front)."""
+
+    redis: Redis
+    threads: list[Thread]
+    live: int
+    pushed: int = 0
+
+    async def top_up(self) -> int:
+        """Hand over fresh threads until `live` are queued; return how many finished so far."""
+        backlog = await self.redis.xlen(KEYS.work())
+        if backlog < self.live:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for t in self.threads[self.pushed:self.pushed + self.live - backlog]:
+                    pipe.xadd(KEYS.work(), {"thread": t.id})
+                await pipe.execute()
+            self.pushed += self.live - backlog
+        return self.pushed - backlog
+
+    async def run_for(self, duration: float) -> tuple[int, float]:
+        """Keep topping up for `duration` seconds: (threads finished meanwhile, seconds taken)."""
+        began = time.perf_counter()
+        first = last = await self.top_up()
+        while time.perf_counter() - began < duration:
+            await asyncio.sleep(0.005)
+            last = await self.top_up()
+        return last - first, time.perf_counter() - began
 
 
 async def scaling(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, rounds: int) -> None:
@@ -143,8 +178,10 @@ async def scaling(redis: Redis, store: RedisThreadStore, env: dict[str, str], wo
             second.terminate()
         ideal_one = -(-n // per_worker) * LLM_DELAY
         m1, m2 = statistics.median(one), statistics.median(two)
-        print(f"   one worker:  median {m1 * 1000:.0f} ms per round (ideal {ideal_one * 1000:.0f}): {[round(t * 1000) for t in one]}")
-        print(f"   two workers: median {m2 * 1000:.0f} ms per round (ideal {ideal_one * 500:.0f}): {[round(t * 1000) for t in two]}")
+        print(f"   one worker:  median {m1 * 1000:.0f} ms per round (ideal {ideal_one * 1000:.0f}): "
+              f"{[round(t * 1000) for t in one]}")
+        print(f"   two workers: median {m2 * 1000:.0f} ms per round (ideal {ideal_one * 500:.0f}): "
+              f"{[round(t * 1000) for t in two]}")
         print(f"   two / one throughput: {m1 / m2:.2f}")
     finally:
         first.kill()
@@ -156,26 +193,29 @@ async def takeover(redis: Redis, store: RedisThreadStore, env: dict[str, str], w
     times = []
     try:
         for _ in range(trials):
-            thread = await store.create({"channel": "bench"}, [UserMessage(text="hold on delay=2", user="bench")])
+            thread = await store.create(Origin(channel="bench"), [UserMessage(text="hold on delay=2", user="bench")])
             await redis.xadd(KEYS.work(), {"thread": thread.id})
             lease = KEYS.lease(thread.id)
-            while not (owner := await redis.get(lease)):
-                await asyncio.sleep(0.005)
+            owner = await until(partial(redis.get, lease), 0.005)
             await asyncio.sleep(0.5)  # mid-call to the model
             victim = next(i for i, w in enumerate(workers) if f"-{w.pid}-".encode() in owner)
             killed_at = time.perf_counter()
             workers[victim].kill()
-            while (now := await redis.get(lease)) is None or now == owner:
-                await asyncio.sleep(0.005)
+            await until(partial(taken_over, redis, lease, owner), 0.005)
             times.append(time.perf_counter() - killed_at)
             workers[victim] = cluster.worker(env, workdir / f"takeover-{victim}.log")
-            while await redis.xlen(KEYS.work()):
-                await asyncio.sleep(0.01)
+            await until(partial(drained, redis), 0.01)
         print(f"   seconds: {[round(t, 2) for t in times]}")
         print(f"   median {statistics.median(times):.2f} s, max {max(times):.2f} s (goal: <= 5 s)")
     finally:
         for w in workers:
             w.kill()
+
+
+async def taken_over(redis: Redis, lease: str, owner: bytes) -> bool:
+    """Someone other than `owner` holds the lease."""
+    now = await redis.get(lease)
+    return now is not None and now != owner
 
 
 async def main(quick: bool, only: str | None) -> None:

@@ -9,9 +9,11 @@ import logging
 import signal
 import sys
 
+from pydantic import ValidationError
+
 from bot import embedded_redis
 from bot.service import Refused
-from bot.settings import ConfigError, Settings
+from bot.settings import Settings, config_problems
 
 
 def parser() -> argparse.ArgumentParser:
@@ -77,19 +79,19 @@ def _me() -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        settings = Settings()
-        settings.llm()  # fail at start, with the reason, on a half-configured LLM, Slack or GitHub
-        settings.slack()
-        settings.github()
-        settings.email()
-    except (ConfigError, ValueError) as e:
+        settings = Settings()  # refuses half a configuration (LLM, Slack, email, GitHub) with the reason
+    except ValidationError as e:
+        for problem in config_problems(e):
+            print(f"configuration error: {problem}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # pydantic-settings' own errors (SettingsError), e.g. an unreadable .env
         print(f"configuration error: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "serve":
-        if not settings.api_token and (settings.slack() or settings.email()):
+        if not settings.api_token and (settings.slack or settings.email):
             print(
                 "configuration error: set API_TOKEN. With Slack or email on, the server must be "
                 "reachable from outside, and /threads can approve deploys.", file=sys.stderr,
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(_terminal(settings, args))
     except Refused as e:
-        print(f"refused ({e.status}): {e.message}", file=sys.stderr)
+        print(f"refused: {e.message}", file=sys.stderr)
         return 1
 
 
@@ -114,9 +116,10 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
 
     logging.getLogger("deploybot.thread").setLevel(logging.WARNING)  # the CLI prints events itself
     app = build(settings, notifier=cli.PrintNotifier())
+    terminal = cli.Terminal(app.service, app.runner.run, settings.secrets())
     try:
         if args.command == "chat":
-            return await cli.chat(app, args.message, args.user)
+            return await cli.chat(terminal, args.message, args.user)
         if args.command in ("lock", "unlock", "deploys"):
             # The same exact commands as in chat, so each change is recorded in a thread.
             text = {
@@ -124,8 +127,8 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
                 "unlock": f"unlock {args.environment}",
                 "deploys": f"what's on {args.environment}?",
             }[args.command]
-            return await cli.chat(app, text, getattr(args, "user", _me()))
-        return await cli.threads(app, args)
+            return await cli.chat(terminal, text, getattr(args, "user", _me()))
+        return await cli.threads(terminal, args)
     finally:
         await app.close()
 
@@ -151,6 +154,7 @@ async def _work(settings: Settings) -> int:
 def serve(settings: Settings, worker: bool = True) -> int:
     import uvicorn
 
+    from bot.app import build
     from bot.web import create_app
 
     host = settings.bind_host()
@@ -159,7 +163,10 @@ def serve(settings: Settings, worker: bool = True) -> int:
             "API_TOKEN is not set: serving on 127.0.0.1 only, so the approval API is not "
             "reachable from other machines. Set API_TOKEN to serve on %s.", settings.host
         )
-    uvicorn.run(create_app(settings, worker=worker), host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio")
+    uvicorn.run(
+        create_app(build(settings), worker=worker),
+        host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio",
+    )
     return 0
 
 

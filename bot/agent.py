@@ -5,9 +5,9 @@ An exact command is carried out deterministically to the end: its step, then a s
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from bot import commands, prompt
+from bot import commands, prompt, wording
 from bot.events import (
     CommandResult,
     DeployResult,
@@ -21,13 +21,7 @@ from bot.events import (
 from bot.ports import LlmError, NextStepModel
 from bot.thread import Thread
 
-NO_LLM = (
-    "I can only follow exact commands because no LLM is configured. "
-    "Try: " + "; ".join(f'"{c}"' for c in commands.EXAMPLES) + ". "
-    "To let me understand free text, set LLM_PROVIDER (openai, anthropic or openai-generic), "
-    "LLM_MODEL and LLM_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY), "
-    "plus LLM_BASE_URL for an OpenAI-compatible server."
-)
+NO_LLM = wording.no_llm(commands.EXAMPLES)
 
 
 async def decide(
@@ -35,16 +29,14 @@ async def decide(
 ) -> Event:
     instruction = thread.latest_instruction()
     if instruction:
-        index, text, _ = instruction
-        step = commands.parse(text)
+        step = commands.parse(instruction.text)
         if step is not None:
-            if not any(e.type == step.type for e in thread.events[index + 1 :]):
+            if not any(e.type == step.type for e in thread.events[instruction.position + 1 :]):
                 return step
-            return DoneForNow(message=summary(thread, index), source="command")
+            return DoneForNow(message=summary(thread, instruction.position), source="command")
     if llm is None:
-        if instruction and _is_rejection(thread.events[instruction[0]]):
-            _, feedback, user = instruction
-            return DoneForNow(message=f"Not deployed: {user} rejected it ({feedback}).", source="bot")
+        if instruction and _is_rejection(thread.events[instruction.position]):
+            return DoneForNow(message=wording.rejected(instruction.user, instruction.text), source="bot")
         return RequestMoreInformation(message=NO_LLM, source="bot")
     try:
         return await llm.next_step(prompt.render(thread, secrets))
@@ -57,18 +49,17 @@ def summary(thread: Thread, since: int) -> str:
     for e in reversed(thread.events[since + 1 :]):
         match e:
             case GitTagsResult():
-                shown = ", ".join(f"{t.name} ({t.commit[:7]})" for t in e.tags[:10])
-                return f"Tags, newest first: {shown}" if shown else "This repository has no tags."
+                return wording.newest_tags(e.tags[:10]) if e.tags else wording.no_tags()
             case DeployResult(ok=True):
-                return f"Deployed {e.service} {e.tag} to {e.environment}." + (f" {e.url}" if e.url else "")
+                return wording.deployed(wording.what_to_deploy(e.service, e.tag, e.environment), e.url)
             case DeployResult():
-                code = f" (exit code {e.exit_code})" if e.exit_code is not None else ""
-                return f"Deploying {e.service} {e.tag} to {e.environment} failed{code}: {e.output[-300:]}"
+                what = wording.what_to_deploy(e.service, e.tag, e.environment)
+                return wording.deploy_failed_saying(what, e.exit_code, e.output[-300:])
             case CommandResult():
                 return e.text
             case Error():
-                return f"Stopped: {e.message}"
-    return "Done."
+                return wording.stopped(e.message)
+    return wording.done()
 
 
 def _is_rejection(event: Event) -> bool:

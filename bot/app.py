@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -14,20 +15,29 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot import embedded_redis
 from bot.channels.log import LogNotifier
+from bot.clock import utcnow
 from bot.deployers.command import CommandDeployer
+from bot.deploying import Deploying
 from bot.events import Event
 from bot.loop import Runner
-from bot.ports import Deployer, NextStepModel, Notifier
+from bot.policy import Policy
+from bot.ports import Deployer, Health, History, Locks, NextStepModel, Notifier
 from bot.service import ThreadService
 from bot.settings import Settings
 from bot.stores.environments import RedisEnvironments
+from bot.stores.inbox import RedisInbox
 from bot.stores.redis import RedisThreadStore
-from bot.thread import Thread
 from bot.stores.work import RedisWorkQueue
+from bot.thread import Thread
 from bot.worker import Worker, worker_name
+
+if TYPE_CHECKING:  # the channels are imported only when they are switched on
+    from bot.channels.email import EmailChannel
+    from bot.channels.slack import SlackChannel
 
 log = logging.getLogger(__name__)
 Kick = Callable[[str], Awaitable[None]]
+Endpoint = Callable[[Any], Awaitable[Any]]
 
 
 class Fanout:
@@ -44,18 +54,59 @@ class Fanout:
                 log.exception("thread %s: %s failed", thread.id, type(notifier).__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class App:
+    """Every part, built once by `build`; each process takes what it needs (web.Parts,
+    cli.Terminal, the worker)."""
+
     settings: Settings
     redis: Redis
     store: RedisThreadStore
+    inbox: RedisInbox
     environments: RedisEnvironments
-    runner: Runner
-    service: ThreadService
     queue: RedisWorkQueue
+    service: ThreadService
+    runner: Runner
     worker: Worker
-    slack: Any = None  # bot.channels.slack.SlackChannel when SLACK_BOT_TOKEN is set
-    email: Any = None  # bot.channels.email.EmailChannel when SMTP_HOST etc. are set
+    llm_configured: bool
+    slack: SlackChannel | None = None
+    email: EmailChannel | None = None
+
+    # --- what the HTTP side needs (bot.web.Parts) ---------------------------------------
+
+    @property
+    def policy(self) -> Policy:
+        return self.service.policy
+
+    @property
+    def locks(self) -> Locks:
+        return self.environments
+
+    @property
+    def history(self) -> History:
+        return self.environments
+
+    @property
+    def health(self) -> Health:
+        return self.store
+
+    @property
+    def api_token(self) -> str | None:
+        token = self.settings.api_token
+        return token.get_secret_value() if token else None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self.settings.secrets()
+
+    @property
+    def slack_endpoint(self) -> Endpoint | None:
+        """Slack's HTTP endpoint; None with Slack off or in Socket Mode (no HTTP then)."""
+        return self.slack.endpoint if self.slack and not self.slack.app_token else None
+
+    @property
+    def email_endpoint(self) -> Endpoint | None:
+        return self.email.endpoint if self.email else None
 
     async def kick(self, thread_id: str) -> None:
         """Hand the thread to a worker: called after an event is recorded, before it is
@@ -76,9 +127,15 @@ class App:
             await self.email.drain()
         if self.slack:
             await self.slack.stop()
-        if hasattr(self.runner.deployer, "aclose"):
-            await self.runner.deployer.aclose()
+        deployer = self.runner.deploying.deployer
+        if isinstance(deployer, Closeable):
+            await deployer.aclose()
         await self.redis.aclose()
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    async def aclose(self) -> None: ...
 
 
 def redis_url(settings: Settings) -> str:
@@ -86,44 +143,45 @@ def redis_url(settings: Settings) -> str:
 
 
 def make_llm(settings: Settings) -> NextStepModel | None:
-    config = settings.llm()
-    if config is None:
+    llm = settings.llm
+    if llm is None:
         return None
     from bot.llm import BamlModel  # loads the BAML runtime only when an LLM is configured
 
-    return BamlModel(*config)
+    return BamlModel(llm.provider, llm.model, llm.api_key.get_secret_value(), llm.base_url)
 
 
 def make_deployer(settings: Settings) -> Deployer:
-    github = settings.github()
+    github = settings.github
     if github is not None:
         from bot.deployers.github import GitHubDeployer
 
-        return GitHubDeployer(**github)  # type: ignore[arg-type]
+        return GitHubDeployer(
+            github.token.get_secret_value(), github.repository, dict(github.workflows),
+            github.api_url, github.ref, github.poll_seconds,
+        )
     return CommandDeployer(
         settings.git_repo, settings.deploy_command, settings.deploy_timeout, settings.secrets()
     )
 
 
-def make_email(settings: Settings, service: ThreadService, store: RedisThreadStore, kick: Kick) -> Any:
+def make_email(settings: Settings, service: ThreadService, inbox: RedisInbox, kick: Kick) -> EmailChannel:
     from bot.channels.email import EmailChannel, Smtp
-    from bot.policy import parse_approvers
 
-    def words(text: str) -> frozenset[str]:
-        return frozenset(w.strip().lower() for w in text.split(",") if w.strip())
-
+    email = settings.email
+    assert email is not None, "make_email is called only when the email channel is on"
+    password = email.smtp_password.get_secret_value() if email.smtp_password else None
     return EmailChannel(
         service=service,
-        store=store,
+        inbox=inbox,
         kick=kick,
-        smtp=Smtp(settings.smtp_host or "", settings.smtp_port, settings.smtp_username,
-                  settings.smtp_password, settings.smtp_tls),
-        sender=settings.email_from or "",
-        inbound_secret=settings.inbound_email_secret or "",
-        reply_secret=settings.email_reply_secret or "",
-        allowed=words(settings.email_allowed_senders),
-        approvers=parse_approvers(settings.approver_emails.lower()),
-        max_bytes=settings.email_max_bytes,
+        smtp=Smtp(email.smtp_host, email.smtp_port, email.smtp_username, password, email.smtp_tls),
+        sender=email.sender,
+        inbound_secret=email.inbound_secret.get_secret_value(),
+        reply_secret=email.reply_secret.get_secret_value(),
+        allowed=email.allowed_senders,
+        policy=service.policy,  # who may approve: the same rules the service decides by
+        max_bytes=email.max_bytes,
     )
 
 
@@ -141,39 +199,50 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )
     store = RedisThreadStore(redis)
+    inbox = RedisInbox(redis)
     policy = settings.policy()
     notifiers: list[Notifier] = [notifier or LogNotifier(settings.secrets())]
     slack_web = None
-    if settings.slack():
+    slack_settings = settings.slack
+    if slack_settings is not None:
         from bot.channels import slack
 
-        slack_web = slack.client(settings.slack_bot_token or "", settings.slack_api_url)
-        notifiers.append(slack.SlackNotifier(slack_web, store))
+        slack_web = slack.client(slack_settings.bot_token.get_secret_value(), slack_settings.api_url)
+        notifiers.append(slack.SlackNotifier(slack_web, inbox))
     fanout = Fanout(notifiers)
     environments = RedisEnvironments(redis)
+    queue = RedisWorkQueue(redis)
     name = worker_name()
+    clock = utcnow  # one clock for every event recorded, by a run or by the service
+    deploying = Deploying(make_deployer(settings), environments, environments, policy, settings.secrets())
+    llm = make_llm(settings)
     runner = Runner(
         name=name,  # a lease names the worker process that holds it
         store=store,
-        deployer=make_deployer(settings),
-        llm=make_llm(settings),
+        deploying=deploying,
+        llm=llm,
         notifier=fanout,
         policy=policy,
-        locks=environments,
-        history=environments,
         secrets=settings.secrets(),
         transient=(RedisConnectionError, RedisTimeoutError),
+        clock=clock,
     )
-    service = ThreadService(store, policy, fanout)
-    queue = RedisWorkQueue(redis)
+    service = ThreadService(store, policy, fanout, clock)
     worker = Worker(runner, queue, store, settings.worker_concurrency, name)
-    app = App(settings, redis, store, environments, runner, service, queue, worker)
-    if settings.email():
-        app.email = make_email(settings, service, store, app.kick)
-        fanout.notifiers.append(app.email)  # the runner and the service share this fanout
-    if slack_web is not None:
-        app.slack = slack.build(
-            settings.slack_signing_secret or "", slack_web,
-            service, store, app.kick, settings.slack_app_token,
+    email = None
+    if settings.email is not None:
+        email = make_email(settings, service, inbox, queue.push)
+        # The email channel records replies through the service and also hears every event
+        # (to mail approvers), so it joins the fan-out the service publishes to once built.
+        fanout.notifiers.append(email)
+    slack_channel = None
+    if slack_settings is not None and slack_web is not None:
+        app_token = slack_settings.app_token.get_secret_value() if slack_settings.app_token else None
+        slack_channel = slack.build(
+            slack_settings.signing_secret.get_secret_value(), slack_web,
+            service, inbox, queue.push, app_token,
         )
-    return app
+    return App(
+        settings, redis, store, inbox, environments, queue, service, runner, worker,
+        llm_configured=llm is not None, slack=slack_channel, email=email,
+    )

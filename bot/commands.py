@@ -43,7 +43,9 @@ EXAMPLES = (
 )
 
 
-APPROVE_WORDS = frozenset({"approve", "approved", "yes", "lgtm", "ship it"})
+# The only words that approve, in every channel (the CLI prompt, a signed email reply) and the
+# only ones a plain reply is refused for (it must not look like it approved anything).
+APPROVE_WORDS = frozenset({"y", "yes", "approve", "approved", "lgtm", "ship it"})
 
 
 def is_approval(text: str) -> bool:

@@ -4,14 +4,14 @@ the same thread reaches the same answer, and a crash is only a pause."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
+from bot import wording
 from bot.events import (
     COMMAND_STEPS,
+    DEPLOY_STEPS,
     ApprovalRequested,
     CommandStep,
-    DeployBackend,
-    DeployFrontend,
+    Deploy,
     DeployStarted,
     DoneForNow,
     Error,
@@ -45,27 +45,27 @@ class RunCommand:
 
 @dataclass(frozen=True)
 class AskApproval:
-    step: DeployBackend | DeployFrontend
+    step: Deploy
 
 
 @dataclass(frozen=True)
 class RunDeploy:
-    step: DeployBackend | DeployFrontend
+    """Deploy now: unprotected, or approved by `decision` on `request`."""
+
+    step: Deploy
     request: ApprovalRequested | None = None
     decision: HumanResponse | None = None
 
 
 @dataclass(frozen=True)
 class Interrupted:
-    """A deploy started and the process died before its result: its outcome is unknown."""
+    """A deploy started and no result was recorded (the process died): its outcome is
+    unknown. It carries what RunDeploy carries, so a resume needs to derive nothing."""
 
-    step: DeployBackend | DeployFrontend
+    step: Deploy
     started: DeployStarted
-
-    def ours(self, thread: Thread) -> bool:
-        """False for a deploy copied into a fork: it belongs to the thread it was started in,
-        so the fork must never resume or repeat it."""
-        return self.started.deploy_id.startswith(f"{thread.id}-")
+    request: ApprovalRequested | None = None
+    decision: HumanResponse | None = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Escalate:
 Action = Stop | Decide | RunTags | RunCommand | AskApproval | RunDeploy | Interrupted | Escalate
 
 
-def next_action(thread: Thread, policy: Policy, now: datetime) -> Action:
+def next_action(thread: Thread, policy: Policy) -> Action:
     if thread.cancelled():
         return Stop("cancelled")
     last = thread.last_step()
@@ -86,7 +86,7 @@ def next_action(thread: Thread, policy: Policy, now: datetime) -> Action:
             return RunTags(step)
         if isinstance(step, COMMAND_STEPS) and thread.outcome(step) is None:
             return RunCommand(step)
-        if isinstance(step, (DeployBackend, DeployFrontend)) and thread.outcome(step) is None:
+        if isinstance(step, DEPLOY_STEPS) and thread.outcome(step) is None:
             return _deploy_action(thread, step, policy)
         if isinstance(step, (RequestMoreInformation, DoneForNow)):
             if not thread.human_input_after(index):
@@ -97,23 +97,20 @@ def next_action(thread: Thread, policy: Policy, now: datetime) -> Action:
     if thread.consecutive_errors() >= policy.max_errors:
         return Escalate(_too_many_errors(thread, policy.max_errors))
     if thread.steps_since_human() >= policy.max_steps:
-        return Escalate(
-            f"I have taken {policy.max_steps} steps without finishing, so I am stopping here. "
-            "What would you like me to do?"
-        )
+        return Escalate(wording.too_many_steps(policy.max_steps))
     return Decide()
 
 
-def _deploy_action(thread: Thread, step: DeployBackend | DeployFrontend, policy: Policy) -> Action:
+def _deploy_action(thread: Thread, step: Deploy, policy: Policy) -> Action:
+    request = thread.approval_for(step.id)
+    decision = thread.decision_for(request.approval_id) if request else None
     started = thread.started(step.id)
     if started:
-        return Interrupted(step, started)
+        return Interrupted(step, started, request, decision)
     if not policy.needs_approval(step.environment):
         return RunDeploy(step)
-    request = thread.approval_for(step.id)
     if request is None:
         return AskApproval(step)
-    decision = thread.decision_for(request.approval_id)
     if decision is None:
         return Stop("waiting_for_approval")
     return RunDeploy(step, request, decision)  # a rejection already closed the step
@@ -121,7 +118,4 @@ def _deploy_action(thread: Thread, step: DeployBackend | DeployFrontend, policy:
 
 def _too_many_errors(thread: Thread, count: int) -> str:
     last = next(e for e in reversed(thread.events) if isinstance(e, Error))
-    return (
-        f"I ran into {count} errors in a row and stopped instead of trying again. "
-        f"The last one: {last.message} How should I proceed?"
-    )
+    return wording.too_many_errors(count, last.message)

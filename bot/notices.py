@@ -1,18 +1,19 @@
 """What the bot tells people in a chat or mail thread when an event is recorded. Pure.
 
 Channels add their own formatting (Slack emoji and mentions, email plain text); what is
-said, and when, is decided once, here.
+said, and when, is decided once, here (the words themselves are in wording.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
+from bot import wording
 from bot.events import (
+    DEPLOY_STEPS,
     Cancelled,
-    DeployBackend,
-    DeployFrontend,
     DeployResult,
     DeployStarted,
     DoneForNow,
@@ -42,21 +43,21 @@ def notice(thread: Thread, event: Event) -> Notice | None:
     match event:
         case DeployStarted():
             step = next((e for e in thread.events if e.id == event.step_id), None)
-            if isinstance(step, (DeployBackend, DeployFrontend)):
-                return Notice("started", f"Deploying {step.service} {step.tag} to {step.environment}…")
-            return Notice("started", "Deploying…")
+            if isinstance(step, DEPLOY_STEPS):
+                what = wording.what_to_deploy(step.service, step.tag, step.environment)
+                return Notice("started", wording.deploying(what))
+            return Notice("started", wording.deploying_something())
         case DeployResult(ok=True):
-            what = f"{event.service} {event.tag} ({event.commit[:7]}) to {event.environment}"
-            return Notice("deployed", f"Deployed {what}.", url=event.url)
+            what = wording.what_at_commit(event.service, event.tag, event.commit, event.environment)
+            return Notice("deployed", wording.deployed(what), url=event.url)
         case DeployResult():
-            code = f" (exit code {event.exit_code})" if event.exit_code is not None else ""
-            what = f"{event.service} {event.tag} to {event.environment}"
-            return Notice("failed", f"Deploying {what} failed{code}.", detail=event.output, url=event.url)
+            what = wording.what_to_deploy(event.service, event.tag, event.environment)
+            text = wording.deploy_failed(what, event.exit_code)
+            return Notice("failed", text, detail=event.output, url=event.url)
         case RequestMoreInformation() | DoneForNow():
             return Notice("message", event.message)
         case Error() if event.kind in TOLD_ERRORS:
             return Notice("warning", event.message)
         case Cancelled():
-            reason = f": {event.reason}" if event.reason else "."
-            return Notice("cancelled", "Cancelled by {who}" + reason, who=event.user)
+            return Notice("cancelled", wording.cancelled_by_who(event.reason), who=event.user)
     return None

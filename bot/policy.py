@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from bot import wording
 from bot.events import ApprovalRequested, Deploy, HumanResponse
 
 BOT_USER = "deploybot"
@@ -29,6 +30,17 @@ def parse_approvers(spec: str) -> dict[str, frozenset[str]]:
     return rules
 
 
+def join_approvers(*tables: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """One table from several (APPROVERS and APPROVER_EMAILS): per environment each table
+    falls back to its own "*" entry, then the tables add up."""
+    none: frozenset[str] = frozenset()
+    environments: set[str] = set().union(*tables)
+    return {
+        env: none.union(*(table.get(env, table.get("*", none)) for table in tables))
+        for env in environments
+    }
+
+
 @dataclass(frozen=True)
 class Policy:
     environments: frozenset[str] = frozenset({"development", "staging", "production"})
@@ -44,21 +56,33 @@ class Policy:
 
     def invalid_deploy(self, step: Deploy) -> str | None:
         if step.environment not in self.environments:
-            known = ", ".join(sorted(self.environments))
-            return f"unknown environment {step.environment!r}; known environments: {known}"
+            return wording.unknown_environment(step.environment, self.environments)
         if not _TAG.match(step.tag):
-            return f"{step.tag!r} is not a valid git tag name"
+            return wording.invalid_tag(step.tag)
         return None
+
+    def approvers_for(self, environment: str) -> frozenset[str]:
+        """Who may approve deploys to `environment`: its own entry, else the "*" entry,
+        else nobody. A "*" in it means anyone. The one rule every channel asks."""
+        return self.approvers.get(environment, self.approvers.get("*", frozenset()))
+
+    def is_named_approver(self, user: str) -> bool:
+        """Whether `user` is named in any approver list ("*" names nobody): such a user
+        is told why a message was refused, where a stranger is only logged."""
+        return any(user in people for people in self.approvers.values())
+
+    def _approves(self, user: str, environment: str) -> bool:
+        allowed = self.approvers_for(environment)
+        return bool(user) and user != BOT_USER and ("*" in allowed or user in allowed)
 
     def may_decide(self, user: str, request: ApprovalRequested) -> str | None:
         """Why `user` may not decide on `request`, or None when they may."""
         if not user or user == BOT_USER:
-            return "the bot cannot decide on its own deploys"
-        allowed = self.approvers.get(request.environment, self.approvers.get("*", frozenset()))
-        if "*" not in allowed and user not in allowed:
-            return f"{user} is not an approver for {request.environment}"
+            return wording.bot_cannot_decide()
+        if not self._approves(user, request.environment):
+            return wording.not_an_approver(user, request.environment)
         if self.approver_must_differ and user in {request.requested_by, *request.requesters}:
-            return f"{user} asked for this deploy and cannot also approve it"
+            return wording.requester_cannot_approve(user)
         return None
 
     def may_unlock(self, user: str, environment: str, owner: str) -> str | None:
@@ -66,10 +90,9 @@ class Policy:
         may lift it; so may the environment's approvers (also for a stuck deploy lock)."""
         if owner == f"manual:{user}":
             return None
-        allowed = self.approvers.get(environment, self.approvers.get("*", frozenset()))
-        if user and user != BOT_USER and ("*" in allowed or user in allowed):
+        if self._approves(user, environment):
             return None
-        return f"only whoever locked {environment} or its approvers can unlock it"
+        return wording.unlock_not_allowed(environment)
 
     def recheck(
         self,
@@ -82,9 +105,9 @@ class Policy:
         """Why an approved deploy must not start now, or None when it may. The commit is
         checked by the caller, who can ask the deployer where the tag points."""
         if request.thread_id != thread_id:
-            return "the approval was given in another thread (this one was forked); asking again"
+            return wording.approved_in_another_thread()
         if request.args_hash != args_hash(step.service, step.tag, step.environment):
-            return "the approved deploy does not match the step it guards"
+            return wording.approval_does_not_match()
         if decision.at > request.expires_at or now > request.expires_at:
-            return f"the approval expired at {request.expires_at:%Y-%m-%d %H:%M} UTC"
+            return wording.approval_expired(request.expires_at)
         return None

@@ -3,12 +3,14 @@ nothing else."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, Sequence
+from typing import Protocol
 
+from bot import wording
 from bot.events import Event, GitTag, Step
-from bot.thread import Thread
+from bot.thread import Origin, Thread
 
 
 class ThreadNotFound(LookupError):
@@ -32,8 +34,10 @@ class LeaseLost(Exception):
 
 
 class ThreadStore(Protocol):
+    """Threads: their events, and the lease that lets one run decide at a time."""
+
     async def create(
-        self, origin: dict[str, str], events: Sequence[Event], thread_id: str | None = None
+        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
     ) -> Thread:
         """A new thread; with `thread_id`, raises ThreadExists if that id is taken."""
         ...
@@ -68,7 +72,16 @@ class ThreadStore(Protocol):
         run the thread while it was held)."""
         ...
 
-    async def recent(self, limit: int) -> list[str]: ...
+    async def recent(self, limit: int) -> list[str]:
+        """Ids of the threads most recently created or released, newest first."""
+        ...
+
+
+class Inbox(Protocol):
+    """What channels keep about their conversations: which inbound messages were already
+    taken in (deliveries are retried and replayed), which bot thread a conversation belongs
+    to, and their own pointers (an approval to the message asking for it). Names come from
+    bot.stores.keys."""
 
     async def receive(
         self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
@@ -90,7 +103,11 @@ class ThreadStore(Protocol):
 
     async def lookup(self, name: str) -> str | None: ...
 
-    async def ping(self) -> None: ...
+
+class Health(Protocol):
+    async def ping(self) -> None:
+        """Raise if the storage is unreachable."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -173,10 +190,10 @@ class Lock:
 
     def by(self) -> str:
         who = self.owner.removeprefix("manual:") if self.owner.startswith("manual:") else f"deploy {self.owner}"
-        return f"by {who} since {self.since:%Y-%m-%d %H:%M} UTC: {self.reason}"
+        return wording.locked_by(who, self.since, self.reason)
 
     def describe(self) -> str:
-        return f"{self.environment} is locked {self.by()}"
+        return wording.is_locked(self.environment, self.by())
 
 
 class Locks(Protocol):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from bot.events import (
     ApprovalRequested,

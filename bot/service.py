@@ -8,22 +8,23 @@ Nothing is appended when an operation is refused.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
-from bot.events import Cancelled, DeployBackend, DeployFrontend, Event, HumanResponse, UserMessage, utcnow
+from bot import wording
+from bot.clock import utcnow
 from bot.commands import is_approval
+from bot.events import DEPLOY_STEPS, Cancelled, Event, HumanResponse, UserMessage, stamped
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
-from bot.thread import STATUSES, Thread
-
+from bot.thread import STATUSES, Origin, Thread
 
 log = logging.getLogger(__name__)
 
 
 class Refused(Exception):
-    status = 400
+    """An operation was refused; nothing was recorded. The message is for the person asking."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -31,23 +32,23 @@ class Refused(Exception):
 
 
 class Unauthorized(Refused):
-    status = 401
+    """Who is asking is not known."""
 
 
 class NotFound(Refused):
-    status = 404
+    pass
 
 
 class Forbidden(Refused):
-    status = 403
+    """Known, but not allowed to do this."""
 
 
 class WrongState(Refused):
-    status = 409
+    """Not possible in the thread's current state."""
 
 
 class Invalid(Refused):
-    status = 422
+    """The request itself is malformed."""
 
 
 @dataclass
@@ -62,13 +63,13 @@ class ThreadService:
         text: str,
         user: str,
         channel: str = "api",
-        origin: dict[str, str] | None = None,
+        origin: Origin | None = None,
         thread_id: str | None = None,
     ) -> Thread:
         if not text.strip():
-            raise Invalid("message must not be empty")
-        event = UserMessage(text=text, user=user, channel=channel)
-        thread = await self.store.create(origin or {"channel": channel}, [event], thread_id)
+            raise Invalid(wording.empty_message())
+        [event] = stamped([UserMessage(text=text, user=user, channel=channel)], self.clock())
+        thread = await self.store.create(origin or Origin(channel=channel), [event], thread_id)
         await self._publish(thread, event)
         return thread
 
@@ -76,11 +77,11 @@ class ThreadService:
         try:
             return await self.store.load(thread_id)
         except ThreadNotFound:
-            raise NotFound(f"no thread {thread_id}") from None
+            raise NotFound(wording.no_thread(thread_id)) from None
 
     async def recent(self, status: str | None = None, limit: int = 50) -> list[Thread]:
         if status is not None and status not in STATUSES:
-            raise Invalid(f"status must be one of {', '.join(STATUSES)}")
+            raise Invalid(wording.bad_status(STATUSES))
         threads = [await self.get(i) for i in await self.store.recent(limit)]
         return [t for t in threads if status is None or t.status() == status]
 
@@ -101,7 +102,7 @@ class ThreadService:
     async def cancel(self, thread_id: str, user: str, reason: str = "") -> Thread:
         def event(thread: Thread) -> Event:
             if thread.cancelled():
-                raise WrongState("the thread is already cancelled")
+                raise WrongState(wording.already_cancelled())
             return Cancelled(user=user, reason=reason)
 
         return await self._append(thread_id, event)
@@ -109,21 +110,21 @@ class ThreadService:
     async def fork(self, thread_id: str, at: int) -> Thread:
         thread = await self.get(thread_id)
         if not 1 <= at <= thread.version:
-            raise Invalid(f"at must be between 1 and {thread.version}")
+            raise Invalid(wording.fork_out_of_range(thread.version))
         cut = Thread(thread.id, thread.events[:at])
         last = cut.last_step()
-        if last and isinstance(last[1], (DeployBackend, DeployFrontend)) and cut.started(last[1].id) \
+        if last and isinstance(last[1], DEPLOY_STEPS) and cut.started(last[1].id) \
                 and cut.outcome(last[1]) is None:
-            raise Invalid("cannot fork in the middle of a deploy; fork before it started or after its result")
+            raise Invalid(wording.fork_mid_deploy())
         # A fork is an experiment driven from the API or CLI: it never posts into the chat
         # thread it came from.
-        origin = {"channel": "api", "forked_from": thread_id, "forked_at": str(at)}
+        origin = Origin(channel="api", forked_from=thread_id, forked_at=at)
         return await self.store.create(origin, thread.events[:at])
 
     async def _append(self, thread_id: str, make: Callable[[Thread], Event]) -> Thread:
         thread = await self.get(thread_id)
         while True:
-            event = make(thread)
+            [event] = stamped([make(thread)], self.clock())
             try:
                 thread = await self.store.append(thread, [event])
             except Conflict:
@@ -131,6 +132,12 @@ class ThreadService:
                 continue
             await self._publish(thread, event)
             return thread
+
+    async def record(self, thread_id: str, events: Sequence[Event]) -> Thread:
+        """Record what already happened outside a run (a message that could not be
+        delivered): a fact is appended whatever was appended meanwhile."""
+        thread = await self.get(thread_id)
+        return await self.store.append_fact(thread, stamped(events, self.clock()))
 
     async def check_decision(self, thread_id: str, approval_id: str, user: str) -> None:
         """Raise what deciding would raise, without deciding (e.g. before asking for feedback)."""
@@ -154,49 +161,42 @@ class ThreadService:
         channel: str,
     ) -> Event:
         if thread.cancelled():
-            raise WrongState("the thread was cancelled")
+            raise WrongState(wording.thread_cancelled())
         pending = thread.pending_approval()
         if approve is not None:
             return self._decision(thread, text, user, approval_id, approve, channel)
         if approval_id and (pending is None or pending.approval_id != approval_id):
-            raise WrongState(f"approval {approval_id} is not the pending one")
+            raise WrongState(wording.not_the_pending_approval(approval_id))
         if pending and is_approval(text):
-            raise WrongState(
-                "a reply cannot approve a deploy; use the Approve button, reply to the approval "
-                "email, or send approve=true with the approval_id"
-            )
+            raise WrongState(wording.reply_cannot_approve())
         if pending and self.policy.may_decide(user, pending) is None:
             # Free text while an approval waits is feedback: a rejection, never an approval.
             return HumanResponse(
                 text=text, user=user, channel=channel, approval_id=pending.approval_id, approve=False
             )
         if not text.strip():
-            raise Invalid("text must not be empty")
+            raise Invalid(wording.empty_text())
         return HumanResponse(text=text, user=user, channel=channel)
 
     def _decision(
         self, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool, channel: str
     ) -> Event:
         if not approval_id:
-            raise Invalid("approval_id is required with approve")
+            raise Invalid(wording.approval_id_required())
         request = thread.approval(approval_id)
         if request is None:
-            raise WrongState(f"there is no approval {approval_id} in this thread")
+            raise WrongState(wording.no_such_approval(approval_id))
         decided = thread.decision_for(approval_id)
         if decided is not None:
-            verb = "approved" if decided.approve else "rejected"
-            raise WrongState(f"already {verb} by {decided.user} at {decided.at:%Y-%m-%d %H:%M:%S} UTC")
+            raise WrongState(wording.already_decided(bool(decided.approve), decided.user, decided.at))
         pending = thread.pending_approval()
         if pending is None or pending.approval_id != approval_id:
-            raise WrongState(f"approval {approval_id} is no longer pending")
+            raise WrongState(wording.no_longer_pending(approval_id))
         why = self.policy.may_decide(user, request)
         if why:
             raise Forbidden(why)
         if approve and self.clock() > request.expires_at:
-            raise WrongState(
-                f"approval {approval_id} expired at {request.expires_at:%Y-%m-%d %H:%M} UTC; "
-                "reply with feedback and the bot will propose the deploy again"
-            )
+            raise WrongState(wording.approval_expired_ask_again(approval_id, request.expires_at))
         return HumanResponse(
             text=text or ("approved" if approve else ""),
             user=user,

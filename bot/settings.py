@@ -1,58 +1,110 @@
-"""The one place that reads the environment (and an optional .env file)."""
+"""The one place that reads the environment (and an optional .env file).
+
+The environment is flat (SLACK_BOT_TOKEN, SMTP_HOST, ...), so Settings keeps flat fields;
+each channel or feature is read through its own small model (`settings.slack`,
+`settings.email`, `settings.github`, `settings.llm`: None when it is off). Half a
+configuration is refused when Settings is built, naming the variables that are missing.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.deployers.command import DRY_RUN
-from bot.policy import Policy, parse_approvers
+from bot.policy import Policy, join_approvers, parse_approvers
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
 
 class ConfigError(ValueError):
-    pass
+    """A configuration problem worded for the operator: it names environment variables."""
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(w.strip() for w in text.split(",") if w.strip())
 
 
+class SlackSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    bot_token: SecretStr
+    signing_secret: SecretStr
+    app_token: SecretStr | None = None  # set: Socket Mode instead of HTTP
+    api_url: str = "https://slack.com/api/"
+
+
+class EmailSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    smtp_host: str
+    smtp_port: int = 587
+    smtp_username: str | None = None
+    smtp_password: SecretStr | None = None
+    smtp_tls: Literal["none", "starttls", "tls"] = "starttls"
+    sender: str  # EMAIL_FROM
+    inbound_secret: SecretStr
+    reply_secret: SecretStr
+    allowed_senders: frozenset[str] = frozenset()  # lower-cased addresses and @domains
+    max_bytes: int = 1_000_000
+
+
+class GitHubSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    token: SecretStr
+    repository: str  # owner/name
+    workflows: dict[str, str]  # service -> workflow file; at least one
+    api_url: str = "https://api.github.com"
+    ref: str = "main"
+    poll_seconds: float = 5.0
+
+
+class LlmSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    model: str
+    api_key: SecretStr  # "none" for an openai-generic server that wants no key
+    base_url: str | None = None
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+    # Inputs stay out of validation errors: they hold the secrets as plain text.
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", hide_input_in_errors=True)
 
     redis_url: str | None = Field(None, description="unset: start an embedded Redis under DATA_DIR")
     data_dir: Path = Path(".deploybot")
     host: str = "0.0.0.0"
     port: int = 8000
-    api_token: str | None = None
+    api_token: SecretStr | None = None
     log_level: str = "INFO"
 
     llm_provider: str | None = None
     llm_model: str | None = None
     llm_base_url: str | None = None
-    llm_api_key: str | None = None
-    openai_api_key: str | None = None
-    anthropic_api_key: str | None = None
+    llm_api_key: SecretStr | None = None
+    openai_api_key: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
 
-    slack_bot_token: str | None = None
-    slack_signing_secret: str | None = None
-    slack_app_token: str | None = Field(None, description="set: Socket Mode instead of HTTP")
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = Field(None, description="set: Socket Mode instead of HTTP")
     slack_api_url: str = "https://slack.com/api/"
 
     smtp_host: str | None = None
     smtp_port: int = 587
     smtp_username: str | None = None
-    smtp_password: str | None = None
+    smtp_password: SecretStr | None = None
     smtp_tls: Literal["none", "starttls", "tls"] = "starttls"
     email_from: str | None = None
-    inbound_email_secret: str | None = None
-    email_reply_secret: str | None = None
+    inbound_email_secret: SecretStr | None = None
+    email_reply_secret: SecretStr | None = None
     email_allowed_senders: str = Field("", description="addresses and @domain entries")
     approver_emails: str = Field("", description="like APPROVERS: production:a@x.com,b@x.com")
     email_max_bytes: int = 1_000_000
@@ -67,7 +119,7 @@ class Settings(BaseSettings):
     worker_grace: float = Field(25.0, ge=0, description="seconds a stopping worker lets runs finish")
 
     deployer: Literal["command", "github"] = "command"
-    github_token: str | None = None
+    github_token: SecretStr | None = None
     github_repository: str | None = Field(None, description="owner/name")
     github_api_url: str = "https://api.github.com"
     github_workflow_backend: str | None = None
@@ -79,31 +131,73 @@ class Settings(BaseSettings):
     deploy_command: str = DRY_RUN
     deploy_timeout: float = 1800
 
+    @model_validator(mode="after")
+    def _complete(self) -> Self:
+        """Refuse half a configuration at start, with every problem at once."""
+        problems = []
+        for read in (self._llm, self._slack, self._email, self._github):
+            try:
+                read()
+            except ConfigError as e:
+                problems.append(str(e))
+        if problems:
+            raise ConfigError("\n".join(problems))
+        return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A changed copy is validated like new Settings (pydantic's own copy skips that), so
+        its secrets are wrapped and half a configuration is refused. Every field is passed,
+        so neither the environment nor .env changes the copy."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return type(self)(_env_file=None, **{**self.model_dump(), **update})
+
+    @property
+    def slack(self) -> SlackSettings | None:
+        return self._slack()
+
+    @property
+    def email(self) -> EmailSettings | None:
+        return self._email()
+
+    @property
+    def github(self) -> GitHubSettings | None:
+        return self._github()
+
+    @property
+    def llm(self) -> LlmSettings | None:
+        return self._llm()
+
     def bind_host(self) -> str:
         """Without API_TOKEN the approval endpoints must not be reachable from other hosts."""
         return self.host if self.api_token else "127.0.0.1"
 
     def policy(self) -> Policy:
         protected = _words(self.protected_environments)
+        # Email approvers add to the chat approvers; addresses compare lower-cased, as
+        # senders are read.
         chat, mail = parse_approvers(self.approvers), parse_approvers(self.approver_emails.lower())
-        none: frozenset[str] = frozenset()
-        # Per environment, each list falls back to its own "*" entry; email approvers add to
-        # the chat approvers (addresses compare lower-cased, as senders are read).
-        approvers = {
-            env: chat.get(env, chat.get("*", none)) | mail.get(env, mail.get("*", none))
-            for env in set(chat) | set(mail)
-        }
         return Policy(
             environments=_words(self.environments) | protected,
             protected=protected,
-            approvers=approvers,
+            approvers=join_approvers(chat, mail),
             approver_must_differ=self.approver_must_differ,
             approval_ttl=timedelta(seconds=self.approval_ttl),
             max_steps=self.max_steps,
         )
 
-    def llm(self) -> tuple[str, str, str, str | None] | None:
-        """(provider, model, api_key, base_url), or None when no LLM is configured."""
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never reach the model or a transcript."""
+        values = (
+            self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
+            self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
+            self.smtp_password, self.inbound_email_secret, self.email_reply_secret,
+        )
+        return tuple(v.get_secret_value() for v in values if v)
+
+    # --- one reader per channel or feature: None when it is off, ConfigError when half set ---
+
+    def _llm(self) -> LlmSettings | None:
         provider = self.llm_provider or (
             "openai-generic" if self.llm_base_url
             else "openai" if self.openai_api_key
@@ -122,59 +216,70 @@ class Settings(BaseSettings):
             raise ConfigError(f"LLM_PROVIDER={provider} needs LLM_MODEL")
         if not key and provider != "openai-generic":
             raise ConfigError(f"LLM_PROVIDER={provider} needs LLM_API_KEY")
-        return provider, model, key or "none", self.llm_base_url
+        return LlmSettings(
+            provider=provider, model=model, api_key=key or SecretStr("none"), base_url=self.llm_base_url
+        )
 
-    def github(self) -> dict[str, object] | None:
-        """GitHubDeployer arguments when DEPLOYER=github; a missing piece is an error at start."""
+    def _slack(self) -> SlackSettings | None:
+        if not self.slack_bot_token:
+            return None
+        if not self.slack_signing_secret:
+            raise ConfigError("SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not")
+        return SlackSettings(
+            bot_token=self.slack_bot_token, signing_secret=self.slack_signing_secret,
+            app_token=self.slack_app_token or None, api_url=self.slack_api_url,
+        )
+
+    def _email(self) -> EmailSettings | None:
+        if not (self.smtp_host or self.inbound_email_secret):
+            return None
+        _require("the email channel", (
+            ("SMTP_HOST", self.smtp_host), ("EMAIL_FROM", self.email_from),
+            ("INBOUND_EMAIL_SECRET", self.inbound_email_secret),
+            ("EMAIL_REPLY_SECRET", self.email_reply_secret),
+        ))
+        return EmailSettings.model_validate({
+            "smtp_host": self.smtp_host, "smtp_port": self.smtp_port,
+            "smtp_username": self.smtp_username, "smtp_password": self.smtp_password,
+            "smtp_tls": self.smtp_tls, "sender": self.email_from,
+            "inbound_secret": self.inbound_email_secret, "reply_secret": self.email_reply_secret,
+            "allowed_senders": _words(self.email_allowed_senders.lower()),
+            "max_bytes": self.email_max_bytes,
+        })
+
+    def _github(self) -> GitHubSettings | None:
         if self.deployer != "github":
             return None
-        missing = [
-            name for name, value in (
-                ("GITHUB_TOKEN", self.github_token), ("GITHUB_REPOSITORY", self.github_repository),
-            ) if not value
-        ]
         workflows = {
             service: wf for service, wf in (
                 ("backend", self.github_workflow_backend), ("frontend", self.github_workflow_frontend),
             ) if wf
         }
-        if not workflows:
-            missing.append("GITHUB_WORKFLOW_BACKEND or GITHUB_WORKFLOW_FRONTEND")
-        if missing:
-            raise ConfigError(f"DEPLOYER=github needs {', '.join(missing)}")
-        return {
+        _require("DEPLOYER=github", (
+            ("GITHUB_TOKEN", self.github_token), ("GITHUB_REPOSITORY", self.github_repository),
+            ("GITHUB_WORKFLOW_BACKEND or GITHUB_WORKFLOW_FRONTEND", workflows),
+        ))
+        return GitHubSettings.model_validate({
             "token": self.github_token, "repository": self.github_repository, "workflows": workflows,
             "api_url": self.github_api_url, "ref": self.github_ref, "poll_seconds": self.github_poll_seconds,
-        }
+        })
 
-    def email(self) -> bool:
-        """Whether the email channel is on; half a configuration is an error."""
-        if not (self.smtp_host or self.inbound_email_secret):
-            return False
-        missing = [
-            name for name, value in (
-                ("SMTP_HOST", self.smtp_host), ("EMAIL_FROM", self.email_from),
-                ("INBOUND_EMAIL_SECRET", self.inbound_email_secret),
-                ("EMAIL_REPLY_SECRET", self.email_reply_secret),
-            ) if not value
-        ]
-        if missing:
-            raise ConfigError(f"the email channel needs {', '.join(missing)}")
-        return True
 
-    def slack(self) -> bool:
-        """Whether the Slack channel is on; half a configuration is an error, not a silent off."""
-        if not self.slack_bot_token:
-            return False
-        if not self.slack_signing_secret:
-            raise ConfigError("SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not")
-        return True
+def _require(what: str, values: tuple[tuple[str, object], ...]) -> None:
+    missing = [name for name, value in values if not value]
+    if missing:
+        raise ConfigError(f"{what} needs {', '.join(missing)}")
 
-    def secrets(self) -> tuple[str, ...]:
-        """Values that must never reach the model or a transcript."""
-        values = (
-            self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
-            self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
-            self.smtp_password, self.inbound_email_secret, self.email_reply_secret,
-        )
-        return tuple(v for v in values if v)
+
+def config_problems(error: ValidationError) -> list[str]:
+    """One line per problem, for the operator: our own messages as written, pydantic's
+    (a PORT that is not a number) after the variable's name; no pydantic types or URLs."""
+    lines: list[str] = []
+    for e in error.errors(include_url=False):
+        cause = e.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):
+            lines += str(cause).splitlines()
+        else:
+            name = ".".join(str(part) for part in e["loc"]).upper()
+            lines.append(f"{name}: {e['msg']}" if name else e["msg"])
+    return lines

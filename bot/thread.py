@@ -6,17 +6,20 @@ finished") is always derived here from the events, never stored beside them.
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Literal, Sequence
+from typing import Literal, NamedTuple, TypeVar
+
+from pydantic import BaseModel, ConfigDict
 
 from bot.events import (
+    DEPLOY_STEPS,
     STEP_TYPES,
     ApprovalRequested,
     Cancelled,
     CommandResult,
     DeliveryFailed,
-    DeployBackend,
-    DeployFrontend,
     DeployResult,
     DeployStarted,
     DoneForNow,
@@ -32,41 +35,70 @@ from bot.events import (
 Status = Literal[
     "running", "waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"
 ]
-STATUSES: tuple[Status, ...] = Status.__args__  # type: ignore[attr-defined]
+STATUSES: tuple[Status, ...] = typing.get_args(Status)
+E = TypeVar("E")
+
+
+class Origin(BaseModel):
+    """Where a thread came from, so its channel can answer there. Stored as JSON beside the
+    events; fields a channel does not use stay None (and unknown stored fields are ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    channel: str = "api"
+    slack_channel: str | None = None
+    slack_thread_ts: str | None = None
+    email_from: str | None = None
+    email_subject: str | None = None
+    email_root: str | None = None  # the Message-ID replies thread under
+    forked_from: str | None = None
+    forked_at: int | None = None
+
+    def dump(self) -> str:
+        return self.model_dump_json(exclude_none=True)
+
+
+class Instruction(NamedTuple):
+    """The newest thing a human asked for: where it stands in the thread, what, and who."""
+
+    position: int
+    text: str
+    user: str
 
 
 @dataclass(frozen=True)
 class Thread:
     id: str
     events: tuple[Event, ...] = ()
-    origin: dict[str, str] = field(default_factory=dict)
+    origin: Origin = field(default_factory=Origin)
 
     @property
     def version(self) -> int:
         return len(self.events)
 
-    def extended(self, new: Sequence[Event]) -> "Thread":
+    def extended(self, new: Sequence[Event]) -> Thread:
         return Thread(self.id, self.events + tuple(new), self.origin)
 
     # --- lookups -------------------------------------------------------------------
 
-    def indexed(self, *types: type) -> Iterator[tuple[int, Event]]:
-        return ((i, e) for i, e in enumerate(self.events) if isinstance(e, types))
+    def of(self, kind: type[E]) -> Iterator[E]:
+        """The events of one type, oldest first."""
+        return (e for e in self.events if isinstance(e, kind))
 
     def last_step(self) -> tuple[int, Step] | None:
         for i in range(len(self.events) - 1, -1, -1):
-            if isinstance(self.events[i], STEP_TYPES):
-                return i, self.events[i]  # type: ignore[return-value]
+            event = self.events[i]
+            if isinstance(event, STEP_TYPES):
+                return i, event
         return None
 
     def approval_for(self, step_id: str) -> ApprovalRequested | None:
         return next(
-            (e for _, e in self.indexed(ApprovalRequested) if e.step_id == step_id), None
+            (e for e in self.of(ApprovalRequested) if e.step_id == step_id), None
         )
 
     def approval(self, approval_id: str) -> ApprovalRequested | None:
         return next(
-            (e for _, e in self.indexed(ApprovalRequested) if e.approval_id == approval_id), None
+            (e for e in self.of(ApprovalRequested) if e.approval_id == approval_id), None
         )
 
     def decision_for(self, approval_id: str) -> HumanResponse | None:
@@ -74,14 +106,14 @@ class Thread:
         return next(
             (
                 e
-                for _, e in self.indexed(HumanResponse)
+                for e in self.of(HumanResponse)
                 if e.approval_id == approval_id and e.approve is not None
             ),
             None,
         )
 
     def started(self, step_id: str) -> DeployStarted | None:
-        return next((e for _, e in self.indexed(DeployStarted) if e.step_id == step_id), None)
+        return next((e for e in self.of(DeployStarted) if e.step_id == step_id), None)
 
     def outcome(self, step: Step) -> Event | None:
         """The event that closed a step: its result, an error about it, or a rejection."""
@@ -96,26 +128,33 @@ class Thread:
         return None
 
     def cancelled(self) -> Cancelled | None:
-        return next((e for _, e in self.indexed(Cancelled)), None)
+        return next((e for e in self.of(Cancelled)), None)
 
     def human_input_after(self, index: int) -> bool:
         return any(isinstance(e, (UserMessage, HumanResponse)) for e in self.events[index + 1 :])
 
-    def latest_instruction(self) -> tuple[int, str, str] | None:
-        """(index, text, user) of the newest thing a human asked for; approvals are not asks."""
+    def latest_instruction(self) -> Instruction | None:
+        """The newest thing a human asked for; approvals are not asks."""
         for i in range(len(self.events) - 1, -1, -1):
             e = self.events[i]
             if isinstance(e, UserMessage):
-                return i, e.text, e.user
+                return Instruction(i, e.text, e.user)
             if isinstance(e, HumanResponse) and e.approve is not True:
-                return i, e.text or "(rejected without feedback)", e.user
+                return Instruction(i, e.text or "(rejected without feedback)", e.user)
         return None
+
+    def requesters(self) -> list[str]:
+        """Everyone who gave instructions in this thread (approvals are not instructions)."""
+        return sorted({
+            e.user for e in self.events
+            if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is None)
+        })
 
     def pending_approval(self) -> ApprovalRequested | None:
         if self.cancelled():
             return None
         last = self.last_step()
-        if not last or not isinstance(last[1], (DeployBackend, DeployFrontend)):
+        if not last or not isinstance(last[1], DEPLOY_STEPS):
             return None
         request = self.approval_for(last[1].id)
         if request is None or self.decision_for(request.approval_id) is not None:

@@ -29,8 +29,8 @@ from bot.thread import Thread
 
 def markdown(thread: Thread, secrets: tuple[str, ...] = ()) -> str:
     lines = [f"# Thread {thread.id}", "", f"Status: **{thread.status()}**", ""]
-    if "forked_from" in thread.origin:
-        lines[3:3] = [f"Forked from {thread.origin['forked_from']} at event {thread.origin['forked_at']}", ""]
+    if thread.origin.forked_from:
+        lines[3:3] = [f"Forked from {thread.origin.forked_from} at event {thread.origin.forked_at}", ""]
     for e in thread.events:
         body = line(e).replace("\n", "\n  ")
         lines.append(f"- `{e.at:%H:%M:%S}` {body}")

@@ -13,7 +13,7 @@ def thread_json(thread: Thread) -> dict[str, Any]:
         "id": thread.id,
         "status": thread.status(),
         "version": thread.version,
-        "origin": thread.origin,
+        "origin": thread.origin.model_dump(exclude_none=True),
         "pending_approval": pending.model_dump(mode="json") if pending else None,
         "events": [e.model_dump(mode="json") for e in thread.events],
     }

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from bot.events import new_id
 from bot.loop import LEASE_TTL_MS, Runner
 from bot.ports import ThreadNotFound, ThreadStore, Work, WorkQueue
+from bot.retry import retrying_for
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,10 @@ HEARTBEAT = 1.0  # seconds between keeping our entries; well under MIN_IDLE_MS
 # lifetime is alive (it renews), and it re-reads the thread when it lets go: done.
 BUSY_WAIT, BUSY_FOR = 0.25, LEASE_TTL_MS / 1000 + 1
 SWEEP_EVERY = 30  # seconds; one worker at a time looks for threads nobody handed over
+
+
+class _Busy(Exception):
+    """Another run holds the thread: try again shortly."""
 
 
 @dataclass
@@ -60,13 +65,16 @@ class Worker:
 
     def start(self) -> None:
         if not self._tasks:
-            self._tasks = [asyncio.create_task(t) for t in (self._serve(), self._heartbeat(), self._sweep())]
+            # Each task is named after its coroutine (_serve, ...): the name _died logs.
+            self._tasks = [
+                asyncio.create_task(c, name=c.__name__) for c in (self._serve(), self._heartbeat(), self._sweep())
+            ]
             for task in self._tasks:
                 task.add_done_callback(self._died)
 
     def _died(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception():
-            log.error("worker %s: %s stopped", self.name, task.get_coro().__name__, exc_info=task.exception())
+            log.error("worker %s: %s stopped", self.name, task.get_name(), exc_info=task.exception())
 
     async def stop(self, grace: float = 25.0) -> None:
         """Take no more work; let runs in progress finish for up to `grace` seconds, then
@@ -90,8 +98,11 @@ class Worker:
         self._tasks = []
 
     async def idle(self) -> None:
-        """Wait until no work is queued or running (for tests and benchmarks)."""
-        while self._jobs or await self.queue.backlog():
+        """Wait until no work is queued or running (for tests and benchmarks). Polled: the
+        queue is shared with other processes, so no event here could say it is empty."""
+        while True:
+            if not self._jobs and not await self.queue.backlog():
+                return
             await asyncio.sleep(0.02)
 
     async def recover(self, limit: int = 500) -> list[str]:
@@ -109,7 +120,9 @@ class Worker:
             try:
                 if first or await self.queue.turn("sweep", SWEEP_EVERY):
                     if stuck := await self.recover():
-                        log.info("worker %s: queued %d thread(s) left mid-run: %s", self.name, len(stuck), ", ".join(stuck))
+                        log.info(
+                            "worker %s: queued %d thread(s) left mid-run: %s", self.name, len(stuck), ", ".join(stuck)
+                        )
             except Exception as e:
                 log.warning("worker %s: looking for threads left mid-run failed: %s", self.name, e)
             first = False
@@ -165,25 +178,26 @@ class Worker:
 
     async def _run(self, thread_id: str) -> bool:
         """True once a run of the thread finished here."""
-        deadline = time.monotonic() + BUSY_FOR
-        while True:
-            try:
-                if await self.runner.run(thread_id) is not None:
-                    return True
-            except ThreadNotFound:
-                log.warning("thread %s: handed over but not stored; dropped", thread_id)
-                return True
-            except self.runner.transient as e:
-                log.warning("thread %s: the store is unreachable (%s); retried in %d s", thread_id, e, MIN_IDLE_MS // 1000)
-                return False
-            except Exception:
-                log.exception("thread %s: run failed; it is retried in %d s", thread_id, MIN_IDLE_MS // 1000)
-                return False
-            # Another run holds the thread. It re-reads when it lets go, so what woke us is
-            # not missed while it lives; if it died, its lease expires within seconds.
-            if time.monotonic() > deadline:
-                return True
-            await asyncio.sleep(BUSY_WAIT)
+        what = f"thread {thread_id}: running it"
+        try:
+            async for attempt in retrying_for(BUSY_FOR, BUSY_WAIT, (_Busy,), what, log, logging.DEBUG):
+                with attempt:
+                    if await self.runner.run(thread_id) is None:
+                        raise _Busy("another run holds it")
+            return True
+        except _Busy:
+            # Another run held the thread all along. It re-reads when it lets go, so what
+            # woke us is not missed while it lives; if it died, its lease expires within seconds.
+            return True
+        except ThreadNotFound:
+            log.warning("thread %s: handed over but not stored; dropped", thread_id)
+            return True
+        except self.runner.transient as e:
+            log.warning("thread %s: the store is unreachable (%s); retried in %d s", thread_id, e, MIN_IDLE_MS // 1000)
+            return False
+        except Exception:
+            log.exception("thread %s: run failed; it is retried in %d s", thread_id, MIN_IDLE_MS // 1000)
+            return False
 
     async def _done(self, entries: list[str]) -> None:
         try:

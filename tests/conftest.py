@@ -5,12 +5,14 @@ ledger of every deploy it ran."""
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import httpx
 import pytest
 import uvicorn
+from pydantic import AliasChoices, AliasPath
 from redis.asyncio import Redis
 
 from bot import embedded_redis
@@ -20,8 +22,46 @@ from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_llm import FakeLlm
 from bot.web import create_app
+from tests.helpers import eventually
 
 TAGS = ["v1.2.1", "v1.2.2", "v1.2.3"]  # oldest first
+
+
+def settings_variables(environ: Mapping[str, str]) -> list[str]:
+    """The variables in `environ` that Settings would read: one per field (or its alias,
+    with the env prefix; case-insensitive, and a nested model's `NAME<delimiter>...` too),
+    derived from Settings.model_fields so it keeps up with Settings; plus whatever
+    cluster.clean_env() keeps from bot processes (model keys, Slack, SMTP, Redis)."""
+    config = Settings.model_config
+    prefix = config.get("env_prefix") or ""
+    delimiter = config.get("env_nested_delimiter") or None
+    names = set()
+    for name, field in Settings.model_fields.items():
+        names.add(prefix + name)
+        for alias in (field.alias, field.validation_alias):
+            choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+            for choice in choices:
+                if isinstance(choice, AliasPath):
+                    choice = choice.path[0]
+                if isinstance(choice, str):
+                    names |= {choice, prefix + choice}
+    names = {n.lower() for n in names}
+    dropped = set(environ) - set(cluster.clean_env())
+    return [
+        key for key in environ
+        if key in dropped or key.lower() in names
+        or (delimiter and key.lower().split(delimiter.lower(), 1)[0] in names)
+    ]
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings in tests read only what the test sets: an SLACK_BOT_TOKEN or DEPLOYER=github
+    exported in the developer's shell, or a .env in the working directory, must not switch
+    anything on. (A test may still pass `_env_file=` or set variables itself.)"""
+    for key in settings_variables(os.environ):
+        monkeypatch.delenv(key)
+    monkeypatch.setitem(Settings.model_config, "env_file", None)
 
 
 @pytest.fixture(scope="session")
@@ -87,12 +127,16 @@ async def api(settings: Settings, app: App) -> AsyncIterator[httpx.AsyncClient]:
     """The real web app served by uvicorn on a loopback port, and a client for it."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app(settings, app), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(create_app(app), host="127.0.0.1", port=port, log_level="warning")
     )
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    headers = {"Authorization": f"Bearer {settings.api_token}"} if settings.api_token else {}
+    try:
+        await eventually(lambda: server.started, every=0.01, message=f"uvicorn is not serving on port {port}")
+    except AssertionError:
+        task.cancel()
+        raise
+    token = settings.api_token
+    headers = {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
         yield client
     server.should_exit = True

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands import parse
+from bot.commands import APPROVE_WORDS, is_approval, parse
 from bot.events import DeployBackend, DeployFrontend, ListGitTags
 
 
@@ -30,3 +30,17 @@ def test_list_tags(text):
 )
 def test_free_text_is_not_a_command(text):
     assert parse(text) is None
+
+
+@pytest.mark.parametrize("text", ["y", "Yes!", "approve", "Approved.", "LGTM", "ship it", "Ship  it!\nthanks"])
+def test_approval_words(text):
+    assert is_approval(text)
+
+
+@pytest.mark.parametrize("text", ["yes, but after 5pm", "ship it tomorrow", "no", "", "please approve"])
+def test_anything_else_is_not_an_approval(text):
+    assert not is_approval(text)
+
+
+def test_one_set_of_approval_words_for_every_channel():
+    assert {"y", "yes", "approve", "approved", "lgtm", "ship it"} == APPROVE_WORDS

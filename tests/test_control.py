@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from bot.clock import utcnow
 from bot.control import AskApproval, Decide, Escalate, Interrupted, RunDeploy, RunTags, Stop, next_action
 from bot.events import (
     ApprovalRequested,
@@ -21,7 +22,6 @@ from bot.events import (
     ListGitTags,
     RequestMoreInformation,
     UserMessage,
-    utcnow,
 )
 from bot.policy import Policy, args_hash
 from bot.thread import Thread
@@ -52,23 +52,23 @@ def request_for(step: DeployBackend, expires=NOW + timedelta(hours=1)) -> Approv
 
 def test_a_new_message_asks_for_a_decision():
     t = thread(ask())
-    assert next_action(t, POLICY, NOW) == Decide()
+    assert next_action(t, POLICY) == Decide()
     assert t.status() == "running"
 
 
 def test_a_read_only_step_without_result_runs_again_after_a_crash():
     step = ListGitTags()
-    assert next_action(thread(ask(), step), POLICY, NOW) == RunTags(step)
+    assert next_action(thread(ask(), step), POLICY) == RunTags(step)
     done = thread(ask(), step, GitTagsResult(step_id=step.id, tags=[GitTag(name="v1", commit="a")]))
-    assert next_action(done, POLICY, NOW) == Decide()
+    assert next_action(done, POLICY) == Decide()
 
 
 def test_protected_deploy_pauses_between_choosing_and_running():
     step = prod_deploy()
-    assert next_action(thread(ask(), step), POLICY, NOW) == AskApproval(step)
+    assert next_action(thread(ask(), step), POLICY) == AskApproval(step)
     request = request_for(step)
     waiting = thread(ask(), step, request)
-    assert next_action(waiting, POLICY, NOW) == Stop("waiting_for_approval")
+    assert next_action(waiting, POLICY) == Stop("waiting_for_approval")
     assert waiting.status() == "waiting_for_approval" and waiting.pending_approval() == request
 
 
@@ -76,16 +76,16 @@ def test_approved_deploy_runs_and_a_recorded_start_is_never_rerun_blindly():
     step = prod_deploy()
     request = request_for(step)
     yes = HumanResponse(user="bob", approval_id=request.approval_id, approve=True)
-    assert next_action(thread(ask(), step, request, yes), POLICY, NOW) == RunDeploy(step, request, yes)
+    assert next_action(thread(ask(), step, request, yes), POLICY) == RunDeploy(step, request, yes)
     started = DeployStarted(step_id=step.id, deploy_id="t1-x")
     crashed = thread(ask(), step, request, yes, started)
-    assert next_action(crashed, POLICY, NOW) == Interrupted(step, started)
+    assert next_action(crashed, POLICY) == Interrupted(step, started, request, yes)
     assert crashed.status() == "running"
 
 
 def test_unprotected_deploy_runs_at_once():
     step = DeployBackend(tag="v1", environment="staging")
-    assert next_action(thread(ask(), step), POLICY, NOW) == RunDeploy(step)
+    assert next_action(thread(ask(), step), POLICY) == RunDeploy(step)
 
 
 def test_rejection_closes_the_step_and_the_model_replans():
@@ -93,7 +93,7 @@ def test_rejection_closes_the_step_and_the_model_replans():
     request = request_for(step)
     no = HumanResponse(user="bob", text="not today", approval_id=request.approval_id, approve=False)
     t = thread(ask(), step, request, no)
-    assert next_action(t, POLICY, NOW) == Decide()
+    assert next_action(t, POLICY) == Decide()
     assert t.pending_approval() is None
     assert t.latest_instruction() == (3, "not today", "bob")
 
@@ -108,18 +108,18 @@ def test_only_the_first_decision_counts():
 
 def test_waiting_for_a_human_and_done_are_pauses_until_someone_writes():
     question = RequestMoreInformation(message="which env?")
-    assert next_action(thread(ask(), question), POLICY, NOW) == Stop("waiting_for_human")
+    assert next_action(thread(ask(), question), POLICY) == Stop("waiting_for_human")
     answered = thread(ask(), question, HumanResponse(user="alice", text="staging"))
-    assert next_action(answered, POLICY, NOW) == Decide()
+    assert next_action(answered, POLICY) == Decide()
     done = thread(ask(), DoneForNow(message="ok"))
-    assert done.status() == "done" and next_action(done, POLICY, NOW) == Stop("done")
+    assert done.status() == "done" and next_action(done, POLICY) == Stop("done")
 
 
 def test_three_errors_in_a_row_escalate_and_a_result_resets_the_count():
     errors = [Error(kind="llm", message=f"bad {i}") for i in range(3)]
     t = thread(ask(), *errors)
     assert t.consecutive_errors() == 3
-    action = next_action(t, POLICY, NOW)
+    action = next_action(t, POLICY)
     assert isinstance(action, Escalate) and "bad 2" in action.message
     step = ListGitTags()
     reset = thread(ask(), errors[0], errors[1], step, GitTagsResult(step_id=step.id, tags=[]), errors[2])
@@ -132,19 +132,19 @@ def test_step_budget_per_run_escalates():
     for _ in range(3):
         s = ListGitTags()
         steps += [s, GitTagsResult(step_id=s.id, tags=[])]
-    action = next_action(thread(ask(), *steps), policy, NOW)
+    action = next_action(thread(ask(), *steps), policy)
     assert isinstance(action, Escalate) and "3 steps" in action.message
     again = thread(ask(), *steps, HumanResponse(user="alice", text="go on"))
-    assert next_action(again, policy, NOW) == Decide()
+    assert next_action(again, policy) == Decide()
 
 
 def test_cancelled_and_failed():
     step = prod_deploy()
     cancelled = thread(ask(), step, request_for(step), Cancelled(user="alice"))
     assert cancelled.status() == "cancelled" and cancelled.pending_approval() is None
-    assert next_action(cancelled, POLICY, NOW) == Stop("cancelled")
+    assert next_action(cancelled, POLICY) == Stop("cancelled")
     failed = thread(ask(), Error(kind="internal", message="bug"))
-    assert failed.status() == "failed" and next_action(failed, POLICY, NOW) == Stop("failed")
+    assert failed.status() == "failed" and next_action(failed, POLICY) == Stop("failed")
 
 
 @pytest.mark.parametrize("ok", [True, False])
@@ -152,11 +152,13 @@ def test_a_deploy_result_closes_the_step(ok):
     step = DeployBackend(tag="v1", environment="staging")
     result = DeployResult(step_id=step.id, deploy_id="d", service="backend", tag="v1", environment="staging", ok=ok)
     t = thread(ask(), step, DeployStarted(step_id=step.id, deploy_id="d"), result)
-    assert t.outcome(step) == result and next_action(t, POLICY, NOW) == Decide()
+    assert t.outcome(step) == result and next_action(t, POLICY) == Decide()
 
 
 def test_a_failed_delivery_does_not_hide_a_failed_thread():
     from bot.events import DeliveryFailed
 
-    failed = thread(ask(), Error(kind="internal", message="bug"), DeliveryFailed(channel="email", to="a@x", reason="down"))
-    assert failed.status() == "failed" and next_action(failed, POLICY, NOW) == Stop("failed")
+    failed = thread(
+        ask(), Error(kind="internal", message="bug"), DeliveryFailed(channel="email", to="a@x", reason="down")
+    )
+    assert failed.status() == "failed" and next_action(failed, POLICY) == Stop("failed")

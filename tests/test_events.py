@@ -12,7 +12,6 @@ def test_every_event_roundtrips_through_json():
         ev.GitTagsResult(step_id="s", tags=[ev.GitTag(name="v1", commit="abc")]),
         ev.Error(kind="llm", message="x", step_id="s"),
     ]
-    assert ev.EVENTS.validate_json(ev.EVENTS.dump_json(samples)) == samples
     for e in samples:
         assert ev.load(ev.dump(e)) == e
 

@@ -18,9 +18,12 @@ def model(fake_llm) -> BamlModel:
     "text, expected",
     [
         ('{"intent": "list_git_tags"}', ListGitTags),
-        ('Sure!\n```json\n{"intent": "deploy_backend", "tag": "v1.2.3", "environment": "production",}\n```', DeployBackend),
-        ('I will deploy the frontend: {"intent": "deploy_frontend", "tag": "v2", "environment": "staging"} — ok?', DeployFrontend),
-        ('```\n{\n  "intent": "request_more_information",\n  "message": "Which environment?",\n}\n```', RequestMoreInformation),
+        ('Sure!\n```json\n{"intent": "deploy_backend", "tag": "v1.2.3", "environment": "production",}\n```',
+         DeployBackend),
+        ('I will deploy the frontend: {"intent": "deploy_frontend", "tag": "v2", "environment": "staging"} — ok?',
+         DeployFrontend),
+        ('```\n{\n  "intent": "request_more_information",\n  "message": "Which environment?",\n}\n```',
+         RequestMoreInformation),
         ("{'intent': 'done_for_now', 'message': 'All done'}", DoneForNow),
     ],
 )
@@ -32,7 +35,9 @@ async def test_messy_model_text_becomes_a_typed_step(model, fake_llm, text, expe
 
 
 async def test_fields_survive_parsing(model, fake_llm):
-    fake_llm.script('```json\n{"intent": "deploy_backend", "tag": "v1.2.3", "environment": "production", "reason": "newest"}\n```')
+    fake_llm.script(
+        '```json\n{"intent": "deploy_backend", "tag": "v1.2.3", "environment": "production", "reason": "newest"}\n```'
+    )
     step = await model.next_step("x")
     assert (step.tag, step.environment, step.reason) == ("v1.2.3", "production", "newest")
 

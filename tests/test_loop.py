@@ -11,7 +11,7 @@ from redis import Redis as SyncRedis
 from bot import events as ev
 from bot.deployers.command import CommandDeployer
 from bot.events import HumanResponse
-from tests.helpers import ledger_lines, reply
+from tests.helpers import eventually, ledger_lines, reply
 
 
 async def start(app, text="deploy the latest backend to production"):
@@ -49,13 +49,13 @@ class ExplodingDeployer(CommandDeployer):
 
 
 async def test_a_bug_marks_the_thread_failed_instead_of_killing_the_process(app, fake_llm, git_repo):
-    app.runner.deployer = ExplodingDeployer(git_repo)
+    app.runner.deploying.deployer = ExplodingDeployer(git_repo)
     fake_llm.script(reply(intent="list_git_tags"))
     thread = await app.runner.run((await start(app)).id)
     assert thread.status() == "failed"
     assert thread.events[-1].kind == "internal" and "ZeroDivisionError" in thread.events[-1].message
     # Once the bug is fixed, resuming re-runs the read-only step that never got its result.
-    app.runner.deployer = CommandDeployer(git_repo)
+    app.runner.deploying.deployer = CommandDeployer(git_repo)
     fake_llm.script(reply(intent="done_for_now", message="ok"))
     await app.service.respond(thread.id, "try again", "alice")
     resumed = await app.runner.run(thread.id)
@@ -76,7 +76,7 @@ async def test_a_channel_outage_does_not_stop_the_run(app, fake_llm):
 
 
 async def test_deployer_errors_become_error_events(app, fake_llm, tmp_path):
-    app.runner.deployer = CommandDeployer(tmp_path / "not-a-repo")
+    app.runner.deploying.deployer = CommandDeployer(tmp_path / "not-a-repo")
     fake_llm.script(reply(intent="list_git_tags"), reply(intent="done_for_now", message="cannot list"))
     thread = await app.runner.run((await start(app)).id)
     error = thread.events[2]
@@ -116,7 +116,8 @@ async def test_free_text_without_llm_says_how_to_configure_one(app, fake_llm):
     app.runner.llm = None
     thread = await app.runner.run((await start(app)).id)
     assert thread.status() == "waiting_for_human"
-    assert "LLM_PROVIDER" in thread.events[-1].message and "deploy backend v1.2.3 to production" in thread.events[-1].message
+    message = thread.events[-1].message
+    assert "LLM_PROVIDER" in message and "deploy backend v1.2.3 to production" in message
     assert fake_llm.prompts == []
 
 
@@ -134,8 +135,7 @@ async def test_a_second_runner_never_mistakes_a_running_deploy_for_an_interrupte
     thread = await start(app, "deploy backend v1.2.3 to staging")
     other = dataclasses.replace(app.runner, name="another-process")
     first = asyncio.create_task(app.runner.run(thread.id))
-    while not ledger_lines(ledger):
-        await asyncio.sleep(0.02)
+    await eventually(lambda: ledger_lines(ledger), within=10)
     assert await other.run(thread.id) is None  # busy: it does not touch the thread
     done = await first
     assert [e.type for e in done.events] == [
@@ -167,7 +167,7 @@ async def test_what_arrives_while_a_runner_holds_the_thread_is_not_missed(app, f
 async def test_secrets_a_deploy_prints_are_redacted_before_anyone_sees_them(app, tmp_path, git_repo):
     script = tmp_path / "leaky.py"
     script.write_text("print('token is ghp_abcdefghijklmnopqrstuvwxyz0123 and sk-test-secret-key-1234567890')\n")
-    app.runner.deployer = CommandDeployer(git_repo, f"{sys.executable} {script}")
+    app.runner.deploying.deployer = CommandDeployer(git_repo, f"{sys.executable} {script}")
     thread = await app.runner.run((await start(app, "deploy backend v1.2.3 to staging")).id)
     output = next(e for e in thread.events if e.type == "deploy_result").output
     assert output == "token is [redacted] and [redacted]"
@@ -178,8 +178,7 @@ async def test_a_run_whose_lease_was_taken_over_cannot_decide_anything(app, fake
     fake_llm.script(reply(intent="done_for_now", message="too late"))
     fake_llm.delay = 0.5
     running = asyncio.create_task(app.runner.run(thread.id))
-    while not fake_llm.prompts:  # the run holds the lease and waits for the model
-        await asyncio.sleep(0.01)
+    await eventually(lambda: fake_llm.prompts, every=0.01)  # the run holds the lease and waits for the model
     # Its lease lapsed (a stalled process) and another run took the thread.
     await app.redis.set(app.store.keys.lease(thread.id), "another-run", px=10_000)
     assert await running is None

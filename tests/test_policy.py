@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.events import ApprovalRequested, DeployBackend, HumanResponse, utcnow
+from bot.clock import utcnow
+from bot.events import ApprovalRequested, DeployBackend, HumanResponse
 from bot.policy import Policy, args_hash, parse_approvers
 
 NOW = utcnow()

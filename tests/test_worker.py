@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 
 from bot.loop import LEASE_TTL_MS
 from bot.stores.work import RedisWorkQueue
 from bot.worker import Worker
-from tests.helpers import ledger_lines, reply
+from tests.helpers import eventually, ledger_lines, reply
 
 
 def worker(app, name: str, concurrency: int = 4) -> Worker:
@@ -62,8 +63,7 @@ async def test_a_stopping_worker_hands_its_thread_to_another_and_nothing_is_lost
     thread_id = await launch(app, "hello")
     first, second = worker(app, "w1"), worker(app, "w2")
     first.start()
-    while not await app.redis.get(app.store.keys.lease(thread_id)):
-        await asyncio.sleep(0.02)
+    await eventually(lambda: app.redis.get(app.store.keys.lease(thread_id)))  # the run holds the thread
     await first.stop(grace=0)  # mid-call to the model: the run is cancelled, its lease released
     assert await app.redis.get(app.store.keys.lease(thread_id)) is None
     workers.append(second)
@@ -95,8 +95,7 @@ async def test_a_deploy_in_progress_finishes_and_is_recorded_when_its_worker_sto
     thread_id = await launch(app, "deploy backend v1.2.3 to staging")
     first, second = worker(app, "w1"), worker(app, "w2")
     first.start()
-    while not ledger_lines(ledger):  # the deploy command is running
-        await asyncio.sleep(0.02)
+    await eventually(lambda: ledger_lines(ledger), within=10)  # the deploy command is running
     await first.stop(grace=0)  # SIGTERM with no grace left: the deploy is not abandoned
     thread = await app.store.load(thread_id)
     assert [e.ok for e in thread.events if e.type == "deploy_result"] == [True]
@@ -114,6 +113,46 @@ async def test_a_thread_recorded_but_never_handed_over_is_found_by_a_worker(app,
     workers.append(worker(app, "w1"))
     workers[0].start()
     await workers[0].idle()
-    while (await app.store.load(thread.id)).status() == "running":
-        await asyncio.sleep(0.02)
+
+    async def not_running() -> bool:
+        return (await app.store.load(thread.id)).status() != "running"
+
+    await eventually(not_running)
     assert (await app.store.load(thread.id)).events[-1].message == "found you"
+
+
+class BusyRunner:
+    """A runner whose thread another run holds for the first `busy` tries."""
+
+    transient = (ConnectionError,)
+
+    def __init__(self, busy: int, fail: Exception | None = None) -> None:
+        self.busy, self.fail, self.tries = busy, fail, 0
+
+    async def run(self, thread_id: str):
+        self.tries += 1
+        if self.fail:
+            raise self.fail
+        return None if self.tries <= self.busy else object()
+
+
+async def test_a_busy_thread_is_tried_again_until_its_holder_lets_go(monkeypatch):
+    monkeypatch.setattr("bot.worker.BUSY_WAIT", 0.01)
+    runner = BusyRunner(busy=3)
+    assert await Worker(runner, None, None, name="w")._run("t1") is True
+    assert runner.tries == 4
+
+
+async def test_a_thread_busy_for_longer_than_a_lease_is_left_to_its_live_holder(monkeypatch):
+    monkeypatch.setattr("bot.worker.BUSY_WAIT", 0.01)
+    monkeypatch.setattr("bot.worker.BUSY_FOR", 0.1)
+    runner = BusyRunner(busy=10_000)
+    assert await Worker(runner, None, None, name="w")._run("t1") is True  # done: the holder re-reads
+    assert 5 <= runner.tries <= 12
+
+
+@pytest.mark.parametrize("error, done", [(ConnectionError("down"), False), (ValueError("bug"), False)])
+async def test_a_failed_run_is_not_retried_here_but_left_for_reclaiming(error, done):
+    runner = BusyRunner(busy=0, fail=error)
+    assert await Worker(runner, None, None, name="w")._run("t1") is done
+    assert runner.tries == 1

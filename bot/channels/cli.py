@@ -10,16 +10,25 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from bot import transcript
-from bot.app import App
+from bot.commands import is_approval
 from bot.events import Event
-from bot.service import Refused
+from bot.service import Refused, ThreadService
 from bot.thread import Thread
 from bot.views import summary_json, thread_json
 
-APPROVE_WORDS = {"y", "yes", "approve", "approved", "lgtm"}
+
+@dataclass(frozen=True)
+class Terminal:
+    """What the terminal needs, handed in by the composition root: the service, a way to
+    run a thread's loop here, and the secrets to keep out of what it prints."""
+
+    service: ThreadService
+    run: Callable[[str], Awaitable[Thread | None]]
+    secrets: tuple[str, ...] = ()
 
 
 class PrintNotifier:
@@ -42,11 +51,11 @@ async def ask(prompt: str) -> str | None:
         return None
 
 
-async def chat(app: App, message: str, user: str) -> int:
-    thread = await app.service.launch(message, user, channel="cli")
+async def chat(term: Terminal, message: str, user: str) -> int:
+    thread = await term.service.launch(message, user, channel="cli")
     print(f"thread {thread.id}\n  {plain(transcript.line(thread.events[0]))}", flush=True)
     while True:
-        ran = await app.runner.run(thread.id)
+        ran = await term.run(thread.id)
         if ran is None:
             return _elsewhere(thread)
         thread = ran
@@ -60,24 +69,24 @@ async def chat(app: App, message: str, user: str) -> int:
             )
             if answer is None:
                 return _paused(thread)
-            approve = answer.lower() in APPROVE_WORDS
+            approve = is_approval(answer)
             text = "" if approve else answer
-            await _respond(app, thread, text, user, request.approval_id, approve)
+            await _respond(term, thread, text, user, request.approval_id, approve)
         elif status == "waiting_for_human":
             answer = await ask("your reply> ")
             if not answer:
                 return _paused(thread)
-            await _respond(app, thread, answer, user, None, None)
+            await _respond(term, thread, answer, user, None, None)
         else:
             print(f"[{status}]")
             return 0 if status == "done" else 1
 
 
 async def _respond(
-    app: App, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool | None
+    term: Terminal, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool | None
 ) -> None:
     try:
-        answered = await app.service.respond(thread.id, text, user, approval_id, approve, channel="cli")
+        answered = await term.service.respond(thread.id, text, user, approval_id, approve, channel="cli")
         print(f"  {plain(transcript.line(answered.events[-1]))}", flush=True)
     except Refused as e:
         print(f"refused: {e.message}", file=sys.stderr)
@@ -92,42 +101,42 @@ def _paused(thread: Thread) -> int:
     return 0
 
 
-async def threads(app: App, a: argparse.Namespace) -> int:
+async def threads(term: Terminal, a: argparse.Namespace) -> int:
     """`python -m bot threads ACTION`; the options are defined in bot/__main__.py."""
     match a.action:
         case "list":
-            for t in await app.service.recent(a.status, a.limit):
+            for t in await term.service.recent(a.status, a.limit):
                 s = summary_json(t)
                 print(f"{s['id']}  {s['status']:<20} {s['updated_at'][:19]}  {s['title']}")
             return 0
         case "show":
-            thread = await app.service.get(a.id)
+            thread = await term.service.get(a.id)
             if a.markdown:
-                print(transcript.markdown(thread, app.settings.secrets()), end="")
+                print(transcript.markdown(thread, term.secrets), end="")
             else:
                 print(json.dumps(thread_json(thread), indent=2))
             return 0
         case "respond":
             approve = True if a.approve else False if a.reject else None
-            await app.service.respond(a.id, a.text or "", a.user, a.approval_id, approve, "cli")
-            return await _resume(app, a.id)
+            await term.service.respond(a.id, a.text or "", a.user, a.approval_id, approve, "cli")
+            return await _resume(term, a.id)
         case "fork":
-            thread = await app.service.fork(a.id, a.at)
+            thread = await term.service.fork(a.id, a.at)
             print(f"forked {a.id} at {a.at}: new thread {thread.id}")
-            return await _resume(app, thread.id)
+            return await _resume(term, thread.id)
         case "cancel":
-            await app.service.cancel(a.id, a.user, a.reason)
+            await term.service.cancel(a.id, a.user, a.reason)
             print(f"cancelled {a.id}")
             return 0
         case "resume":
-            return await _resume(app, a.id)
+            return await _resume(term, a.id)
     return 2
 
 
-async def _resume(app: App, thread_id: str) -> int:
-    thread = await app.runner.run(thread_id)
+async def _resume(term: Terminal, thread_id: str) -> int:
+    thread = await term.run(thread_id)
     if thread is None:
-        return _elsewhere(await app.service.get(thread_id))
+        return _elsewhere(await term.service.get(thread_id))
     print(f"[{thread.status()}] thread {thread.id}")
     return 0
 

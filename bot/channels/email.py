@@ -13,9 +13,9 @@ import asyncio
 import base64
 import hmac
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from typing import Awaitable, Callable, Sequence
 
 import aiosmtplib
 from starlette.requests import Request
@@ -23,10 +23,14 @@ from starlette.responses import JSONResponse, Response
 
 from bot.channels import email_parse as parse
 from bot.channels import email_render as render
-from bot.events import ApprovalRequested, DeliveryFailed, Event, new_id, utcnow
-from bot.ports import ThreadStore
+from bot.clock import utcnow
+from bot.events import ApprovalRequested, DeliveryFailed, Event, new_id
+from bot.policy import Policy
+from bot.ports import Inbox
+from bot.retry import retrying
 from bot.service import Refused, ThreadService
-from bot.thread import Thread
+from bot.stores import keys as names
+from bot.thread import Origin, Thread
 
 log = logging.getLogger(__name__)
 SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
@@ -43,33 +47,34 @@ class Smtp:
 
     async def send(self, msg: EmailMessage) -> None:
         """Deliver, retrying connection failures and 4xx answers; raise the last error."""
-        for attempt, pause in enumerate([0, *self.backoff]):
-            await asyncio.sleep(pause)
-            try:
+        async for attempt in retrying(
+            self.backoff, (aiosmtplib.SMTPException, OSError), f"SMTP send to {msg['To']}", log,
+            give_up=_permanent,
+        ):
+            with attempt:
                 await aiosmtplib.send(
                     msg, hostname=self.host, port=self.port, username=self.username,
                     password=self.password, use_tls=self.tls == "tls",
                     start_tls=True if self.tls == "starttls" else False, timeout=15,
                 )
-                return
-            except (aiosmtplib.SMTPException, OSError) as e:
-                permanent = isinstance(e, aiosmtplib.SMTPResponseException) and e.code >= 500
-                if permanent or attempt == len(self.backoff):
-                    raise
-                log.warning("SMTP send to %s failed (%s); retrying", msg["To"], e)
+
+
+def _permanent(e: BaseException) -> bool:
+    """A 5xx answer: the server will say the same again (unknown recipient, refused)."""
+    return isinstance(e, aiosmtplib.SMTPResponseException) and e.code >= 500
 
 
 @dataclass
 class EmailChannel:
     service: ThreadService
-    store: ThreadStore
+    inbox: Inbox
     kick: Callable[[str], Awaitable[None]]
     smtp: Smtp
     sender: str  # EMAIL_FROM
     inbound_secret: str
     reply_secret: str
     allowed: frozenset[str]  # addresses and @domains that may start threads
-    approvers: dict[str, frozenset[str]]  # environment (or "*") -> approver addresses
+    policy: Policy  # who may approve: the entries with an "@" are addresses to ask
     max_bytes: int = 1_000_000
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -104,13 +109,14 @@ class EmailChannel:
         return hmac.compare_digest(offered.encode(), self.inbound_secret.encode())
 
     async def receive(self, mail: parse.Inbound) -> tuple[str, str]:
-        fresh, _, _ = await self.store.receive("email:inbound", mail.message_id, SEEN_TTL, None)
+        fresh, _, _ = await self.inbox.receive(names.EMAIL_INBOUND, mail.message_id, SEEN_TTL, None)
         if not fresh:
             return await self._refuse(mail, f"message {mail.message_id} was already received")
         try:
             return await self._handle(mail)
         except Exception:
-            await self.store.forget("email:inbound", mail.message_id)  # a retry must not look like a replay
+            # A retry must not look like a replay.
+            await self.inbox.forget(names.EMAIL_INBOUND, mail.message_id)
             raise
 
     async def _handle(self, mail: parse.Inbound) -> tuple[str, str]:
@@ -129,17 +135,16 @@ class EmailChannel:
             await self.service.respond(thread_id, mail.text, mail.sender, channel="email")
         except Refused as e:
             return await self._refuse(mail, e.message, thread)
-        await self.store.link(f"email:msg:{mail.message_id}", thread_id)
+        await self.inbox.link(names.email_message(mail.message_id), thread_id)
         await self.kick(thread_id)
         return "accepted", thread_id
 
     async def _start(self, mail: parse.Inbound) -> tuple[str, str]:
-        origin = {
-            "channel": "email", "email_from": mail.sender, "email_subject": mail.subject,
-            "email_root": mail.message_id,
-        }
+        origin = Origin(
+            channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
+        )
         thread = await self.service.launch(mail.text or mail.subject, mail.sender, "email", origin, new_id())
-        await self.store.link(f"email:msg:{mail.message_id}", thread.id)
+        await self.inbox.link(names.email_message(mail.message_id), thread.id)
         await self.kick(thread.id)
         return "accepted", thread.id
 
@@ -148,7 +153,7 @@ class EmailChannel:
             approval_id = parse.check_token(self.reply_secret, token, mail.sender, utcnow())
         except parse.TokenError as e:
             return await self._refuse(mail, str(e))
-        thread_id = await self.store.lookup(f"email:approval:{approval_id}")
+        thread_id = await self.inbox.lookup(names.email_approval(approval_id))
         if thread_id is None:
             return await self._refuse(mail, "the approval code does not belong to any deploy")
         approve, feedback = parse.decision(mail.text)
@@ -156,13 +161,13 @@ class EmailChannel:
             await self.service.respond(thread_id, feedback, mail.sender, approval_id, approve, "email")
         except Refused as e:
             return await self._refuse(mail, e.message, await self.service.get(thread_id))
-        await self.store.link(f"email:msg:{mail.message_id}", thread_id)
+        await self.inbox.link(names.email_message(mail.message_id), thread_id)
         await self.kick(thread_id)
         return "accepted", thread_id
 
     async def _thread_of(self, mail: parse.Inbound) -> str | None:
         for ref in mail.references:
-            if thread_id := await self.store.lookup(f"email:msg:{ref}"):
+            if thread_id := await self.inbox.lookup(names.email_message(ref)):
                 return thread_id
         return None
 
@@ -181,7 +186,7 @@ class EmailChannel:
         return address in self.allowed or f"@{address.rpartition('@')[2]}" in self.allowed
 
     def _is_approver(self, address: str) -> bool:
-        return any(address in people for people in self.approvers.values())
+        return self.policy.is_named_approver(address)
 
     # --- outbound -----------------------------------------------------------------------
 
@@ -189,27 +194,27 @@ class EmailChannel:
         for event in new:
             if isinstance(event, ApprovalRequested):
                 await self._ask_approvers(thread, event)
-            if thread.origin.get("channel") == "email" and (text := render.text_for(thread, event)):
+            if thread.origin.channel == "email" and (text := render.text_for(thread, event)):
                 await self._reply(thread, text)
 
     async def _reply(self, thread: Thread, text: str) -> None:
         origin = thread.origin
         msg = render.message(
-            self.sender, origin["email_from"], render.reply_subject(origin.get("email_subject", "")),
-            text, in_reply_to=origin["email_root"],
+            self.sender, origin.email_from or "", render.reply_subject(origin.email_subject or ""),
+            text, in_reply_to=origin.email_root,
         )
-        await self.store.link(f"email:msg:{msg['Message-ID']}", thread.id)
+        await self.inbox.link(names.email_message(msg["Message-ID"]), thread.id)
         self._spawn(thread, msg)
 
     async def _ask_approvers(self, thread: Thread, request: ApprovalRequested) -> None:
-        people = self.approvers.get(request.environment) or self.approvers.get("*", frozenset())
+        people = {p for p in self.policy.approvers_for(request.environment) if "@" in p}
         if not people:
             return
-        await self.store.link(f"email:approval:{request.approval_id}", thread.id)
+        await self.inbox.link(names.email_approval(request.approval_id), thread.id)
         local, _, domain = self.sender.partition("@")
-        from_email = thread.origin.get("channel") == "email"
+        from_email = thread.origin.channel == "email"
         subject = (
-            render.reply_subject(thread.origin.get("email_subject", "")) if from_email
+            render.reply_subject(thread.origin.email_subject or "") if from_email
             else f"Approve deploy: {request.service} {request.tag} to {request.environment}?"
         )
         for person in sorted(people):
@@ -217,9 +222,9 @@ class EmailChannel:
             msg = render.message(
                 self.sender, person, subject, render.approval_text(request, token),
                 reply_to=f"{local}+{token}@{domain}",
-                in_reply_to=thread.origin.get("email_root") if from_email else None,
+                in_reply_to=thread.origin.email_root if from_email else None,
             )
-            await self.store.link(f"email:msg:{msg['Message-ID']}", thread.id)
+            await self.inbox.link(names.email_message(msg["Message-ID"]), thread.id)
             self._spawn(thread, msg)
 
     def _spawn(self, thread: Thread | None, msg: EmailMessage) -> None:
@@ -236,8 +241,7 @@ class EmailChannel:
                 await self._record_failure(thread, str(msg["To"]), f"{type(e).__name__}: {e}")
 
     async def _record_failure(self, thread: Thread, to: str, reason: str) -> None:
-        event = DeliveryFailed(channel="email", to=to, reason=reason[:300])
-        await self.store.append_fact(await self.store.load(thread.id), [event])
+        await self.service.record(thread.id, [DeliveryFailed(channel="email", to=to, reason=reason[:300])])
 
     async def drain(self) -> None:
         while self._sending:

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.utils import getaddresses, parseaddr
@@ -62,7 +62,8 @@ def parse(raw: bytes) -> Inbound:
         raise
     except Exception as e:  # the stdlib parser raises many kinds on broken input
         raise MalformedEmail(f"unreadable message: {type(e).__name__}: {e}") from e
-    refs = re.findall(r"<[^<>\s]+>", f"{msg.get('In-Reply-To', '')} {' '.join(reversed(str(msg.get('References', '')).split()))}")
+    references = " ".join(reversed(str(msg.get("References", "")).split()))
+    refs = re.findall(r"<[^<>\s]+>", f"{msg.get('In-Reply-To', '')} {references}")
     # The body fallback is usually in the quoted approval email, so search all of it: a token
     # only works from the address it was issued to, wherever it is found.
     token = re.search(rf"\+({TOKEN})@", recipients) or re.search(rf"\b({TOKEN})\b", body)
@@ -154,8 +155,10 @@ def check_token(secret: str, token: str, address: str, now: datetime) -> str:
     if not (approval_id and expires_text.isdigit() and signature):
         raise TokenError("the approval code is malformed")
     if not hmac.compare_digest(signature, _sign(secret, approval_id, address.lower(), int(expires_text))):
-        raise TokenError("the approval code is not valid for this sender (forged, altered, or sent from another address)")
-    if now > datetime.fromtimestamp(int(expires_text), timezone.utc):
+        raise TokenError(
+            "the approval code is not valid for this sender (forged, altered, or sent from another address)"
+        )
+    if now > datetime.fromtimestamp(int(expires_text), UTC):
         raise TokenError("the approval code has expired")
     return approval_id
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 from urllib.parse import parse_qs
 
 import aiohttp
@@ -30,20 +31,13 @@ from starlette.responses import JSONResponse, Response
 
 from bot.channels import slack_blocks as blocks
 from bot.events import ApprovalRequested, Event, HumanResponse, new_id
-from bot.ports import ThreadStore
+from bot.ports import Inbox
 from bot.service import Forbidden, NotFound, Refused, ThreadService
-from bot.thread import Thread
+from bot.stores import keys as names
+from bot.thread import Origin, Thread
 
 log = logging.getLogger(__name__)
 EVENT_TTL = 24 * 3600  # Slack retries for a few minutes; a day is plenty to spot a repeat
-
-
-def conversation(channel: str, thread_ts: str) -> str:
-    return f"slack:{channel}:{thread_ts}"
-
-
-def approval_message_key(approval_id: str) -> str:
-    return f"slack:approval-message:{approval_id}"
 
 
 def client(token: str, api_url: str) -> AsyncWebClient:
@@ -61,13 +55,13 @@ def client(token: str, api_url: str) -> AsyncWebClient:
 class SlackNotifier:
     """Posts what happens in Slack-born threads back into their Slack thread."""
 
-    def __init__(self, web: AsyncWebClient, store: ThreadStore) -> None:
-        self.web, self.store = web, store
+    def __init__(self, web: AsyncWebClient, inbox: Inbox) -> None:
+        self.web, self.inbox = web, inbox
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
-        if thread.origin.get("channel") != "slack":
+        channel, thread_ts = thread.origin.slack_channel, thread.origin.slack_thread_ts
+        if thread.origin.channel != "slack" or not channel or not thread_ts:
             return
-        channel, thread_ts = thread.origin["slack_channel"], thread.origin["slack_thread_ts"]
         for event in new:
             try:
                 await self._post(thread, event, channel, thread_ts)
@@ -83,10 +77,10 @@ class SlackNotifier:
                 channel=channel, thread_ts=thread_ts, text=blocks.fallback_text(event),
                 blocks=blocks.approval_request(thread.id, event),
             )
-            await self.store.link(approval_message_key(event.approval_id), posted["ts"])
+            await self.inbox.link(names.slack_approval_message(event.approval_id), posted["ts"])
         elif isinstance(event, HumanResponse) and event.approval_id and event.approve is not None:
             request = thread.approval(event.approval_id)
-            ts = await self.store.lookup(approval_message_key(event.approval_id))
+            ts = await self.inbox.lookup(names.slack_approval_message(event.approval_id))
             if request and ts:
                 await self.web.chat_update(
                     channel=channel, ts=ts, text=blocks.fallback_text(request),
@@ -156,7 +150,7 @@ def build(
     signing_secret: str,
     web: AsyncWebClient,
     service: ThreadService,
-    store: ThreadStore,
+    inbox: Inbox,
     kick: Callable[[str], Awaitable[None]],
     app_token: str | None = None,
 ) -> SlackChannel:
@@ -166,7 +160,7 @@ def build(
         signing_secret=signing_secret, client=web, process_before_response=True,
         request_verification_enabled=False,
     )
-    inbound = _Inbound(service, store, kick, web)
+    inbound = _Inbound(service, inbox, kick, web)
 
     @app.event("app_mention")
     async def on_mention(event: dict, body: dict, context: dict) -> None:
@@ -234,15 +228,15 @@ def _refusal(e: Refused) -> str:
 
 class _Inbound:
     def __init__(
-        self, service: ThreadService, store: ThreadStore, kick: Callable[[str], Awaitable[None]], web: AsyncWebClient
+        self, service: ThreadService, inbox: Inbox, kick: Callable[[str], Awaitable[None]], web: AsyncWebClient
     ) -> None:
-        self.service, self.store, self.kick, self.web = service, store, kick, web
+        self.service, self.inbox, self.kick, self.web = service, inbox, kick, web
 
     async def message(self, event: dict, body: dict, bot_user: str | None, may_start: bool) -> None:
         message_id = body.get("event_id") or event.get("client_msg_id") or event["ts"]
         root = event.get("thread_ts") or event["ts"]
-        scope = conversation(event["channel"], root)
-        fresh, thread_id, started = await self.store.receive(
+        scope = names.slack_conversation(event["channel"], root)
+        fresh, thread_id, started = await self.inbox.receive(
             scope, message_id, EVENT_TTL, new_id() if may_start else None
         )
         if not fresh:
@@ -257,7 +251,7 @@ class _Inbound:
         try:
             await self._record(event, root, thread_id, started, bot_user)
         except Exception:
-            await self.store.forget(scope, message_id)  # let Slack's retry deliver it again
+            await self.inbox.forget(scope, message_id)  # let Slack's retry deliver it again
             raise
         await self.kick(thread_id)
 
@@ -268,7 +262,7 @@ class _Inbound:
         text = event.get("text", "")
         if bot_user:
             text = re.sub(rf"<@{bot_user}>\s*", "", text).strip()
-        origin = {"channel": "slack", "slack_channel": channel, "slack_thread_ts": root}
+        origin = Origin(channel="slack", slack_channel=channel, slack_thread_ts=root)
         if not started:
             try:
                 await self.service.respond(thread_id, text, user, channel="slack")

@@ -79,7 +79,7 @@ class CommandDeployer:
             raise DeployerError(f"could not start the deploy command {argv[0]!r}: {e.strerror or e}") from e
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), self.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             return DeployOutcome(False, None, f"the deploy command timed out after {self.timeout:.0f} s")

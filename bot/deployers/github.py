@@ -19,6 +19,7 @@ import httpx
 
 from bot.events import GitTag
 from bot.ports import DeployerError, DeployOutcome, DeployRequest
+from bot.retry import retrying
 
 log = logging.getLogger(__name__)
 RETRIES = 4
@@ -79,7 +80,9 @@ class GitHubDeployer:
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         workflow = self.workflows.get(request.service)
         if not workflow:
-            raise DeployerError(f"no workflow is configured for {request.service} (GITHUB_WORKFLOW_{request.service.upper()})")
+            raise DeployerError(
+                f"no workflow is configured for {request.service} (GITHUB_WORKFLOW_{request.service.upper()})"
+            )
         run = await self._find_run(workflow, request.deploy_id)
         if run is None:
             await self._call(
@@ -131,7 +134,9 @@ class GitHubDeployer:
         deadline, wait = time.monotonic() + self.timeout_seconds, self.poll_seconds
         while run.get("status") != "completed":
             if time.monotonic() > deadline:
-                raise DeployerError(f"run {run['id']} did not finish within {self.timeout_seconds:.0f} s: {run['html_url']}")
+                raise DeployerError(
+                    f"run {run['id']} did not finish within {self.timeout_seconds:.0f} s: {run['html_url']}"
+                )
             await asyncio.sleep(wait)
             wait = min(wait * 1.5, 30)
             run = (await self._call("GET", f"/repos/{self.repository}/actions/runs/{run['id']}", what="run")).json()
@@ -140,26 +145,25 @@ class GitHubDeployer:
     async def _call(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
         """One API call with retries for network failures, 5xx and rate limits; every other
         failure becomes a DeployerError that says what to fix."""
-        for attempt in range(RETRIES + 1):
-            try:
-                response = await self.http.request(method, url, **kwargs)
-            except httpx.TransportError as e:
-                if attempt == RETRIES:
-                    raise DeployerError(f"could not reach GitHub at {self.http.base_url}: {e!r}") from e
-                await asyncio.sleep(min(2**attempt, 10) * self.poll_seconds)
-                continue
-            if response.status_code < 300:
-                return response
-            wait = _rate_limit_wait(response)
-            if wait is not None and attempt < RETRIES:
-                log.warning("GitHub rate limit: waiting %.1f s", wait)
-                await asyncio.sleep(wait)
-                continue
-            if response.status_code >= 500 and attempt < RETRIES:
-                await asyncio.sleep(min(2**attempt, 10) * self.poll_seconds)
-                continue
-            raise self._error(response, what)
-        raise DeployerError("GitHub kept failing")  # pragma: no cover (the loop returns or raises)
+        backoff = [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
+        try:
+            async for attempt in retrying(
+                backoff, (httpx.TransportError, _Again), f"GitHub {method} {url}", log,
+                wait_for=lambda e: e.wait if isinstance(e, _Again) else None,
+            ):
+                with attempt:
+                    response = await self.http.request(method, url, **kwargs)
+                    if response.status_code < 300:
+                        return response
+                    wait = _rate_limit_wait(response)
+                    if wait is not None or response.status_code >= 500:
+                        raise _Again(response, wait)
+                    raise self._error(response, what)
+        except httpx.TransportError as e:
+            raise DeployerError(f"could not reach GitHub at {self.http.base_url}: {e!r}") from e
+        except _Again as e:  # still failing after the last retry
+            raise self._error(e.response, what) from None
+        raise AssertionError("unreachable: retrying returns or raises")
 
     def _error(self, response: httpx.Response, what: str) -> Exception:
         status = response.status_code
@@ -175,8 +179,11 @@ class GitHubDeployer:
                 f"on {self.repository}"
             )
         if status == 404:
-            return DeployerError(f"GitHub found no {what} (404): check GITHUB_REPOSITORY={self.repository} and the workflow file names")
-        if status in (404, 422) and what == "tag":
+            return DeployerError(
+                f"GitHub found no {what} (404): check GITHUB_REPOSITORY={self.repository} "
+                "and the workflow file names"
+            )
+        if status == 422 and what == "tag":  # GitHub's answer for a ref that names no commit
             return _Missing()
         if status == 422:
             return DeployerError(f"GitHub rejected the request (422): {message}")
@@ -185,6 +192,15 @@ class GitHubDeployer:
 
 class _Missing(Exception):
     """An unknown ref: not an error, just no such tag."""
+
+
+class _Again(Exception):
+    """A 5xx or a rate limit: worth another try, after `wait` seconds if GitHub said so."""
+
+    def __init__(self, response: httpx.Response, wait: float | None) -> None:
+        limited = " (rate limited)" if wait is not None else ""
+        super().__init__(f"{response.status_code} from GitHub{limited}")
+        self.response, self.wait = response, wait
 
 
 def _rate_limit_wait(response: httpx.Response) -> float | None:

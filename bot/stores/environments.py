@@ -4,15 +4,25 @@ and the history of deploys (a capped list per environment, newest first)."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict
 from datetime import datetime
 
 from redis.asyncio import Redis
 
 from bot.ports import DeployRecord, Lock
+from bot.retry import retrying
 from bot.stores.keys import Keys
 
 HISTORY_LENGTH = 200
+# Taking a lock is SET NX, then GET to see who holds it; the holder may let go in between.
+# Three tries in all, straight away: letting go twice in a row while we look is rare.
+ACQUIRE_WAITS = (0, 0)
+log = logging.getLogger(__name__)
+
+
+class _LetGo(Exception):
+    """The lock was held at our SET and free at our GET: try again."""
 
 # KEYS: lock. ARGV: owner, ttl in ms (renew) -- only the owner may touch its lock.
 _RENEW = """
@@ -35,7 +45,7 @@ def _dump_lock(lock: Lock) -> str:
     return json.dumps({**asdict(lock), "since": lock.since.isoformat()})
 
 
-def _load_lock(raw: bytes) -> Lock:
+def _load_lock(raw: bytes | str) -> Lock:
     data = json.loads(raw)
     return Lock(**{**data, "since": datetime.fromisoformat(data["since"])})
 
@@ -46,19 +56,28 @@ class RedisEnvironments:
         self.keys = keys or Keys()
 
     async def acquire(self, lock: Lock, ttl_ms: int | None) -> Lock | None:
+        what = f"taking the lock on {lock.environment}"
+        try:
+            async for attempt in retrying(ACQUIRE_WAITS, (_LetGo,), what, log, logging.DEBUG):
+                with attempt:
+                    return await self._acquire_once(lock, ttl_ms)
+        except _LetGo as e:
+            raise RuntimeError(f"could not read or take the lock on {lock.environment}") from e
+        raise AssertionError("unreachable: retrying returns or raises")
+
+    async def _acquire_once(self, lock: Lock, ttl_ms: int | None) -> Lock | None:
         key = self.keys.lock(lock.environment)
-        for _ in range(3):  # the holder may let go between our SET and GET
-            if await self.redis.set(key, _dump_lock(lock), nx=True, px=ttl_ms):
-                return None
-            raw = await self.redis.get(key)
-            if raw is not None:
-                holder = _load_lock(raw)
-                if holder.owner == lock.owner:
-                    if ttl_ms:
-                        await self.renew(lock.environment, lock.owner, ttl_ms)
-                    return None
-                return holder
-        raise RuntimeError(f"could not read or take the lock on {lock.environment}")
+        if await self.redis.set(key, _dump_lock(lock), nx=True, px=ttl_ms):
+            return None
+        raw = await self.redis.get(key)
+        if raw is None:
+            raise _LetGo()
+        holder = _load_lock(raw)
+        if holder.owner == lock.owner:
+            if ttl_ms:
+                await self.renew(lock.environment, lock.owner, ttl_ms)
+            return None
+        return holder
 
     async def renew(self, environment: str, owner: str, ttl_ms: int) -> bool:
         return bool(await self.redis.eval(_RENEW, 1, self.keys.lock(environment), owner, ttl_ms))

@@ -1,10 +1,43 @@
-"""Every Redis key deploybot uses is built here.
+"""Every Redis key deploybot uses is built here, and every name that ends up in one.
 
 Per-thread keys share the hash tag `{id}` so a thread's keys live in one slot on Redis
 Cluster, which lets one script touch them atomically.
+
+The module-level functions name a channel's conversations (scopes for Inbox.receive) and
+pointers (names for Inbox.link/lookup); the Inbox puts them inside its own keys. Channels
+import them from here so every stored name is spelled in one place. Changing any string
+here orphans data already stored under the old one.
 """
 
 from __future__ import annotations
+
+# --- names channels pass to the Inbox -------------------------------------------------------
+
+EMAIL_INBOUND = "email:inbound"
+"""The scope every inbound email is deduplicated in (by Message-ID)."""
+
+
+def slack_conversation(channel: str, thread_ts: str) -> str:
+    """A Slack thread: the scope its messages are deduplicated in and bound to a bot thread."""
+    return f"slack:{channel}:{thread_ts}"
+
+
+def slack_approval_message(approval_id: str) -> str:
+    """An approval -> the ts of the Slack message asking for it (updated once decided)."""
+    return f"slack:approval-message:{approval_id}"
+
+
+def email_message(message_id: str) -> str:
+    """An email (inbound or sent) -> its bot thread, so replies find their thread."""
+    return f"email:msg:{message_id}"
+
+
+def email_approval(approval_id: str) -> str:
+    """An approval asked for by email -> its bot thread."""
+    return f"email:approval:{approval_id}"
+
+
+# --- Redis keys ------------------------------------------------------------------------------
 
 
 class Keys:
@@ -23,6 +56,10 @@ class Keys:
     def work(self) -> str:
         """The handoff stream: one entry per "run this thread", read by a consumer group."""
         return f"{self.prefix}:work"
+
+    def turn(self, chore: str) -> str:
+        """Whose turn a periodic chore is (see WorkQueue.turn); next to the work stream."""
+        return f"{self.work()}:turn:{chore}"
 
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"

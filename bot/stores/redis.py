@@ -8,10 +8,10 @@ a writer that read an older version gets a Conflict, re-reads what it missed
 
 from __future__ import annotations
 
-import hashlib
-import json
+import logging
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
@@ -19,8 +19,13 @@ from redis.exceptions import NoScriptError
 from bot import events as ev
 from bot.events import Event, new_id
 from bot.ports import Conflict, LeaseLost, ThreadExists, ThreadNotFound
+from bot.retry import retrying
+from bot.stores import scripts
 from bot.stores.keys import Keys
-from bot.thread import Thread
+from bot.stores.replies import text
+from bot.thread import Origin, Thread
+
+log = logging.getLogger(__name__)
 
 # KEYS: events, lease. ARGV: expected version, the run appending ('' for people, who need no
 # lease), then the events to append. Every thread is created with its first event, so an
@@ -46,25 +51,6 @@ if redis.call('HSETNX', KEYS[1], 'created', ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'origin', ARGV[2])
 redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
 return 1
-"""
-
-
-# KEYS: delivery marker, conversation. ARGV: marker TTL, the id for a new thread ('' when
-# this message may not start one), a token for this call. Returns {fresh, thread id or '',
-# started}; a repeated delivery gets the conversation's thread too, so it can be handed to a
-# worker again. The marker holds the token: a call resent after a broken connection (its
-# first send may have run) finds its own token and is still fresh, not a repeat.
-_RECEIVE = """
-local bound = redis.call('GET', KEYS[2])
-if not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'EX', ARGV[1]) then
-  local ours = redis.call('GET', KEYS[1]) == ARGV[3]
-  if ours then return {1, bound or '', (bound and bound == ARGV[2]) and 1 or 0} end
-  return {0, bound or '', 0}
-end
-if bound then return {1, bound, 0} end
-if ARGV[2] == '' then return {1, '', 0} end
-redis.call('SET', KEYS[2], ARGV[2])
-return {1, ARGV[2], 1}
 """
 
 
@@ -96,14 +82,7 @@ return redis.call('LRANGE', KEYS[2], tonumber(ARGV[2]), -1)
 """
 
 
-FACT_ATTEMPTS = 50
-_SHAS: dict[str, str] = {}
-
-
-def _sha(source: str) -> str:
-    if source not in _SHAS:
-        _SHAS[source] = hashlib.sha1(source.encode()).hexdigest()
-    return _SHAS[source]
+FACT_ATTEMPTS = 50  # each one lost a race to another writer; re-read and append at once
 
 
 class RedisThreadStore:
@@ -112,14 +91,14 @@ class RedisThreadStore:
         self.keys = keys or Keys()
 
     async def create(
-        self, origin: dict[str, str], events: Sequence[Event], thread_id: str | None = None
+        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
     ) -> Thread:
         if not events:
             raise ValueError("a thread starts with at least one event")
         thread_id = thread_id or new_id()
         now = time.time()
         keys = [self.keys.meta(thread_id), self.keys.events(thread_id)]
-        args = [now, json.dumps(origin), *(ev.dump(e) for e in events)]
+        args: list[float | str] = [now, origin.dump(), *(ev.dump(e) for e in events)]
         # One round trip: the thread's keys in one script (one cluster slot), the global
         # recency index beside it in the same pipeline.
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -130,7 +109,7 @@ class RedisThreadStore:
             if await self._landed(thread_id, 0, events):
                 return await self.load(thread_id)
             raise ThreadExists(thread_id)
-        return Thread(thread_id, tuple(events), dict(origin))
+        return Thread(thread_id, tuple(events), origin)
 
     async def load(self, thread_id: str) -> Thread:
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -139,7 +118,7 @@ class RedisThreadStore:
             origin, raw = await pipe.execute()
         if origin is None:
             raise ThreadNotFound(thread_id)
-        return Thread(thread_id, tuple(ev.load(r) for r in raw), json.loads(origin))
+        return Thread(thread_id, tuple(ev.load(r) for r in raw), Origin.model_validate_json(origin))
 
     async def refresh(self, thread: Thread) -> Thread:
         raw = await self.redis.lrange(self.keys.events(thread.id), thread.version, -1)
@@ -168,24 +147,19 @@ class RedisThreadStore:
         return first is not None and ev.load(first).id == events[0].id
 
     async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
-        for _ in range(FACT_ATTEMPTS):
-            try:
-                return await self.append(thread, events)
-            except Conflict:
-                thread = await self.refresh(thread)
-        raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts")
+        what = f"thread {thread.id}: appending {events[0].type if events else 'nothing'}"
+        try:
+            async for attempt in retrying([0] * (FACT_ATTEMPTS - 1), (Conflict,), what, log, logging.DEBUG):
+                with attempt:
+                    if attempt.retry_state.attempt_number > 1:
+                        thread = await self.refresh(thread)  # take in what beat us, then append
+                    return await self.append(thread, events)
+        except Conflict as e:
+            raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts") from e
+        raise AssertionError("unreachable: retrying returns or raises")
 
     async def _script(self, source: str, keys: list[str], *args: object) -> Any:
-        """One command, one round trip. EVALSHA is sent directly (redis-py's Script objects
-        add a SCRIPT EXISTS round trip when pipelined, and EVAL resends the source every
-        time); a server that lost its script cache (restart, failover) answers NOSCRIPT
-        once and gets the script loaded again."""
-        sha = _sha(source)
-        try:
-            return await self.redis.evalsha(sha, len(keys), *keys, *args)
-        except NoScriptError:
-            await self.redis.script_load(source)
-            return await self.redis.evalsha(sha, len(keys), *keys, *args)
+        return await scripts.run(self.redis, source, keys, *args)
 
     async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
         return bool(await self._script(_LEASE, [self.keys.lease(thread_id)], owner, ttl_ms))
@@ -197,14 +171,14 @@ class RedisThreadStore:
             raise ThreadNotFound(thread_id)
         if reply[0] == 0:
             return None
-        return Thread(thread_id, tuple(ev.load(r) for r in reply[2:]), json.loads(reply[1]))
+        return Thread(thread_id, tuple(ev.load(r) for r in reply[2:]), Origin.model_validate_json(reply[1]))
 
     async def release(self, thread: Thread, owner: str) -> Thread:
         """One round trip: the script (one slot) and the recency index beside it."""
         keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
         for _ in range(2):
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.evalsha(_sha(_RELEASE), len(keys), *keys, owner, thread.version)
+                pipe.evalsha(scripts.sha(_RELEASE), len(keys), *keys, owner, thread.version)
                 pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
                 raw, _ = await pipe.execute(raise_on_error=False)
             if not isinstance(raw, NoScriptError):
@@ -214,33 +188,10 @@ class RedisThreadStore:
             raise raw
         return thread.extended([ev.load(r) for r in raw])
 
-    async def receive(
-        self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
-    ) -> tuple[bool, str | None, bool]:
-        keys = [self.keys.delivery(scope, message_id), self.keys.conversation(scope)]
-        fresh, thread_id, started = await self._script(
-            _RECEIVE, keys, ttl_seconds, new_thread_id or "", new_id()
-        )
-        return bool(fresh), (thread_id.decode() or None), bool(started)
-
-    async def forget(self, scope: str, message_id: str) -> None:
-        await self.redis.delete(self.keys.delivery(scope, message_id))
-
-    async def link(self, name: str, value: str) -> str:
-        """Bind `name` to `value` unless it is bound already; return what it is bound to."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(self.keys.ref(name), value, nx=True)
-            pipe.get(self.keys.ref(name))
-            _, bound = await pipe.execute()
-        return bound.decode()
-
-    async def lookup(self, name: str) -> str | None:
-        value = await self.redis.get(self.keys.ref(name))
-        return value.decode() if value is not None else None
-
     async def recent(self, limit: int) -> list[str]:
-        ids = await self.redis.zrevrange(self.keys.recent(), 0, limit - 1)
-        return [i.decode() if isinstance(i, bytes) else i for i in ids]
+        # Members only: redis-py's declared reply type also covers WITHSCORES pairs.
+        ids = cast(list[bytes | str], await self.redis.zrevrange(self.keys.recent(), 0, limit - 1))
+        return [text(i) for i in ids]
 
     async def ping(self) -> None:
         await self.redis.ping()

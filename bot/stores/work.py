@@ -10,13 +10,15 @@ deleted together, so the stream holds only work not yet done.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from bot.ports import Work
 from bot.stores.keys import Keys
+from bot.stores.replies import text
 
 GROUP = "workers"
 
@@ -24,7 +26,8 @@ GROUP = "workers"
 class RedisWorkQueue:
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis = redis
-        self.stream = (keys or Keys()).work()
+        self.keys = keys or Keys()
+        self.stream = self.keys.work()
         self._cursor: bytes | str = "0-0"
 
     async def push(self, thread_id: str) -> None:
@@ -68,7 +71,7 @@ class RedisWorkQueue:
         return int(await self.redis.xlen(self.stream))
 
     async def turn(self, chore: str, seconds: int) -> bool:
-        return bool(await self.redis.set(f"{self.stream}:turn:{chore}", "1", nx=True, ex=seconds))
+        return bool(await self.redis.set(self.keys.turn(chore), "1", nx=True, ex=seconds))
 
     async def _grouped(self, command: Any) -> Any:
         """Run a group command, creating the group first if it is missing (a new or flushed
@@ -88,11 +91,7 @@ class RedisWorkQueue:
     @staticmethod
     def _works(entries: list[Any]) -> list[Work]:
         return [
-            Work(_text(entry), _text(fields[b"thread"]))
+            Work(text(entry), text(fields[b"thread"]))
             for entry, fields in entries
             if fields and b"thread" in fields
         ]
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

@@ -230,7 +230,8 @@ def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
         f"{seen[k]} {k}" for k in ("approval_requested", "deploy_result", "error:llm", "error:interrupted",
                                     "error:locked", "error:internal")
     ) + f"; {sum(1 for b in threads.values() for e in b['events'] if e.get('approve') is False)} rejections")
-    print("  final statuses: " + ", ".join(f"{n} {s}" for s, n in Counter(b["status"] for b in threads.values()).items()))
+    statuses = Counter(b["status"] for b in threads.values())
+    print("  final statuses: " + ", ".join(f"{n} {s}" for s, n in statuses.items()))
     return {
         "events lost": lost, "duplicate events": duplicates, "deploys executed twice": twice,
         "deploys without an authorized approval": unapproved,

@@ -11,7 +11,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -39,7 +39,9 @@ class FakeGitHub:
     def api_url(self) -> str:
         return url(self._server)
 
-    def fail(self, method: str, path_pattern: str, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    def fail(
+        self, method: str, path_pattern: str, status: int, body: Any, headers: dict[str, str] | None = None
+    ) -> None:
         """The next request matching `method` and the regex `path_pattern` gets this answer."""
         with self._lock:
             self.failures.append((method, path_pattern, (status, body, headers or {})))
@@ -51,7 +53,7 @@ class FakeGitHub:
     def release_runs(self) -> None:
         self.hold_runs = False
 
-    def start(self) -> "FakeGitHub":
+    def start(self) -> FakeGitHub:
         def route(method: str, path: str, headers: Any, raw: bytes) -> Answer:
             return self._answer(method, path, headers, json.loads(raw) if raw else None)
 
@@ -123,7 +125,7 @@ class FakeGitHub:
             "status": "queued",
             "conclusion": None,
             "html_url": f"https://github.com/{self.repository}/actions/runs/{run_id}",
-            "created_at": datetime.now(timezone.utc).isoformat(),
+            "created_at": datetime.now(UTC).isoformat(),
         }
         return 204, None, {}
 

@@ -10,9 +10,10 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from bot.testing.http import serve, stop, url
 
@@ -37,7 +38,7 @@ class FakeLlm:
         with self._lock:
             self.replies.extend(replies)
 
-    def start(self) -> "FakeLlm":
+    def start(self) -> FakeLlm:
         def route(method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any, dict[str, str]]:
             body = json.loads(raw or b"{}")
             prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))

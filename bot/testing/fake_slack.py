@@ -6,9 +6,9 @@ can be scripted per method (rate limits with Retry-After, `channel_not_found`, .
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -38,7 +38,9 @@ class FakeSlack:
     def base_url(self) -> str:
         return url(self._server) + "/api/"
 
-    def fail(self, method: str, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    def fail(
+        self, method: str, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         """The next call of `method` gets this answer instead of success."""
         with self._lock:
             self.failures.setdefault(method, []).append((status, body, headers or {}))
@@ -52,18 +54,28 @@ class FakeSlack:
         with self._lock:
             return [c.args for c in self.calls if c.method == method]
 
-    def wait_for(self, method: str, count: int = 1, timeout: float = 10, **match: Any) -> list[dict[str, Any]]:
-        """Wait until `method` was called `count` times with arguments containing `match`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            hits = [a for a in self.called(method) if all(_contains(a.get(k), v) for k, v in match.items())]
-            if len(hits) >= count:
-                return hits
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{method} {match} called {len(hits)}x, not {count}x: {self.calls}")
-            time.sleep(0.02)
+    async def wait_for(
+        self, method: str, count: int = 1, within: float = 10, **match: Any
+    ) -> list[dict[str, Any]]:
+        """Wait until `method` was called `count` times with arguments containing `match`.
+        Async: the bot under test usually runs in the same event loop, and must go on
+        running (and calling this fake) while the test waits."""
+        hits = self.matching(method, **match)
+        try:
+            async with asyncio.timeout(within):
+                while len(hits) < count:
+                    await asyncio.sleep(0.02)
+                    hits = self.matching(method, **match)
+        except TimeoutError:
+            seen = f"{method} {match} called {len(hits)}x, not {count}x"
+            raise AssertionError(f"{seen}: {self.calls}") from None
+        return hits
 
-    def start(self) -> "FakeSlack":
+    def matching(self, method: str, **match: Any) -> list[dict[str, Any]]:
+        """The calls of `method` so far whose arguments contain `match`."""
+        return [a for a in self.called(method) if all(_contains(a.get(k), v) for k, v in match.items())]
+
+    def start(self) -> FakeSlack:
         def route(method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any, dict[str, str]]:
             path, _, query = path.partition("?")
             if "json" in (headers.get("Content-Type") or ""):

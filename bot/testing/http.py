@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 # (method, path with query, headers, raw body) -> (status, payload, extra headers)
 Route = Callable[[str, str, Any, bytes], tuple[int, Any, dict[str, str]]]
@@ -19,7 +20,10 @@ def serve(route: Route) -> ThreadingHTTPServer:
         def _answer(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             status, payload, headers = route(self.command, self.path, self.headers, raw)
-            data = payload.encode() if isinstance(payload, str) else b"" if payload is None else json.dumps(payload).encode()
+            if isinstance(payload, str):
+                data = payload.encode()
+            else:
+                data = b"" if payload is None else json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(data)))

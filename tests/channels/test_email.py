@@ -3,19 +3,18 @@ capturing what the bot sends."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
+from collections.abc import Iterator
 from email import message_from_bytes, policy
 from email.message import EmailMessage
-from typing import Iterator
 
 import pytest
 from aiosmtpd.controller import Controller
 
 from tests.conftest import free_port
-from tests.helpers import ledger_lines, reply, settle
+from tests.helpers import eventually, ledger_lines, reply, settle
 
 SECRET = "inbound-secret"
 AUTH = {"Authorization": f"Bearer {SECRET}", "Content-Type": "message/rfc822"}
@@ -29,14 +28,15 @@ class Inbox:
         self.messages.append(message_from_bytes(envelope.content, policy=policy.default))
         return "250 OK"
 
-    async def wait_for(self, count: int = 1, timeout: float = 15, **match: str) -> list[EmailMessage]:
-        deadline = time.monotonic() + timeout
-        while True:
-            hits = [m for m in self.messages if all(v in _field(m, k) for k, v in match.items())]
-            if len(hits) >= count:
-                return hits
-            assert time.monotonic() < deadline, f"{count}x {match} not in {[_field(m, 'subject') for m in self.messages]}"
-            await asyncio.sleep(0.05)
+    async def wait_for(self, count: int = 1, within: float = 15, **match: str) -> list[EmailMessage]:
+        def hits() -> list[EmailMessage]:
+            found = [m for m in self.messages if all(v in _field(m, k) for k, v in match.items())]
+            return found if len(found) >= count else []
+
+        def missing() -> str:
+            return f"{count}x {match} not in {[_field(m, 'subject') for m in self.messages]}"
+
+        return await eventually(hits, within, every=0.05, message=missing)
 
 
 def _field(msg: EmailMessage, name: str) -> str:
@@ -169,7 +169,9 @@ async def test_forged_and_misused_tokens_append_nothing(api, app, inbox, ledger,
     stolen = await post(api, gmail_reply(bob, "APPROVE", "Mallory <mallory@evil.example>"))
     assert stolen.json()["status"] == "refused"
     assert "mallory@evil.example" in caplog.text
-    await asyncio.sleep(0.3)
+    # Whatever the refusal sends is handed to a task before the endpoint answers: once those
+    # are done, every message it sent is in the inbox.
+    await app.email.drain()
     assert not [m for m in inbox.messages if "mallory" in str(m["To"])]  # not allowed: a log line only
 
     assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == version
@@ -230,10 +232,14 @@ async def test_bad_input(api, app, inbox, caplog):
     assert (await api.get("/threads")).json()["threads"] == []
 
 
-async def test_smtp_down_then_back_delivers_and_a_dead_server_is_recorded(api, app, inbox, fast_retries, smtp_port):
+async def test_smtp_down_then_back_delivers_and_a_dead_server_is_recorded(
+    api, app, inbox, fast_retries, smtp_port, caplog
+):
+    caplog.set_level(logging.WARNING)
     inbox.controller.stop()  # type: ignore[attr-defined]
     r = await post(api, raw_mail("list tags"))
-    await asyncio.sleep(0.3)
+    # The server comes back only once a send to it has failed (and is retried).
+    await eventually(lambda: "SMTP send to" in caplog.text and "failed" in caplog.text)
     controller = Controller(inbox, hostname="127.0.0.1", port=smtp_port)
     controller.start()
     inbox.controller = controller  # type: ignore[attr-defined]
@@ -243,13 +249,12 @@ async def test_smtp_down_then_back_delivers_and_a_dead_server_is_recorded(api, a
     inbox.controller.stop()  # type: ignore[attr-defined]
     r = await post(api, raw_mail("list tags"))
     thread_id = r.json()["detail"]
-    deadline = time.monotonic() + 10
-    while True:
+
+    async def events_once_delivery_failed() -> list[dict]:
         events = (await api.get(f"/threads/{thread_id}")).json()["events"]
-        failed = [e for e in events if e["type"] == "delivery_failed"]
-        if failed:
-            break
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.1)
+        return events if any(e["type"] == "delivery_failed" for e in events) else []
+
+    events = await eventually(events_once_delivery_failed, within=10, every=0.1)
+    failed = [e for e in events if e["type"] == "delivery_failed"]
     assert failed[0]["to"] == "alice@example.com" and failed[0]["channel"] == "email"
     assert [e["type"] for e in events][:4] == ["user_message", "list_git_tags", "list_git_tags_result", "done_for_now"]

@@ -15,7 +15,7 @@ from bot.channels.email_parse import (
     make_token,
     parse,
 )
-from bot.events import utcnow
+from bot.clock import utcnow
 
 QUOTED = "Deploy backend v1.2.3 to production?\nReply APPROVE to deploy, or reply with what should change."
 
@@ -48,7 +48,8 @@ OUTLOOK = ("No, v1.2.3 breaks checkout.\nShip v1.2.2 instead.\n\n_______________
            "From: deploybot <deploybot@example.com>\nSent: Monday, November 23, 2026 10:00 AM\n"
            "To: Bob <bob@example.com>\nSubject: Approve deploy\n\n" + QUOTED)
 ORIGINAL = "lgtm\n\n-----Original Message-----\nFrom: deploybot\nSent: Monday\nSubject: Approve\n\n" + QUOTED
-APPLE = ("Ship it\n\nSent from my iPhone\n\n> On Nov 23, 2026, at 10:00, deploybot <deploybot@example.com> wrote:\n>\n> "
+APPLE = ("Ship it\n\nSent from my iPhone\n\n"
+         "> On Nov 23, 2026, at 10:00, deploybot <deploybot@example.com> wrote:\n>\n> "
          + QUOTED.replace("\n", "\n> "))
 APPLE_HTML = ('<html><body><div>wait until after the 5pm release please</div><div><br><blockquote type="cite">'
               '<div>On Nov 23, deploybot wrote:</div>Deploy backend?</blockquote></div></body></html>')
@@ -62,7 +63,8 @@ APPLE_HTML = ('<html><body><div>wait until after the 5pm release please</div><di
     (mail(html=APPLE_HTML), "wait until after the 5pm release please"),
     (mail(html=GMAIL_HTML), "APPROVE"),
     (mail("yes\n-- \nBob Smith\nCTO, Example"), "yes"),
-    (mail("Nein, bitte nicht heute. Grüße aus Köln\n\n" + QUOTE, cte="quoted-printable"), "Nein, bitte nicht heute. Grüße aus Köln"),
+    (mail("Nein, bitte nicht heute. Grüße aus Köln\n\n" + QUOTE, cte="quoted-printable"),
+     "Nein, bitte nicht heute. Grüße aus Köln"),
     (mail("approve\n\n" + QUOTE, cte="base64"), "approve"),
     (mail("Non, pas aujourd'hui: déploiement gelé", charset="iso-8859-1"), "Non, pas aujourd'hui: déploiement gelé"),
 ])
@@ -89,7 +91,7 @@ def test_malformed_mail_is_refused(raw):
 
 @pytest.mark.parametrize("text, expected", [
     ("APPROVE", (True, "")), ("Approved!", (True, "")), ("lgtm", (True, "")), ("Ship it.", (True, "")),
-    ("yes", (True, "")),
+    ("yes", (True, "")), ("y", (True, "")), ("Y.", (True, "")),  # the CLI's words approve here too
     ("yes, but after 5pm", (False, "yes, but after 5pm")),  # not unambiguous: feedback, never approval
     ("no, use v1.2.2\nit has the fix", (False, "use v1.2.2\nit has the fix")),
     ("Reject", (False, "")), ("stop: incident in progress", (False, "incident in progress")),

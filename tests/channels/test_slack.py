@@ -8,17 +8,18 @@ import itertools
 import json
 import logging
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.channels.slack import conversation
 from bot.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
+from bot.stores.keys import slack_conversation
 from bot.testing.fake_slack import BOT_USER, FakeSlack
-from tests.helpers import ledger_lines, reply
+from tests.helpers import eventually, ledger_lines, reply
 
 SECRET = "slack-signing-secret-for-tests"
 CHANNEL = "C0DEPLOY"
@@ -103,7 +104,8 @@ class Slack:
     async def submit_feedback(self, view: dict[str, Any], user: str, feedback: str) -> httpx.Response:
         return await self.interaction({
             "type": "view_submission", "user": {"id": user},
-            "view": {"id": "V1", "type": "modal", "callback_id": view["callback_id"], "private_metadata": view["private_metadata"],
+            "view": {"id": "V1", "type": "modal", "callback_id": view["callback_id"],
+                     "private_metadata": view["private_metadata"],
                      "state": {"values": {"feedback": {"feedback": {"type": "plain_text_input", "value": feedback}}}}},
         })
 
@@ -114,25 +116,25 @@ def slack(api) -> Slack:
 
 
 async def bot_thread(app, slack_ts: str) -> str | None:
-    value = await app.store.redis.get(app.store.keys.conversation(conversation(CHANNEL, slack_ts)))
+    value = await app.store.redis.get(app.store.keys.conversation(slack_conversation(CHANNEL, slack_ts)))
     return value.decode() if value else None
 
 
-async def settled(app, slack_ts: str, timeout: float = 15):
-    deadline = time.monotonic() + timeout
-    while True:
+async def settled(app, slack_ts: str, within: float = 15):
+    async def thread_at_rest():
         thread_id = await bot_thread(app, slack_ts)
         if thread_id:
             await app.worker.idle()
             thread = await app.service.get(thread_id)
             if thread.status() != "running":
                 return thread
-        assert time.monotonic() < deadline, "thread did not settle"
-        await asyncio.sleep(0.02)
+        return None
+
+    return await eventually(thread_at_rest, within, message=f"the thread of Slack thread {slack_ts} did not settle")
 
 
-def approval_message(fake_slack: FakeSlack, root: str) -> dict[str, Any]:
-    posted = fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Approval needed")[-1]
+async def approval_message(fake_slack: FakeSlack, root: str) -> dict[str, Any]:
+    posted = (await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Approval needed"))[-1]
     blocks = posted["blocks"] if isinstance(posted["blocks"], list) else json.loads(posted["blocks"])
     return {"blocks": blocks, "thread_ts": root, "ts": fake_slack.answer(posted)["ts"]}
 
@@ -144,7 +146,7 @@ async def paused(app, slack: Slack, fake_slack: FakeSlack, fake_llm) -> tuple[st
     assert response.status_code == 200
     thread = await settled(app, root)
     assert thread.status() == "waiting_for_approval"
-    return root, approval_message(fake_slack, root)
+    return root, await approval_message(fake_slack, root)
 
 
 async def test_mention_to_approved_deploy_with_the_message_updated_in_place(app, slack, fake_slack, fake_llm, ledger):
@@ -159,18 +161,19 @@ async def test_mention_to_approved_deploy_with_the_message_updated_in_place(app,
     thread = await settled(app, root)
 
     assert thread.status() == "done" and len(ledger_lines(ledger)) == 1
-    updated = fake_slack.wait_for("chat.update", ts=message["ts"])[-1]
+    updated = (await fake_slack.wait_for("chat.update", ts=message["ts"]))[-1]
     assert f"Approved by <@{APPROVER}>" in json.dumps(updated["blocks"])
     assert "actions" not in json.dumps(updated["blocks"])  # the buttons are gone
-    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Deploying backend v1.2.3 to production")
-    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Deployed backend v1.2.3")
-    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="is live on production")
+    await fake_slack.wait_for("chat.postMessage", thread_ts=root,
+                              text="Deploying backend v1.2.3 to production")
+    await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Deployed backend v1.2.3")
+    await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="is live on production")
 
 
 async def test_reject_asks_for_feedback_in_a_modal_and_the_model_replans(app, slack, fake_slack, fake_llm, ledger):
     root, message = await paused(app, slack, fake_slack, fake_llm)
     assert (await slack.click(REJECT, message, APPROVER)).status_code == 200
-    view = fake_slack.wait_for("views.open")[-1]["view"]
+    view = (await fake_slack.wait_for("views.open"))[-1]["view"]
     view = json.loads(view) if isinstance(view, str) else view
     assert view["callback_id"] == REJECT_VIEW
 
@@ -182,7 +185,7 @@ async def test_reject_asks_for_feedback_in_a_modal_and_the_model_replans(app, sl
     thread = await settled(app, root)
     assert thread.pending_approval().tag == "v1.2.2"
     assert "breaks logins" in fake_llm.prompts[-1]
-    updated = fake_slack.wait_for("chat.update", ts=message["ts"])[-1]
+    updated = (await fake_slack.wait_for("chat.update", ts=message["ts"]))[-1]
     assert f"Rejected by <@{APPROVER}>: v1.2.3 breaks logins" in json.dumps(updated["blocks"])
     assert ledger_lines(ledger) == []
 
@@ -192,7 +195,7 @@ async def test_non_approvers_are_told_and_nothing_is_appended(app, slack, fake_s
     before = (await settled(app, root)).version
     for action in (APPROVE, REJECT):
         assert (await slack.click(action, message, ALICE)).status_code == 200
-    told = fake_slack.wait_for("chat.postEphemeral", 2, user=ALICE)
+    told = await fake_slack.wait_for("chat.postEphemeral", 2, user=ALICE)
     assert all("You can't decide on this deploy" in t["text"] and "not an approver" in t["text"] for t in told)
     assert fake_slack.called("views.open") == []
     assert (await settled(app, root)).version == before and ledger_lines(ledger) == []
@@ -209,11 +212,11 @@ async def test_a_second_click_is_told_who_decided(app, slack, fake_slack, fake_l
     decisions = [e for e in thread.events if e.type == "human_response"]
     assert len(decisions) == 1 and len(ledger_lines(ledger)) == 1
     loser = OTHER_APPROVER if decisions[0].user == APPROVER else APPROVER
-    told = fake_slack.wait_for("chat.postEphemeral", user=loser)[-1]
+    told = (await fake_slack.wait_for("chat.postEphemeral", user=loser))[-1]
     assert f"already approved by {decisions[0].user} at" in told["text"]
 
     await slack.click(REJECT, message, loser)  # a late Reject is refused too, without a modal
-    fake_slack.wait_for("chat.postEphemeral", 2, user=loser)
+    await fake_slack.wait_for("chat.postEphemeral", 2, user=loser)
     assert fake_slack.called("views.open") == []
 
 
@@ -254,7 +257,7 @@ async def test_thread_replies_resume_a_waiting_thread(app, slack, fake_slack, fa
     fake_llm.script(reply(intent="request_more_information", message="Which environment?"))
     _, root = await slack.mention("deploy backend v1.2.3")
     assert (await settled(app, root)).status() == "waiting_for_human"
-    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Which environment?")
+    await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Which environment?")
 
     fake_llm.script(reply(intent="deploy_backend", tag="v1.2.3", environment="staging"),
                     reply(intent="done_for_now", message="on staging"))
@@ -264,11 +267,13 @@ async def test_thread_replies_resume_a_waiting_thread(app, slack, fake_slack, fa
     assert "staging please" in fake_llm.prompts[1]
 
 
-async def test_a_plain_reply_while_approval_is_pending_is_feedback_never_approval(app, slack, fake_slack, fake_llm, ledger):
+async def test_a_plain_reply_while_approval_is_pending_is_feedback_never_approval(
+    app, slack, fake_slack, fake_llm, ledger
+):
     root, message = await paused(app, slack, fake_slack, fake_llm)
     version = (await settled(app, root)).version
     await slack.reply("approve", root, user=APPROVER)
-    told = fake_slack.wait_for("chat.postEphemeral", user=APPROVER)[-1]
+    told = (await fake_slack.wait_for("chat.postEphemeral", user=APPROVER))[-1]
     assert "cannot approve" in told["text"] and (await settled(app, root)).version == version
     fake_llm.script(reply(intent="request_more_information", message="Which tag instead?"))
     await slack.reply("not this one, it breaks logins", root, user=APPROVER)
@@ -276,7 +281,7 @@ async def test_a_plain_reply_while_approval_is_pending_is_feedback_never_approva
     decision = next(e for e in thread.events if e.type == "human_response")
     assert decision.approve is False and decision.text == "not this one, it breaks logins"
     assert thread.status() == "waiting_for_human" and ledger_lines(ledger) == []
-    fake_slack.wait_for("chat.update", ts=message["ts"], blocks="Rejected by")
+    await fake_slack.wait_for("chat.update", ts=message["ts"], blocks="Rejected by")
 
 
 async def test_the_bot_ignores_itself_other_bots_and_channel_chatter(app, slack, fake_llm):
@@ -299,8 +304,8 @@ async def test_a_direct_message_starts_a_thread(app, slack, fake_slack):
     await slack.event({"type": "message", "channel_type": "im", "user": ALICE, "text": "list tags",
                        "ts": ts, "channel": CHANNEL})
     thread = await settled(app, ts)
-    assert thread.status() == "done" and thread.origin["slack_thread_ts"] == ts
-    fake_slack.wait_for("chat.postMessage", thread_ts=ts, text="Tags, newest first: v1.2.3")
+    assert thread.status() == "done" and thread.origin.slack_thread_ts == ts
+    await fake_slack.wait_for("chat.postMessage", thread_ts=ts, text="Tags, newest first: v1.2.3")
 
 
 async def test_slack_api_errors_are_retried_or_logged_and_events_kept(app, slack, fake_slack, fake_llm, caplog):
@@ -308,7 +313,8 @@ async def test_slack_api_errors_are_retried_or_logged_and_events_kept(app, slack
     fake_llm.script(reply(intent="done_for_now", message="first answer"))
     _, root = await slack.mention("hello")
     await settled(app, root)
-    fake_slack.wait_for("chat.postMessage", thread_ts=root, text="first answer")  # delivered after the wait
+    # Delivered after the wait Slack asked for.
+    await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="first answer")
 
     caplog.set_level(logging.ERROR)
     fake_slack.fail("chat.postMessage", 200, {"ok": False, "error": "channel_not_found"})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,13 +16,20 @@ from bot.ports import DeployerError, DeployRequest
 REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
 
 
+def git(repo: Path, *args: str, **env: str) -> str:
+    """Run git in `repo` (blocking: async tests call it through asyncio.to_thread); its output."""
+    done = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env={**os.environ, **env})
+    return done.stdout.strip()
+
+
 async def test_tags_newest_first_with_their_commits(git_repo):
-    subprocess.run(["git", "-C", str(git_repo), "tag", "-a", "v1.3.0", "-m", "annotated"], check=True,
-                   env={**os.environ, "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "GIT_COMMITTER_DATE": "2026-11-10T00:00:00Z"})
+    committer = {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "GIT_COMMITTER_DATE": "2026-11-10T00:00:00Z"}
+    await asyncio.to_thread(git, git_repo, "tag", "-a", "v1.3.0", "-m", "annotated", **committer)
     deployer = CommandDeployer(git_repo)
     tags = await deployer.list_tags()
     assert [t.name for t in tags] == ["v1.3.0", "v1.2.3", "v1.2.2", "v1.2.1"]
-    head = subprocess.run(["git", "-C", str(git_repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = await asyncio.to_thread(git, git_repo, "rev-parse", "HEAD")
     assert tags[0].commit == head == tags[1].commit  # the annotated tag is peeled to its commit
     assert await deployer.resolve("v1.3.0") == head
     assert await deployer.resolve("v9.9.9") is None
@@ -33,7 +42,8 @@ async def test_not_a_repository_is_a_deployer_error(tmp_path):
 
 async def test_deploy_runs_argv_without_a_shell_and_passes_the_deploy_identity(tmp_path):
     script = "import os,sys; print(sys.argv[1:]); print(os.environ['DEPLOY_ID'], os.environ['DEPLOY_COMMIT'])"
-    deployer = CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\" {{service}} '{{tag}};echo pwned' {{environment}}")
+    command = f"{sys.executable} -c \"{script}\" {{service}} '{{tag}};echo pwned' {{environment}}"
+    deployer = CommandDeployer(tmp_path, command)
     outcome = await deployer.deploy(REQUEST)
     assert outcome.ok and outcome.exit_code == 0
     assert outcome.output.splitlines() == ["['backend', 'v1.2.3;echo pwned', 'production']", "thread-step abc123"]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -100,3 +101,26 @@ async def test_an_unreachable_github_is_a_deployer_error():
     with pytest.raises(DeployerError, match="could not reach GitHub"):
         await d.list_tags()
     await d.aclose()
+
+
+async def test_server_errors_that_persist_end_in_a_clear_error(github, deployer):
+    for _ in range(5):
+        github.fail("GET", r"/tags$", 502, {"message": "Bad Gateway"})
+    with pytest.raises(DeployerError, match="GitHub answered 502: Bad Gateway"):
+        await deployer.list_tags()
+    assert sum(1 for m, p in github.requests if p.endswith("/tags")) == 5  # RETRIES + 1
+
+
+async def test_a_retry_after_is_believed_over_the_backoff(github):
+    slow = GitHubDeployer(github.token, github.repository, {}, api_url=github.api_url, poll_seconds=100)
+    github.fail("GET", r"/tags$", 429, {"message": "secondary rate limit"}, {"retry-after": "0"})
+    try:
+        assert len(await asyncio.wait_for(slow.list_tags(), 5)) == 2  # not 100 s of backoff
+    finally:
+        await slow.aclose()
+
+
+async def test_a_repository_github_cannot_find_is_an_error_not_a_missing_tag(github, deployer):
+    github.fail("GET", r"/commits/refs/tags/v1.2.3$", 404, {"message": "Not Found"})
+    with pytest.raises(DeployerError, match="GitHub found no tag"):
+        await deployer.resolve("v1.2.3")

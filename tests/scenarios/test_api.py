@@ -166,7 +166,8 @@ async def test_fork_copies_events_but_not_the_approval(api, fake_llm, ledger):
     # A fork taken after an approval was granted must not reuse it.
     approval_id = thread["pending_approval"]["approval_id"]
     fake_llm.script(reply(intent="done_for_now", message="ok"))
-    await api.post(f"/threads/{thread['id']}/responses", json={"user": "bob", "approval_id": approval_id, "approve": True})
+    await api.post(f"/threads/{thread['id']}/responses",
+                   json={"user": "bob", "approval_id": approval_id, "approve": True})
     await settle(api, thread["id"])
     fake_llm.script(reply(intent="deploy_backend", tag="v1.2.3", environment="production"))
     copied = (await api.post(f"/threads/{thread['id']}/fork", json={"at": 6})).json()["id"]
@@ -220,7 +221,8 @@ async def test_list_filters_by_status_and_errors_are_clear(api, fake_llm):
     assert (await api.get("/threads/nope")).status_code == 404
     assert (await api.post("/threads/nope/responses", json={"user": "x", "text": "hi"})).status_code == 404
     assert (await api.post("/threads", json={"user": "x"})).status_code == 422
-    assert (await api.post("/threads", content=b"{not json", headers={"content-type": "application/json"})).status_code == 422
+    malformed = await api.post("/threads", content=b"{not json", headers={"content-type": "application/json"})
+    assert malformed.status_code == 422
     assert (await api.post(f"/threads/{done_id}/responses", json={"text": "no user"})).status_code == 422
     health = (await api.get("/healthz")).json()
     assert health == {"ok": True, "redis": "ok", "llm": "configured"}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Iterator
 
 import pytest
 
-from bot.events import utcnow
+from bot.clock import utcnow
 from bot.testing.fake_github import FakeGitHub
+from bot.thread import Origin
 from tests.helpers import settle
 from tests.scenarios.conftest import Server
 
@@ -127,7 +128,7 @@ async def test_a_fork_never_resumes_or_repeats_a_deploy_of_the_thread_it_came_fr
     assert r.status_code == 422 and "middle of a deploy" in r.json()["detail"]
     # Even a thread that holds another thread's started deploy (however it got there) asks a human.
     source = await app.service.get(done["id"])
-    copied = await app.store.create({"channel": "api"}, source.events[:started_at])
+    copied = await app.store.create(Origin(channel="api"), source.events[:started_at])
     await app.kick(copied.id)
     fork = await settle(api, copied.id)
     assert fork["status"] == "waiting_for_human" and len(github.dispatches) == 1

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
+from bot.clock import utcnow
 from bot.ports import Lock
-from bot.events import utcnow
-from tests.helpers import ledger_lines, settle, types
+from tests.helpers import eventually, ledger_lines, settle, types
 
 
 @pytest.fixture
@@ -32,7 +30,9 @@ async def test_a_locked_environment_is_not_deployed_and_the_holder_is_named(api,
     assert ledger_lines(ledger) == []
 
     refused = await chat(api, "unlock production", user="mallory")
-    assert refused["events"][-1]["message"] == "Not unlocked: only whoever locked production or its approvers can unlock it."
+    assert refused["events"][-1]["message"] == (
+        "Not unlocked: only whoever locked production or its approvers can unlock it."
+    )
     unlocked = await chat(api, "unlock production", user="carol")
     assert unlocked["events"][-1]["message"].startswith("Unlocked production; it had been locked by carol since")
     assert await app.environments.holder("production") is None
@@ -56,8 +56,7 @@ async def test_a_lock_taken_after_approval_stops_the_deploy(api, app, ledger):
 async def test_deploys_hold_the_lock_while_running_and_release_it(api, app, ledger, monkeypatch):
     monkeypatch.setenv("FAKE_DEPLOY_SECONDS", "1")
     r = await api.post("/threads", json={"message": "deploy frontend v1.2.2 to staging", "user": "alice"})
-    while not ledger_lines(ledger):
-        await asyncio.sleep(0.02)
+    await eventually(lambda: ledger_lines(ledger), within=10)  # the deploy command is running
     holder = await app.environments.holder("staging")
     assert holder.owner.startswith(r.json()["id"] + "-") and holder.reason == "deploying frontend v1.2.2"
     second = await chat(api, "deploy backend v1.2.3 to staging")
@@ -77,6 +76,8 @@ async def test_whats_on_an_environment_answers_from_recorded_results(api, app, l
     assert answer.startswith("On staging: backend v1.2.3 (") and "; frontend v1.2.1 (" in answer
 
     listed = (await api.get("/deploys", params={"environment": "staging"})).json()["deploys"]
-    assert [(d["service"], d["tag"]) for d in listed] == [("frontend", "v1.2.1"), ("backend", "v1.2.3"), ("backend", "v1.2.2")]
+    assert [(d["service"], d["tag"]) for d in listed] == [
+        ("frontend", "v1.2.1"), ("backend", "v1.2.3"), ("backend", "v1.2.2")
+    ]
     assert listed[0]["ok"] is True and listed[0]["thread_id"]
     assert (await api.get("/deploys", params={"environment": "moon"})).status_code == 422

@@ -9,7 +9,7 @@ import pytest
 from bot.testing import cluster
 from bot.testing.chaos import FIGURES, run
 from tests.helpers import ledger_lines, reply
-from tests.scenarios.conftest import Server
+from tests.scenarios.conftest import Server, wait_for
 
 TOKEN = "workers-test-token"
 
@@ -65,8 +65,7 @@ def test_a_killed_workers_thread_is_finished_by_the_other_worker(env, procs, tmp
     thread_id = server.http.post("/threads", json={"message": "hello", "user": "bob"}).json()["id"]
     owner = holder(redis_url, thread_id)
     victim = next(w for w in workers if f"-{w.pid}-" in owner)
-    while not fake_llm.prompts:
-        time.sleep(0.01)
+    wait_for(lambda: fake_llm.prompts)  # the victim is waiting for the model
     victim.kill()  # mid-call to the model
     thread = server.wait(thread_id)
     assert [e["type"] for e in thread["events"]] == ["user_message", "done_for_now"]
@@ -78,9 +77,9 @@ def test_sigterm_lets_the_deploy_in_progress_finish_then_exits(env, procs, tmp_p
     server = web(env, tmp_path, procs)
     worker = cluster.worker(env, tmp_path / "worker.log")
     procs.append(worker)
-    thread_id = server.http.post("/threads", json={"message": "deploy backend v1.2.3 to staging", "user": "bob"}).json()["id"]
-    while not ledger_lines(ledger):  # the deploy command has started
-        time.sleep(0.02)
+    started = server.http.post("/threads", json={"message": "deploy backend v1.2.3 to staging", "user": "bob"})
+    thread_id = started.json()["id"]
+    wait_for(lambda: ledger_lines(ledger))  # the deploy command has started
     assert worker.terminate(timeout=30) == 0
     thread = server.http.get(f"/threads/{thread_id}").json()
     assert thread["status"] == "done", thread["events"]

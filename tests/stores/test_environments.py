@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.events import utcnow
+from bot.clock import utcnow
 from bot.ports import DeployRecord, Lock
 from bot.stores.environments import RedisEnvironments
 
@@ -57,3 +57,35 @@ async def test_history_is_newest_first_per_environment(envs):
     await envs.record(DeployRecord("staging", "backend", "v9", "abc", True, utcnow(), None, "t", "d9"))
     assert [r.tag for r in await envs.recent("production", 10)] == ["v2", "v1", "v0"]
     assert [r.tag for r in await envs.recent("staging", 10)] == ["v9"]
+
+
+async def test_a_holder_letting_go_while_we_look_is_tried_again(envs, redis, monkeypatch):
+    await envs.acquire(lock("t1"), 10_000)
+    real_get, gets = redis.get, []
+
+    async def let_go_first(key):
+        gets.append(key)
+        if len(gets) == 1:  # t1 releases between our SET NX and our GET
+            await redis.delete(key)
+            return None
+        return await real_get(key)
+
+    monkeypatch.setattr(redis, "get", let_go_first)
+    assert await envs.acquire(lock("t2"), 10_000) is None
+    assert len(gets) == 1
+    monkeypatch.undo()
+    assert (await envs.holder("production")).owner == "t2"
+
+
+async def test_a_lock_that_keeps_vanishing_is_given_up_after_three_tries(envs, redis, monkeypatch):
+    await envs.acquire(lock("t1"), 10_000)
+    gets = []
+
+    async def always_gone(key):
+        gets.append(key)
+        return None
+
+    monkeypatch.setattr(redis, "get", always_gone)
+    with pytest.raises(RuntimeError, match="could not read or take the lock on production"):
+        await envs.acquire(lock("t2"), 10_000)
+    assert len(gets) == 3

@@ -9,8 +9,8 @@ import pytest
 from bot.events import DeployBackend, Error, ListGitTags, UserMessage
 from bot.ports import Conflict, ThreadExists, ThreadNotFound
 from bot.stores.keys import Keys
-from bot.stores.redis import RedisThreadStore
-from bot.thread import Thread
+from bot.stores.redis import FACT_ATTEMPTS, RedisThreadStore
+from bot.thread import Origin, Thread
 
 
 @pytest.fixture
@@ -20,15 +20,15 @@ def store(redis) -> RedisThreadStore:
 
 async def test_create_load_roundtrip_keeps_types_and_origin(store):
     events = [UserMessage(text="hi", user="a"), DeployBackend(tag="v1", environment="staging")]
-    created = await store.create({"channel": "api"}, events)
+    created = await store.create(Origin(channel="api"), events)
     loaded = await store.load(created.id)
     assert loaded.events == tuple(events)
     assert isinstance(loaded.events[1], DeployBackend) and loaded.version == 2
-    assert loaded.origin == {"channel": "api"}
+    assert loaded.origin == Origin(channel="api")
 
 
 async def test_append_is_compare_and_set_on_the_version(store):
-    thread = await store.create({}, [UserMessage(text="hi", user="a")])
+    thread = await store.create(Origin(), [UserMessage(text="hi", user="a")])
     moved = await store.append(thread, [ListGitTags()])
     assert moved.version == 2
     with pytest.raises(Conflict) as lost:
@@ -38,7 +38,7 @@ async def test_append_is_compare_and_set_on_the_version(store):
 
 
 async def test_concurrent_appends_at_the_same_version_exactly_one_wins(store):
-    thread = await store.create({}, [UserMessage(text="hi", user="a")])
+    thread = await store.create(Origin(), [UserMessage(text="hi", user="a")])
     writers = [ListGitTags() for _ in range(20)]
     results = await asyncio.gather(*(store.append(thread, [w]) for w in writers), return_exceptions=True)
     winners = [r for r in results if not isinstance(r, Exception)]
@@ -49,7 +49,7 @@ async def test_concurrent_appends_at_the_same_version_exactly_one_wins(store):
 
 
 async def test_racing_writers_that_reread_lose_nothing(store):
-    thread = await store.create({}, [UserMessage(text="start", user="a")])
+    thread = await store.create(Origin(), [UserMessage(text="start", user="a")])
 
     async def writer(n: int) -> None:
         mine, event = thread, UserMessage(text=f"m{n}", user="a")
@@ -66,7 +66,7 @@ async def test_racing_writers_that_reread_lose_nothing(store):
 
 
 async def test_refresh_reads_only_what_was_appended(store):
-    thread = await store.create({}, [UserMessage(text="hi", user="a")])
+    thread = await store.create(Origin(), [UserMessage(text="hi", user="a")])
     other = await store.append(await store.load(thread.id), [ListGitTags(), ListGitTags()])
     refreshed = await store.refresh(thread)
     assert refreshed.events == other.events
@@ -81,17 +81,17 @@ async def test_unknown_thread(store):
 
 
 async def test_recent_is_newest_first_and_a_released_thread_moves_up(store):
-    a = await store.create({}, [UserMessage(text="a", user="u")])
-    b = await store.create({}, [UserMessage(text="b", user="u")])
+    a = await store.create(Origin(), [UserMessage(text="a", user="u")])
+    b = await store.create(Origin(), [UserMessage(text="b", user="u")])
     assert (await store.recent(10))[:2] == [b.id, a.id]
     await store.release(await store.claim(a.id, "me", 1000), "me")
     assert (await store.recent(10))[:2] == [a.id, b.id]
 
 
 async def test_claim_takes_the_lease_and_reads_the_thread_in_one_go(store, redis):
-    thread = await store.create({"channel": "api"}, [UserMessage(text="a", user="u")])
+    thread = await store.create(Origin(channel="api"), [UserMessage(text="a", user="u")])
     claimed = await store.claim(thread.id, "me", 1000)
-    assert claimed.events == thread.events and claimed.origin == {"channel": "api"}
+    assert claimed.events == thread.events and claimed.origin == Origin(channel="api")
     assert await store.claim(thread.id, "someone else", 1000) is None
     assert await store.claim(thread.id, "me", 1000) is not None  # the holder may extend it
     with pytest.raises(ThreadNotFound):
@@ -100,7 +100,7 @@ async def test_claim_takes_the_lease_and_reads_the_thread_in_one_go(store, redis
 
 
 async def test_release_returns_what_was_appended_while_held_and_frees_the_thread(store):
-    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    thread = await store.create(Origin(), [UserMessage(text="a", user="u")])
     held = await store.claim(thread.id, "me", 1000)
     await store.append(held, [ListGitTags()])  # someone else, while we hold it
     assert await store.claim(thread.id, "other", 1000) is None
@@ -112,7 +112,7 @@ async def test_release_returns_what_was_appended_while_held_and_frees_the_thread
 
 
 async def test_the_append_script_is_reloaded_after_a_server_forgets_it(store, redis):
-    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    thread = await store.create(Origin(), [UserMessage(text="a", user="u")])
     await redis.script_flush()
     assert (await store.append(thread, [ListGitTags()])).version == 2
 
@@ -123,37 +123,15 @@ def test_keys_of_one_thread_share_a_cluster_hash_tag():
     assert keys.meta("abc") == "deploybot:thread:{abc}:meta"
 
 
-async def test_receive_dedupes_deliveries_and_binds_a_conversation_once(store):
-    assert await store.receive("slack:C1:1.0", "Ev1", 60, None) == (True, None, False)  # may not start
-    assert await store.receive("slack:C1:1.0", "Ev2", 60, "t1") == (True, "t1", True)
-    assert await store.receive("slack:C1:1.0", "Ev2", 60, "t9") == (False, "t1", False)  # a repeat
-    assert await store.receive("slack:C1:1.0", "Ev3", 60, "t9") == (True, "t1", False)  # a reply
-    await store.forget("slack:C1:1.0", "Ev3")
-    assert await store.receive("slack:C1:1.0", "Ev3", 60, None) == (True, "t1", False)
-    keys = store.keys
-    assert keys.delivery("s", "m").split("}")[0] == keys.conversation("s").split("}")[0]  # one slot
-
-
-async def test_first_messages_racing_start_one_thread(store):
-    results = await asyncio.gather(*(store.receive("slack:C1:2.0", f"Ev{i}", 60, f"t{i}") for i in range(10)))
-    assert len({thread for _, thread, _ in results}) == 1 and sum(started for *_, started in results) == 1
-
-
-async def test_links_keep_the_first_binding(store):
-    assert await store.lookup("slack:C1:1.0") is None
-    results = await asyncio.gather(*(store.link("slack:C1:1.0", f"t{i}") for i in range(10)))
-    assert len(set(results)) == 1 and await store.lookup("slack:C1:1.0") == results[0]
-
-
 async def test_creating_a_taken_id_writes_nothing(store):
-    first = await store.create({"channel": "a"}, [UserMessage(text="one", user="u")], "fixed-id")
+    first = await store.create(Origin(channel="a"), [UserMessage(text="one", user="u")], "fixed-id")
     with pytest.raises(ThreadExists):
-        await store.create({"channel": "b"}, [UserMessage(text="two", user="u")], "fixed-id")
+        await store.create(Origin(channel="b"), [UserMessage(text="two", user="u")], "fixed-id")
     assert await store.load("fixed-id") == first
 
 
 async def test_a_fact_lands_whatever_was_appended_meanwhile(store):
-    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    thread = await store.create(Origin(), [UserMessage(text="a", user="u")])
     moved = await store.append(thread, [ListGitTags()])
     fact = Error(kind="deployer", message="a result from an older read")
     landed = await store.append_fact(thread, [fact])  # `thread` is stale: version 1, not 2
@@ -162,7 +140,7 @@ async def test_a_fact_lands_whatever_was_appended_meanwhile(store):
 
 
 async def test_claim_and_release_survive_a_server_that_forgot_its_scripts(store, redis):
-    thread = await store.create({}, [UserMessage(text="a", user="u")])
+    thread = await store.create(Origin(), [UserMessage(text="a", user="u")])
     await redis.script_flush()
     held = await store.claim(thread.id, "me", 1000)
     await redis.script_flush()
@@ -170,11 +148,20 @@ async def test_claim_and_release_survive_a_server_that_forgot_its_scripts(store,
     assert await store.claim(thread.id, "other", 1000) is not None
 
 
-async def test_a_receive_resent_after_a_broken_connection_is_not_taken_for_a_repeat(store, redis):
-    # What the first send of a resent call leaves behind: the marker with that call's token.
-    from bot.stores.redis import _RECEIVE
+async def test_a_fact_gives_up_after_losing_every_race(store, monkeypatch):
+    thread = await store.create(Origin(), [UserMessage(text="a", user="u")])
+    tries = []
 
-    keys = [store.keys.delivery("slack:C1:3.0", "Ev1"), store.keys.conversation("slack:C1:3.0")]
-    assert await redis.eval(_RECEIVE, 2, *keys, 60, "t1", "call-1") == [1, b"t1", 1]
-    assert await redis.eval(_RECEIVE, 2, *keys, 60, "t1", "call-1") == [1, b"t1", 1]  # resent
-    assert await redis.eval(_RECEIVE, 2, *keys, 60, "t2", "call-2") == [0, b"t1", 0]  # a redelivery
+    async def always_beaten(t, events, holder=None):
+        tries.append(t.version)
+        raise Conflict(t.id, t.version, t.version + 1)
+
+    monkeypatch.setattr(store, "append", always_beaten)
+    with pytest.raises(RuntimeError, match=f"after {FACT_ATTEMPTS} conflicts"):
+        await store.append_fact(thread, [Error(kind="deployer", message="x")])
+    assert len(tries) == FACT_ATTEMPTS
+
+
+async def test_a_fact_stops_at_once_on_anything_but_a_conflict(store):
+    with pytest.raises(ThreadNotFound):
+        await store.append_fact(Thread("missing"), [ListGitTags()])

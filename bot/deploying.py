@@ -1,0 +1,259 @@
+"""The deploy path, top to bottom, in one place.
+
+    ask_approval   a protected deploy: check it, then ask (the approval binds the commit)
+    run            preflight -> lock -> record deploy_started -> execute -> record result
+    resume         after a crash between deploy_started and its result
+
+`deploy_started` is recorded (compare-and-set, fenced by the run's lease) before the
+deployer is called, so exactly one run ever starts a given deploy, and a crash after it
+is never mistaken for "not deployed yet". The environment lock is held, and renewed,
+from before `deploy_started` until the result is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from bot import wording
+from bot.control import Interrupted, RunDeploy
+from bot.events import (
+    ApprovalRequested,
+    Deploy,
+    DeployResult,
+    DeployStarted,
+    Error,
+    Event,
+    HumanResponse,
+    RequestMoreInformation,
+)
+from bot.policy import Policy, args_hash
+from bot.ports import Deployer, DeployerError, DeployRecord, DeployRequest, History, Lock, Locks
+from bot.prompt import redact
+from bot.thread import Thread
+
+log = logging.getLogger(__name__)
+
+LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
+
+
+def deploy_id(thread_id: str, step_id: str) -> str:
+    """The idempotency key of one deploy step; also the owner of its environment lock."""
+    return f"{thread_id}-{step_id}"
+
+
+def started_here(thread: Thread, started: DeployStarted) -> bool:
+    """False for a deploy copied into a fork: it belongs to the thread it was started in,
+    so the fork must never resume or repeat it."""
+    return started.deploy_id.startswith(f"{thread.id}-")
+
+
+class Journal(Protocol):
+    """How a run records what it does."""
+
+    async def decide(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """Append a decision: raises Conflict if the thread moved since it was read, and
+        LeaseLost if the run no longer holds the thread."""
+        ...
+
+    async def fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """Append what already happened: it lands whatever else was appended meanwhile."""
+        ...
+
+
+@dataclass
+class Deploying:
+    deployer: Deployer
+    locks: Locks
+    history: History
+    policy: Policy
+    secrets: tuple[str, ...] = ()  # redacted from deploy output, which people and the model read
+
+    # --- before: asking for approval ------------------------------------------------
+
+    async def ask_approval(self, thread: Thread, step: Deploy, now: datetime) -> Event:
+        checked = await self._check(step)
+        if isinstance(checked, Error):
+            return checked
+        holder = await self.locks.holder(step.environment)  # don't ask for what cannot start
+        if holder:
+            return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
+        instruction = thread.latest_instruction()
+        return ApprovalRequested(
+            step_id=step.id,
+            thread_id=thread.id,
+            args_hash=args_hash(step.service, step.tag, step.environment),
+            service=step.service,
+            tag=step.tag,
+            commit=checked,
+            environment=step.environment,
+            requested_by=instruction.user if instruction else "",
+            requesters=thread.requesters(),
+            reason=step.reason,
+            expires_at=now + self.policy.approval_ttl,
+        )
+
+    # --- the deploy ------------------------------------------------------------------
+
+    async def run(self, thread: Thread, action: RunDeploy, journal: Journal, now: datetime) -> Thread:
+        step = action.step
+        checked = await self._preflight(thread, action, now)
+        if isinstance(checked, DeployStarted):
+            checked = await self._lock(thread, step, now) or checked
+        try:
+            # Only the run whose deploy_started wins the compare-and-set may deploy.
+            thread = await journal.decide(thread, [checked])
+        except BaseException:
+            if isinstance(checked, DeployStarted):
+                await self.locks.release(step.environment, checked.deploy_id)
+            raise
+        if not isinstance(checked, DeployStarted):
+            return thread
+        return await self._execute(thread, action, checked, journal)
+
+    async def resume(self, thread: Thread, action: Interrupted, journal: Journal, now: datetime) -> Thread:
+        """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
+        it, if it never got going) instead of starting a second one. Any other deploy's
+        outcome is unknown: it is reported, never run again."""
+        if not (self.deployer.resumable and started_here(thread, action.started)):
+            return await journal.decide(thread, _interrupted(action))
+        locked = await self._lock(thread, action.step, now)
+        if locked:
+            return await journal.decide(thread, [locked])
+        return await self._execute(thread, action, action.started, journal)
+
+    async def _preflight(self, thread: Thread, action: RunDeploy, now: datetime) -> Error | DeployStarted:
+        """Everything that must still hold right before a deploy starts, but the environment
+        lock: taking that names any other holder."""
+        step, request = action.step, action.request
+        if request and action.decision:
+            why = self.policy.recheck(thread.id, step, request, action.decision, now)
+            if why:
+                return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(why))
+        checked = await self._check(step)
+        if isinstance(checked, Error):
+            return checked
+        if request and checked != request.commit:
+            return Error(
+                kind="recheck",
+                step_id=step.id,
+                message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
+            )
+        return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked)
+
+    async def _lock(self, thread: Thread, step: Deploy, now: datetime) -> Error | None:
+        reason = wording.deploy_lock_reason(step.service, step.tag)
+        owner = deploy_id(thread.id, step.id)
+        holder = await self.locks.acquire(Lock(step.environment, owner, reason, now), LOCK_TTL_MS)
+        if holder is None:
+            return None
+        return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
+
+    async def _execute(
+        self, thread: Thread, action: RunDeploy | Interrupted, started: DeployStarted, journal: Journal
+    ) -> Thread:
+        """Run a recorded deploy while holding, and renewing, its environment's lock."""
+        step = action.step
+        renewing = asyncio.create_task(keep_renewing(
+            lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS), LOCK_TTL_MS,
+            f"the lock on {step.environment} for {started.deploy_id}",
+        ))
+        deploying = asyncio.ensure_future(self._deploy(step, started, action.decision))
+        stopping = False
+        while True:
+            try:
+                result = await asyncio.shield(deploying)
+                break
+            except asyncio.CancelledError:
+                # A worker stopping (SIGTERM) never abandons a deploy: handing it to another
+                # worker would only get it reported as interrupted. It finishes, is recorded,
+                # and then the run stops.
+                stopping = True
+                if deploying.done():
+                    result = deploying.result()
+                    break
+                log.warning("thread %s: stopping after deploy %s finishes", thread.id, started.deploy_id)
+        try:
+            thread = await journal.fact(thread, [result])
+        finally:
+            # Held until the result is recorded, so nobody deploys there before it is known.
+            renewing.cancel()
+            try:
+                await self.locks.release(step.environment, started.deploy_id)
+            except Exception:  # it expires by itself within LOCK_TTL_MS
+                log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
+        recorded = thread.events[-1]
+        if isinstance(recorded, DeployResult):
+            await self._remember(thread, recorded)
+        if stopping:
+            raise asyncio.CancelledError
+        return thread
+
+    async def _deploy(self, step: Deploy, started: DeployStarted, decision: HumanResponse | None) -> Event:
+        request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, started.commit)
+        try:
+            outcome = await self.deployer.deploy(request)
+        except DeployerError as e:
+            return Error(kind="deployer", step_id=step.id, message=wording.deploy_could_not_run(e))
+        return DeployResult(
+            step_id=step.id,
+            deploy_id=started.deploy_id,
+            service=step.service,
+            tag=step.tag,
+            environment=step.environment,
+            commit=started.commit,
+            ok=outcome.ok,
+            exit_code=outcome.exit_code,
+            output=redact(outcome.output, self.secrets),  # shown in chat, email and the API
+            approved_by=decision.user if decision else None,
+            url=outcome.url,
+        )
+
+    async def _remember(self, thread: Thread, result: DeployResult) -> None:
+        record = DeployRecord(
+            result.environment, result.service, result.tag, result.commit, result.ok, result.at,
+            result.approved_by, thread.id, result.deploy_id, result.url,
+        )
+        try:
+            await self.history.record(record)
+        except Exception:  # the result is in the thread; the index can be rebuilt from it
+            log.exception("thread %s: could not add %s to the deploy history", thread.id, result.deploy_id)
+
+    async def _check(self, step: Deploy) -> str | Error:
+        """The commit the step's tag points to, or the error that stops it."""
+        invalid = self.policy.invalid_deploy(step)
+        if invalid:
+            return Error(kind="validation", step_id=step.id, message=invalid)
+        try:
+            commit = await self.deployer.resolve(step.tag)
+            if commit:
+                return commit
+            newest = [t.name for t in (await self.deployer.list_tags())[:5]]
+        except DeployerError as e:
+            return Error(kind="deployer", step_id=step.id, message=wording.tag_lookup_failed(step.tag, e))
+        return Error(kind="validation", step_id=step.id, message=wording.no_such_tag(step.tag, newest))
+
+
+def _interrupted(action: Interrupted) -> list[Event]:
+    step, deploy_id = action.step, action.started.deploy_id
+    what = wording.what_to_deploy(step.service, step.tag, step.environment)
+    return [
+        Error(kind="interrupted", step_id=step.id, message=wording.interrupted_deploy(what, deploy_id)),
+        RequestMoreInformation(source="bot", message=wording.interrupted_ask(what, deploy_id)),
+    ]
+
+
+async def keep_renewing(renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:
+    """Renew at a third of the TTL until cancelled; a failed renewal is logged, not fatal,
+    so a Redis blip does not end the renewals for good."""
+    while True:
+        await asyncio.sleep(ttl_ms / 3000)
+        try:
+            if not await renew():
+                log.error("lost %s to someone else", what)
+        except Exception:
+            log.exception("renewing %s failed", what)

@@ -1,0 +1,64 @@
+"""The Inbox in Redis: inbound delivery dedupe, conversation bindings and channel pointers.
+
+Kept apart from the thread store: channels need only this, never the threads themselves.
+"""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+
+from bot.events import new_id
+from bot.stores import scripts
+from bot.stores.keys import Keys
+from bot.stores.replies import text
+
+# KEYS: delivery marker, conversation. ARGV: marker TTL, the id for a new thread ('' when
+# this message may not start one), a token for this call. Returns {fresh, thread id or '',
+# started}; a repeated delivery gets the conversation's thread too, so it can be handed to a
+# worker again. The marker holds the token: a call resent after a broken connection (its
+# first send may have run) finds its own token and is still fresh, not a repeat.
+_RECEIVE = """
+local bound = redis.call('GET', KEYS[2])
+if not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'EX', ARGV[1]) then
+  local ours = redis.call('GET', KEYS[1]) == ARGV[3]
+  if ours then return {1, bound or '', (bound and bound == ARGV[2]) and 1 or 0} end
+  return {0, bound or '', 0}
+end
+if bound then return {1, bound, 0} end
+if ARGV[2] == '' then return {1, '', 0} end
+redis.call('SET', KEYS[2], ARGV[2])
+return {1, ARGV[2], 1}
+"""
+
+
+class RedisInbox:
+    def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
+        self.redis = redis
+        self.keys = keys or Keys()
+
+    async def receive(
+        self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
+    ) -> tuple[bool, str | None, bool]:
+        keys = [self.keys.delivery(scope, message_id), self.keys.conversation(scope)]
+        fresh, thread_id, started = await scripts.run(
+            self.redis, _RECEIVE, keys, ttl_seconds, new_thread_id or "", new_id()
+        )
+        return bool(fresh), (text(thread_id) or None), bool(started)
+
+    async def forget(self, scope: str, message_id: str) -> None:
+        await self.redis.delete(self.keys.delivery(scope, message_id))
+
+    async def link(self, name: str, value: str) -> str:
+        """Bind `name` to `value` unless it is bound already; return what it is bound to."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.keys.ref(name), value, nx=True)
+            pipe.get(self.keys.ref(name))
+            _, bound = await pipe.execute()
+        return text(bound)
+
+    async def lookup(self, name: str) -> str | None:
+        value = await self.redis.get(self.keys.ref(name))
+        return text(value) if value is not None else None
+
+    async def ping(self) -> None:
+        await self.redis.ping()

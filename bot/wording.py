@@ -1,0 +1,311 @@
+"""Every sentence deploybot says to people, in one place. Pure: no I/O.
+
+One small function per message, named for what it says. Which message applies is decided
+by the module that calls it (agent, steps, deploying, service, policy, notices); only the
+words live here. Dates are always shown in UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from bot.events import GitTag
+
+
+def _exit_code(code: int | None) -> str:
+    return f" (exit code {code})" if code is not None else ""
+
+
+# --- asking: when the bot needs a human ----------------------------------------------
+
+
+def no_llm(examples: Iterable[str]) -> str:
+    return (
+        "I can only follow exact commands because no LLM is configured. "
+        "Try: " + "; ".join(f'"{c}"' for c in examples) + ". "
+        "To let me understand free text, set LLM_PROVIDER (openai, anthropic or openai-generic), "
+        "LLM_MODEL and LLM_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY), "
+        "plus LLM_BASE_URL for an OpenAI-compatible server."
+    )
+
+
+def too_many_steps(max_steps: int) -> str:
+    return (
+        f"I have taken {max_steps} steps without finishing, so I am stopping here. "
+        "What would you like me to do?"
+    )
+
+
+def too_many_errors(count: int, last: str) -> str:
+    return (
+        f"I ran into {count} errors in a row and stopped instead of trying again. "
+        f"The last one: {last} How should I proceed?"
+    )
+
+
+def interrupted_ask(what: str, deploy_id: str) -> str:
+    return (
+        f"I was interrupted while deploying {what} (deploy id {deploy_id}) and do "
+        "not know whether it finished. Please check, then tell me whether to try again."
+    )
+
+
+# --- approvals: who may decide, and whether an approval still holds -------------------
+
+
+def rejected(user: str, text: str) -> str:
+    return f"Not deployed: {user} rejected it ({text})."
+
+
+def bot_cannot_decide() -> str:
+    return "the bot cannot decide on its own deploys"
+
+
+def not_an_approver(user: str, environment: str) -> str:
+    return f"{user} is not an approver for {environment}"
+
+
+def requester_cannot_approve(user: str) -> str:
+    return f"{user} asked for this deploy and cannot also approve it"
+
+
+def approved_in_another_thread() -> str:
+    return "the approval was given in another thread (this one was forked); asking again"
+
+
+def approval_does_not_match() -> str:
+    return "the approved deploy does not match the step it guards"
+
+
+def approval_expired(expires_at: datetime) -> str:
+    return f"the approval expired at {expires_at:%Y-%m-%d %H:%M} UTC"
+
+
+# --- deploys: what was asked for, and how it went --------------------------------------
+
+
+def what_to_deploy(service: str, tag: str, environment: str) -> str:
+    return f"{service} {tag} to {environment}"
+
+
+def what_at_commit(service: str, tag: str, commit: str, environment: str) -> str:
+    return f"{service} {tag} ({commit[:7]}) to {environment}"
+
+
+def unknown_environment(environment: str, known: Iterable[str]) -> str:
+    return f"unknown environment {environment!r}; known environments: {', '.join(sorted(known))}"
+
+
+def invalid_tag(tag: str) -> str:
+    return f"{tag!r} is not a valid git tag name"
+
+
+def no_such_tag(tag: str, newest: Sequence[str]) -> str:
+    return f"tag {tag!r} does not exist; newest tags: {', '.join(newest) or 'none'}"
+
+
+def tag_lookup_failed(tag: str, error: object) -> str:
+    return f"looking up tag {tag} failed: {error}"
+
+
+def listing_tags_failed(error: object) -> str:
+    return f"listing tags failed: {error}"
+
+
+def newest_tags(tags: Sequence[GitTag]) -> str:
+    return "Tags, newest first: " + ", ".join(f"{t.name} ({t.commit[:7]})" for t in tags)
+
+
+def no_tags() -> str:
+    return "This repository has no tags."
+
+
+def not_deploying(why: str) -> str:
+    return f"not deploying: {why}"
+
+
+def tag_moved(tag: str, commit: str, approved_commit: str) -> str:
+    return f"tag {tag} now points to {commit[:7]}, but {approved_commit[:7]} was approved"
+
+
+def deploy_could_not_run(error: object) -> str:
+    return f"the deploy could not run: {error}"
+
+
+def interrupted_deploy(what: str, deploy_id: str) -> str:
+    return (
+        f"the deploy of {what} (deploy id {deploy_id}) was interrupted before "
+        "its result was recorded; its outcome is unknown, so it was not run again"
+    )
+
+
+def deployed(what: str, url: str = "") -> str:
+    return f"Deployed {what}." + (f" {url}" if url else "")
+
+
+def deploy_failed(what: str, exit_code: int | None) -> str:
+    return f"Deploying {what} failed{_exit_code(exit_code)}."
+
+
+def deploy_failed_saying(what: str, exit_code: int | None, output: str) -> str:
+    return f"Deploying {what} failed{_exit_code(exit_code)}: {output}"
+
+
+def stopped(message: str) -> str:
+    return f"Stopped: {message}"
+
+
+def done() -> str:
+    return "Done."
+
+
+# --- locks and "what's on" --------------------------------------------------------------
+
+
+def deploy_lock_reason(service: str, tag: str) -> str:
+    return f"deploying {service} {tag}"
+
+
+def locked_by(who: str, since: datetime, reason: str) -> str:
+    return f"by {who} since {since:%Y-%m-%d %H:%M} UTC: {reason}"
+
+
+def is_locked(environment: str, by: str) -> str:
+    return f"{environment} is locked {by}"
+
+
+def no_such_environment(environment: str, known: Iterable[str]) -> str:
+    return f"There is no environment {environment!r} (known: {', '.join(sorted(known))})."
+
+
+def already_locked(holder_description: str) -> str:
+    return f"Already locked: {holder_description}."
+
+
+def locked(environment: str, reason: str) -> str:
+    return f"Locked {environment}: {reason}. No deploy to {environment} starts until it is unlocked."
+
+
+def not_locked(environment: str) -> str:
+    return f"{environment} is not locked."
+
+
+def not_unlocked(why: str) -> str:
+    return f"Not unlocked: {why}."
+
+
+def unlock_not_allowed(environment: str) -> str:
+    return f"only whoever locked {environment} or its approvers can unlock it"
+
+
+def unlocked(environment: str, locked_by: str) -> str:
+    return f"Unlocked {environment}; it had been locked {locked_by}."
+
+
+def whats_on_line(
+    service: str, tag: str, commit: str, at: datetime, approved_by: str | None, url: str | None
+) -> str:
+    """One service's line in "what's on"."""
+    return (
+        f"{service} {tag} ({commit[:7]}), deployed {at:%Y-%m-%d %H:%M} UTC"
+        + (f", approved by {approved_by}" if approved_by else "")
+        + (f", {url}" if url else "")
+    )
+
+
+def whats_on(environment: str, lines: Sequence[str]) -> str:
+    return f"On {environment}: " + "; ".join(lines) + "."
+
+
+def nothing_deployed(environment: str) -> str:
+    return f"Nothing has been deployed to {environment} by deploybot yet."
+
+
+def lock_note(holder_description: str) -> str:
+    return f"Note: {holder_description}."
+
+
+# --- refusals: raised as service.Refused, shown to whoever asked -------------------------
+
+
+def empty_message() -> str:
+    return "message must not be empty"
+
+
+def empty_text() -> str:
+    return "text must not be empty"
+
+
+def no_thread(thread_id: str) -> str:
+    return f"no thread {thread_id}"
+
+
+def bad_status(statuses: Iterable[str]) -> str:
+    return f"status must be one of {', '.join(statuses)}"
+
+
+def already_cancelled() -> str:
+    return "the thread is already cancelled"
+
+
+def thread_cancelled() -> str:
+    return "the thread was cancelled"
+
+
+def fork_out_of_range(version: int) -> str:
+    return f"at must be between 1 and {version}"
+
+
+def fork_mid_deploy() -> str:
+    return "cannot fork in the middle of a deploy; fork before it started or after its result"
+
+
+def not_the_pending_approval(approval_id: str) -> str:
+    return f"approval {approval_id} is not the pending one"
+
+
+def reply_cannot_approve() -> str:
+    return (
+        "a reply cannot approve a deploy; use the Approve button, reply to the approval "
+        "email, or send approve=true with the approval_id"
+    )
+
+
+def approval_id_required() -> str:
+    return "approval_id is required with approve"
+
+
+def no_such_approval(approval_id: str) -> str:
+    return f"there is no approval {approval_id} in this thread"
+
+
+def already_decided(approved: bool, user: str, at: datetime) -> str:
+    verb = "approved" if approved else "rejected"
+    return f"already {verb} by {user} at {at:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def no_longer_pending(approval_id: str) -> str:
+    return f"approval {approval_id} is no longer pending"
+
+
+def approval_expired_ask_again(approval_id: str, expires_at: datetime) -> str:
+    return (
+        f"approval {approval_id} expired at {expires_at:%Y-%m-%d %H:%M} UTC; "
+        "reply with feedback and the bot will propose the deploy again"
+    )
+
+
+# --- notices: what channels say as events are recorded ("{who}": the channel names them) --
+
+
+def deploying(what: str) -> str:
+    return f"Deploying {what}…"
+
+
+def deploying_something() -> str:
+    return "Deploying…"
+
+
+def cancelled_by_who(reason: str) -> str:
+    return "Cancelled by {who}" + (f": {reason}" if reason else ".")

@@ -1,0 +1,111 @@
+"""bot/wording.py: every sentence people read. Most sentences are pinned by the tests of the
+module that says them; these cover the module as a whole and the sentences nothing else pins."""
+
+from __future__ import annotations
+
+import inspect
+from datetime import UTC, datetime
+
+from bot import wording
+from bot.events import GitTag
+
+AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+
+# One sample per parameter name used in bot/wording.py; a new name needs a sample here.
+SAMPLES = {
+    "by": "by alex since 2026-01-01 10:00 UTC: release freeze",
+    "who": "alex",
+    "since": datetime(2026, 1, 1, 10, 0, tzinfo=UTC),
+    "max_steps": 20,
+    "count": 3,
+    "last": "tag v9 does not exist.",
+    "examples": ["list tags", "lock staging"],
+    "what": "backend v1.2.3 to staging",
+    "deploy_id": "t1-s1",
+    "user": "alex",
+    "text": "not on a Friday",
+    "environment": "staging",
+    "expires_at": AT,
+    "at": AT,
+    "service": "backend",
+    "tag": "v1.2.3",
+    "commit": "abc1234def",
+    "approved_commit": "0123456789",
+    "known": {"staging", "production"},
+    "newest": ["v1.2.3", "v1.2.2"],
+    "tags": [GitTag(name="v1.2.3", commit="abc1234def")],
+    "error": RuntimeError("connection refused"),
+    "why": "the approval expired at 2026-03-04 05:06 UTC",
+    "url": "https://example.com/runs/1",
+    "exit_code": 2,
+    "output": "boom",
+    "message": "the deployer is down",
+    "holder_description": "staging is locked by alex since 2026-03-04 05:06 UTC: freeze",
+    "reason": "freeze",
+    "locked_by": "by alex since 2026-03-04 05:06 UTC: freeze",
+    "approved_by": "sam",
+    "lines": ["backend v1.2.3 (abc1234), deployed 2026-03-04 05:06 UTC"],
+    "thread_id": "t1",
+    "statuses": ("running", "done"),
+    "version": 3,
+    "approval_id": "a1",
+    "approved": True,
+}
+
+
+def public_functions():
+    return [
+        (name, f) for name, f in inspect.getmembers(wording, inspect.isfunction)
+        if not name.startswith("_") and f.__module__ == wording.__name__
+    ]
+
+
+def test_every_message_is_a_non_empty_sentence_without_stray_whitespace():
+    functions = public_functions()
+    assert len(functions) > 40
+    for name, f in functions:
+        params = inspect.signature(f).parameters
+        missing = set(params) - set(SAMPLES)
+        assert not missing, f"wording.{name}: add a sample for {sorted(missing)} to SAMPLES"
+        text = f(**{p: SAMPLES[p] for p in params})
+        assert isinstance(text, str) and text, name
+        assert text == text.strip() and "\n" not in text, (name, text)
+        assert "{" not in text.replace("{who}", ""), (name, text)  # no unfilled placeholder
+
+
+def test_an_interrupted_deploy_is_reported_and_the_bot_asks_a_human():
+    what = wording.what_to_deploy("backend", "v1.2.3", "production")
+    assert wording.interrupted_deploy(what, "t1-s2") == (
+        "the deploy of backend v1.2.3 to production (deploy id t1-s2) was interrupted before its "
+        "result was recorded; its outcome is unknown, so it was not run again"
+    )
+    assert wording.interrupted_ask(what, "t1-s2") == (
+        "I was interrupted while deploying backend v1.2.3 to production (deploy id t1-s2) and do "
+        "not know whether it finished. Please check, then tell me whether to try again."
+    )
+
+
+def test_a_failed_deploy_names_its_exit_code_only_when_there_is_one():
+    what = wording.what_to_deploy("frontend", "v2.0.1", "staging")
+    assert wording.deploy_failed(what, 3) == "Deploying frontend v2.0.1 to staging failed (exit code 3)."
+    assert wording.deploy_failed(what, None) == "Deploying frontend v2.0.1 to staging failed."
+    assert wording.deploy_failed(what, 0) == "Deploying frontend v2.0.1 to staging failed (exit code 0)."
+    assert wording.deploy_failed_saying(what, None, "no space left") == (
+        "Deploying frontend v2.0.1 to staging failed: no space left"
+    )
+
+
+def test_refusals_a_decision_can_meet():
+    assert wording.already_decided(False, "sam", AT) == "already rejected by sam at 2026-03-04 05:06:07 UTC"
+    assert wording.no_longer_pending("a7") == "approval a7 is no longer pending"
+    assert wording.requester_cannot_approve("alex") == "alex asked for this deploy and cannot also approve it"
+
+
+def test_a_cancellation_leaves_who_to_the_channel():
+    assert wording.cancelled_by_who("") == "Cancelled by {who}."
+    assert wording.cancelled_by_who("wrong tag") == "Cancelled by {who}: wrong tag"
+
+
+def test_a_missing_tag_lists_the_newest_or_says_none():
+    assert wording.no_such_tag("v9", ["v3", "v2"]) == "tag 'v9' does not exist; newest tags: v3, v2"
+    assert wording.no_such_tag("v9", []) == "tag 'v9' does not exist; newest tags: none"
