@@ -1,0 +1,440 @@
+"""In-memory stand-ins for the ports, for fast tests of the core, the service and the loop.
+
+Each one keeps the documented semantics of its port (tests/contract runs the same cases
+against these and the Redis adapters). Every operation is atomic, like one Redis script,
+and yields to the event loop once first, like a round trip, so concurrent callers
+interleave between operations as they do against a server. Time that matters to the
+semantics (lease and lock TTLs, delivery marks) is read from an injectable monotonic clock
+in seconds: a `ManualClock` lets a test move it on instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bot import events as ev
+from bot.events import Event, GitTag, Step, new_id
+from bot.ports import (
+    Conflict,
+    DeployerError,
+    DeployOutcome,
+    DeployRecord,
+    DeployRequest,
+    LeaseLost,
+    LlmError,
+    Lock,
+    ThreadExists,
+    ThreadNotFound,
+)
+from bot.thread import Origin, Thread
+
+Monotonic = Callable[[], float]  # seconds, like time.monotonic
+
+FACT_ATTEMPTS = 50  # as RedisThreadStore: append_fact gives up after this many lost races
+HISTORY_LENGTH = 200  # as RedisEnvironments: the history keeps this many per environment
+
+
+class ManualClock:
+    """A monotonic clock that moves only when told to."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+async def _round_trip() -> None:
+    await asyncio.sleep(0)
+
+
+@dataclass
+class _Expiring:
+    value: str
+    expires: float | None  # None: never
+
+
+class _Expiry:
+    """Keys with optional TTLs, read against a monotonic clock (what SET ... PX does)."""
+
+    def __init__(self, clock: Monotonic) -> None:
+        self.clock = clock
+        self.items: dict[object, _Expiring] = {}
+
+    def get(self, key: object) -> str | None:
+        item = self.items.get(key)
+        if item is None:
+            return None
+        if item.expires is not None and self.clock() >= item.expires:
+            del self.items[key]
+            return None
+        return item.value
+
+    def set(self, key: object, value: str, ttl_seconds: float | None) -> None:
+        expires = None if ttl_seconds is None else self.clock() + ttl_seconds
+        self.items[key] = _Expiring(value, expires)
+
+    def expire(self, key: object, ttl_seconds: float) -> bool:
+        if self.get(key) is None:
+            return False
+        self.items[key].expires = self.clock() + ttl_seconds
+        return True
+
+    def delete(self, key: object) -> None:
+        self.items.pop(key, None)
+
+
+# --- ThreadStore ---------------------------------------------------------------------
+
+
+@dataclass
+class _Stored:
+    origin: str  # JSON, as stored: what a thread is read back as goes through the same
+    events: list[str]  # serialization as in Redis, so an event that does not round-trip fails here too
+
+
+class MemoryThreadStore:
+    """ThreadStore: compare-and-set appends, leases that fence a run's decisions, and the
+    recency index, in a dict."""
+
+    def __init__(self, clock: Monotonic = time.monotonic) -> None:
+        self.clock = clock
+        self._threads: dict[str, _Stored] = {}
+        self._leases = _Expiry(clock)
+        self._recent: dict[str, int] = {}  # thread id -> when last created or released
+        self._ticks = 0
+
+    def _touch(self, thread_id: str) -> None:
+        self._ticks += 1
+        self._recent[thread_id] = self._ticks
+
+    def _thread(self, thread_id: str, stored: _Stored) -> Thread:
+        return Thread(
+            thread_id, tuple(ev.load(raw) for raw in stored.events), Origin.model_validate_json(stored.origin)
+        )
+
+    def _landed(self, thread_id: str, version: int, events: Sequence[Event]) -> bool:
+        """As RedisThreadStore: the same events at the same place are a resent write, not
+        someone else's."""
+        stored = self._threads.get(thread_id)
+        return (
+            stored is not None
+            and len(stored.events) > version
+            and ev.load(stored.events[version]).id == events[0].id
+        )
+
+    async def create(
+        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
+    ) -> Thread:
+        if not events:
+            raise ValueError("a thread starts with at least one event")
+        await _round_trip()
+        thread_id = thread_id or new_id()
+        if thread_id in self._threads:
+            if self._landed(thread_id, 0, events):
+                return self._thread(thread_id, self._threads[thread_id])
+            raise ThreadExists(thread_id)
+        self._threads[thread_id] = _Stored(origin.dump(), [ev.dump(e) for e in events])
+        self._touch(thread_id)
+        return Thread(thread_id, tuple(events), origin)
+
+    async def load(self, thread_id: str) -> Thread:
+        await _round_trip()
+        stored = self._threads.get(thread_id)
+        if stored is None:
+            raise ThreadNotFound(thread_id)
+        return self._thread(thread_id, stored)
+
+    async def refresh(self, thread: Thread) -> Thread:
+        await _round_trip()
+        stored = self._threads.get(thread.id)
+        if stored is None:
+            return thread
+        return thread.extended([ev.load(raw) for raw in stored.events[thread.version:]])
+
+    async def append(self, thread: Thread, events: Sequence[Event], holder: str | None = None) -> Thread:
+        if not events:
+            return thread
+        await _round_trip()
+        stored = self._threads.get(thread.id)
+        if stored is None:
+            raise ThreadNotFound(thread.id)
+        if len(stored.events) != thread.version:
+            if self._landed(thread.id, thread.version, events):
+                return thread.extended([ev.load(raw) for raw in stored.events[thread.version:]])
+            raise Conflict(thread.id, thread.version, len(stored.events))
+        if holder:
+            held = self._leases.get(thread.id)
+            if held is not None and held != holder:
+                raise LeaseLost(thread.id)
+        stored.events.extend(ev.dump(e) for e in events)
+        return thread.extended(events)
+
+    async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        for _ in range(FACT_ATTEMPTS):
+            try:
+                return await self.append(thread, events)
+            except Conflict:
+                thread = await self.refresh(thread)
+        raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts")
+
+    async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
+        await _round_trip()
+        held = self._leases.get(thread_id)
+        if held is not None and held != owner:
+            return False
+        self._leases.set(thread_id, owner, ttl_ms / 1000)
+        return True
+
+    async def claim(self, thread_id: str, owner: str, ttl_ms: int) -> Thread | None:
+        await _round_trip()
+        held = self._leases.get(thread_id)
+        if held is not None and held != owner:
+            return None
+        stored = self._threads.get(thread_id)
+        if stored is None:
+            raise ThreadNotFound(thread_id)
+        self._leases.set(thread_id, owner, ttl_ms / 1000)
+        return self._thread(thread_id, stored)
+
+    async def release(self, thread: Thread, owner: str) -> Thread:
+        await _round_trip()
+        if self._leases.get(thread.id) == owner:
+            self._leases.delete(thread.id)
+        if thread.id in self._recent:
+            self._touch(thread.id)
+        stored = self._threads.get(thread.id)
+        if stored is None:
+            return thread
+        return thread.extended([ev.load(raw) for raw in stored.events[thread.version:]])
+
+    async def recent(self, limit: int) -> list[str]:
+        await _round_trip()
+        newest = sorted(self._recent, key=lambda i: self._recent[i], reverse=True)
+        return newest[:limit]
+
+    async def ping(self) -> None:
+        await _round_trip()
+
+
+# --- Inbox ---------------------------------------------------------------------------
+
+
+class MemoryInbox:
+    """Inbox: delivery marks that expire, conversations bound once, first-writer-wins links.
+    A delivery mark holds the token of the call that set it, as RedisInbox's does."""
+
+    def __init__(self, clock: Monotonic = time.monotonic) -> None:
+        self.clock = clock
+        self._marks = _Expiry(clock)
+        self._conversations: dict[str, str] = {}
+        self._refs: dict[str, str] = {}
+
+    async def receive(
+        self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
+    ) -> tuple[bool, str | None, bool]:
+        token = new_id()
+        await _round_trip()
+        bound = self._conversations.get(scope)
+        mark = self._marks.get((scope, message_id))
+        if mark is not None:
+            if mark == token:  # our own call, sent again: still fresh
+                return True, bound, bound is not None and bound == new_thread_id
+            return False, bound, False
+        self._marks.set((scope, message_id), token, ttl_seconds)
+        if bound is not None:
+            return True, bound, False
+        if not new_thread_id:
+            return True, None, False
+        self._conversations[scope] = new_thread_id
+        return True, new_thread_id, True
+
+    async def forget(self, scope: str, message_id: str) -> None:
+        await _round_trip()
+        self._marks.delete((scope, message_id))
+
+    async def link(self, name: str, value: str) -> str:
+        await _round_trip()
+        return self._refs.setdefault(name, value)
+
+    async def lookup(self, name: str) -> str | None:
+        await _round_trip()
+        return self._refs.get(name)
+
+    async def ping(self) -> None:
+        await _round_trip()
+
+
+# --- Locks and History ---------------------------------------------------------------
+
+
+class MemoryEnvironments:
+    """Locks (one owner per environment, optional TTL, owner-checked renew and release)
+    and History (newest first, capped per environment)."""
+
+    def __init__(self, clock: Monotonic = time.monotonic) -> None:
+        self.clock = clock
+        self._locks: dict[str, Lock] = {}
+        self._held = _Expiry(clock)  # environment -> owner, with the lock's TTL
+        self._history: dict[str, deque[DeployRecord]] = {}
+
+    def _holder(self, environment: str) -> Lock | None:
+        if self._held.get(environment) is None:
+            self._locks.pop(environment, None)
+            return None
+        return self._locks[environment]
+
+    async def acquire(self, lock: Lock, ttl_ms: int | None) -> Lock | None:
+        await _round_trip()
+        held = self._holder(lock.environment)
+        if held is None:
+            self._locks[lock.environment] = lock
+            self._held.set(lock.environment, lock.owner, None if ttl_ms is None else ttl_ms / 1000)
+            return None
+        if held.owner == lock.owner:
+            if ttl_ms:
+                self._held.expire(lock.environment, ttl_ms / 1000)
+            return None
+        return held
+
+    async def renew(self, environment: str, owner: str, ttl_ms: int) -> bool:
+        await _round_trip()
+        held = self._holder(environment)
+        if held is None or held.owner != owner:
+            return False
+        return self._held.expire(environment, ttl_ms / 1000)
+
+    async def release(self, environment: str, owner: str | None) -> bool:
+        await _round_trip()
+        held = self._holder(environment)
+        if held is None or (owner and held.owner != owner):
+            return False
+        self._held.delete(environment)
+        self._locks.pop(environment, None)
+        return True
+
+    async def holder(self, environment: str) -> Lock | None:
+        await _round_trip()
+        return self._holder(environment)
+
+    async def record(self, entry: DeployRecord) -> None:
+        await _round_trip()
+        self._history.setdefault(entry.environment, deque(maxlen=HISTORY_LENGTH)).appendleft(entry)
+
+    async def recent(self, environment: str, limit: int) -> list[DeployRecord]:
+        await _round_trip()
+        return list(self._history.get(environment, ()))[:limit]
+
+
+# --- NextStepModel -------------------------------------------------------------------
+
+Reply = Step | LlmError | Callable[[str], Step | Awaitable[Step]]
+
+
+class ScriptedModel:
+    """NextStepModel answering from a queue: a step, an LlmError (raised), or a function of
+    the context, plain or async (to act at the moment the model is asked, e.g. while a run
+    holds a thread; it may raise LlmError too).
+    Every context it was asked with is kept in `contexts`; an empty queue is an LlmError."""
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies: deque[Reply] = deque(replies)
+        self.contexts: list[str] = []
+
+    def script(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    async def next_step(self, context: str) -> Step:
+        self.contexts.append(context)
+        await _round_trip()
+        if not self.replies:
+            raise LlmError("ScriptedModel: no reply scripted for this call")
+        reply = self.replies.popleft()
+        if isinstance(reply, LlmError):
+            raise reply
+        if callable(reply):
+            answer = reply(context)
+            return await answer if inspect.isawaitable(answer) else answer
+        return reply
+
+
+# --- Deployer ------------------------------------------------------------------------
+
+Outcome = DeployOutcome | BaseException
+OK = DeployOutcome(ok=True, exit_code=0, output="deployed")
+
+
+class MemoryDeployer:
+    """Deployer over a dict of tags (newest first). Every deploy() call is kept in
+    `requests`; `deploys` holds the deploys actually started (with `resumable`, a call for a
+    deploy id already started follows that deploy instead of starting another). Outcomes are
+    taken from `outcomes` in order (an exception there is raised: a DeployerError, or any
+    BaseException to stand for the process dying mid-deploy), then OK."""
+
+    def __init__(
+        self,
+        tags: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        resumable: bool = False,
+        outcomes: Sequence[Outcome] = (),
+    ) -> None:
+        self.tags: dict[str, str] = dict(tags)
+        self.resumable = resumable
+        self.outcomes: deque[Outcome] = deque(outcomes)
+        self.requests: list[DeployRequest] = []
+        self.deploys: list[DeployRequest] = []
+        self.lookup_error: DeployerError | None = None  # raised by list_tags and resolve when set
+        self._results: dict[str, DeployOutcome] = {}  # deploy id -> outcome, once it finished
+
+    def move_tag(self, tag: str, commit: str) -> None:
+        self.tags[tag] = commit
+
+    def script(self, *outcomes: Outcome) -> None:
+        self.outcomes.extend(outcomes)
+
+    async def list_tags(self) -> list[GitTag]:
+        await _round_trip()
+        if self.lookup_error:
+            raise self.lookup_error
+        return [GitTag(name=name, commit=commit) for name, commit in self.tags.items()]
+
+    async def resolve(self, tag: str) -> str | None:
+        await _round_trip()
+        if self.lookup_error:
+            raise self.lookup_error
+        return self.tags.get(tag)
+
+    async def deploy(self, request: DeployRequest) -> DeployOutcome:
+        self.requests.append(request)
+        await _round_trip()
+        following = self.resumable and any(d.deploy_id == request.deploy_id for d in self.deploys)
+        if following and request.deploy_id in self._results:
+            return self._results[request.deploy_id]
+        if not following:
+            self.deploys.append(request)
+        outcome = self.outcomes.popleft() if self.outcomes else OK
+        if isinstance(outcome, BaseException):
+            raise outcome
+        self._results[request.deploy_id] = outcome
+        return outcome
+
+
+class Crash(BaseException):
+    """Stands for the process dying: not an Exception, so nothing on the way handles it."""
+
+
+@dataclass
+class RecordingNotifier:
+    """Notifier that keeps what it was told: (thread id, event types) per publish."""
+
+    published: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        self.published.append((thread.id, [e.type for e in new]))

@@ -1,0 +1,60 @@
+"""One backend per run of each contract test: the in-memory fakes (bot/testing/memory.py)
+and the Redis adapters against a real server. The same cases run against both, so a unit
+test that passes against a fake means what it would against Redis."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from bot.testing.memory import ManualClock, MemoryEnvironments, MemoryInbox, MemoryThreadStore
+
+
+@dataclass
+class Backend:
+    name: str
+    store: Any  # ThreadStore
+    inbox: Any  # Inbox
+    environments: Any  # Locks and History
+    elapse: Callable[[float], Awaitable[None]]  # let this many seconds pass, for TTLs
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    if request.param == "memory":
+        clock = ManualClock()
+
+        async def advance(seconds: float) -> None:
+            clock.advance(seconds)
+
+        return Backend(
+            "memory", MemoryThreadStore(clock), MemoryInbox(clock), MemoryEnvironments(clock), advance
+        )
+
+    from bot.stores.environments import RedisEnvironments
+    from bot.stores.inbox import RedisInbox
+    from bot.stores.redis import RedisThreadStore
+
+    redis = request.getfixturevalue("redis")  # a real server, flushed for this test
+    return Backend(
+        "redis", RedisThreadStore(redis), RedisInbox(redis), RedisEnvironments(redis), asyncio.sleep
+    )
+
+
+@pytest.fixture
+def store(backend: Backend) -> Any:
+    return backend.store
+
+
+@pytest.fixture
+def inbox(backend: Backend) -> Any:
+    return backend.inbox
+
+
+@pytest.fixture
+def environments(backend: Backend) -> Any:
+    return backend.environments

@@ -1,0 +1,104 @@
+"""The fast layer: the core, the service and the loop over the in-memory fakes of
+bot/testing/memory.py (held to the Redis adapters' behaviour by tests/contract). No Redis,
+no BAML, no HTTP, no git, no subprocess; time is a fixed clock moved by hand.
+
+`make_runner` is the one place a Runner is put together: adapt it when the loop's
+constructor changes, and drive runners only through `await runner.run(thread_id)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.policy import Policy
+from bot.service import ThreadService
+from bot.testing.memory import (
+    ManualClock,
+    MemoryDeployer,
+    MemoryEnvironments,
+    MemoryThreadStore,
+    RecordingNotifier,
+    ScriptedModel,
+)
+
+NOW = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
+TAGS = {"v1.2.3": "c" * 40, "v1.2.2": "b" * 40, "v1.2.1": "a" * 40}  # newest first
+APPROVERS = ("bob", "carol")
+
+
+class WallClock:
+    """The wall clock the service and the runner stamp events with; moves only when told."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@dataclass
+class Parts:
+    """Everything a runner and the service are built from, shared by both."""
+
+    clock: WallClock = field(default_factory=WallClock)
+    monotonic: ManualClock = field(default_factory=ManualClock)  # lease and lock TTLs
+    policy: Policy = field(default_factory=lambda: Policy(
+        approvers={"production": frozenset(APPROVERS), "*": frozenset({"*"})}
+    ))
+    model: ScriptedModel = field(default_factory=ScriptedModel)
+    deployer: MemoryDeployer = field(default_factory=lambda: MemoryDeployer(TAGS))
+    notifier: RecordingNotifier = field(default_factory=RecordingNotifier)
+    store: MemoryThreadStore = field(init=False)
+    environments: MemoryEnvironments = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = MemoryThreadStore(self.monotonic)
+        self.environments = MemoryEnvironments(self.monotonic)
+
+
+def make_runner(parts: Parts, name: str = "runner-under-test", llm: object = "model"):  # -> bot.loop.Runner
+    """The one place a Runner is built. `llm=None` runs without a model."""
+    from bot.deploying import Deploying
+    from bot.loop import Runner
+
+    deploying = Deploying(parts.deployer, parts.environments, parts.environments, parts.policy)
+    return Runner(
+        store=parts.store,
+        deploying=deploying,
+        llm=parts.model if llm == "model" else llm,  # type: ignore[arg-type]
+        notifier=parts.notifier,
+        policy=parts.policy,
+        clock=parts.clock,
+        name=name,
+    )
+
+
+@pytest.fixture
+def parts() -> Parts:
+    return Parts()
+
+
+@pytest.fixture
+def runner(parts: Parts):
+    return make_runner(parts)
+
+
+@pytest.fixture
+def service(parts: Parts) -> ThreadService:
+    return ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+
+
+async def die() -> None:
+    """What a process crash does to its tasks (the lock renewal of a deploy in flight):
+    they are gone, not finished."""
+    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)

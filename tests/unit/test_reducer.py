@@ -1,0 +1,310 @@
+"""The reducer (bot.control.next_action) over many threads: whole lifecycles event by event,
+and invariants over thousands of generated threads, valid or not. Pure: no I/O, no clock."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot import events as ev
+from bot.control import (
+    AskApproval,
+    Decide,
+    Escalate,
+    Interrupted,
+    RunCommand,
+    RunDeploy,
+    RunTags,
+    Stop,
+    next_action,
+)
+from bot.events import (
+    ApprovalRequested,
+    Cancelled,
+    CommandResult,
+    DeliveryFailed,
+    DeployBackend,
+    DeployFrontend,
+    DeployResult,
+    DeployStarted,
+    DoneForNow,
+    Error,
+    GitTag,
+    GitTagsResult,
+    HumanResponse,
+    ListGitTags,
+    LockEnvironment,
+    RequestMoreInformation,
+    ShowDeploys,
+    UnlockEnvironment,
+    UserMessage,
+)
+from bot.policy import Policy, args_hash
+from bot.thread import STATUSES, Thread
+
+NOW = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
+POLICY = Policy(max_steps=5, max_errors=3)
+THREAD = "t1"
+
+
+def request_for(step, thread_id: str = THREAD) -> ApprovalRequested:
+    return ApprovalRequested(
+        step_id=step.id, thread_id=thread_id, args_hash=args_hash(step.service, step.tag, step.environment),
+        service=step.service, tag=step.tag, commit="c" * 40, environment=step.environment,
+        requested_by="alice", expires_at=NOW + timedelta(hours=1),
+    )
+
+
+def started_for(step, thread_id: str = THREAD) -> DeployStarted:
+    return DeployStarted(step_id=step.id, deploy_id=f"{thread_id}-{step.id}", commit="c" * 40)
+
+
+def result_for(step, ok: bool = True) -> DeployResult:
+    return DeployResult(step_id=step.id, deploy_id=f"{THREAD}-{step.id}", service=step.service, tag=step.tag,
+                        environment=step.environment, commit="c" * 40, ok=ok)
+
+
+def kind(action) -> str:
+    return f"Stop({action.status})" if isinstance(action, Stop) else type(action).__name__
+
+
+def walk(*story: tuple[object, str]) -> None:
+    """Grow a thread one event at a time; after each, the reducer must answer as written."""
+    events: list = []
+    for event, expected in story:
+        events.append(event)
+        thread = Thread(THREAD, tuple(events))
+        assert kind(next_action(thread, POLICY)) == expected, (len(events), event.type, thread.status())
+
+
+# --- whole lifecycles ----------------------------------------------------------------
+
+
+def test_a_protected_deploy_from_request_to_result():
+    step = DeployBackend(tag="v1.2.3", environment="production")
+    request = request_for(step)
+    walk(
+        (UserMessage(text="ship it", user="alice"), "Decide"),
+        (ListGitTags(), "RunTags"),
+        (GitTagsResult(step_id="x", tags=[]), "RunTags"),  # a result for another step closes nothing
+        (Error(kind="deployer", step_id=None, message="flaky"), "RunTags"),
+        (ev.GitTagsResult(step_id="-", tags=[GitTag(name="v1.2.3", commit="c" * 40)]), "RunTags"),
+        (step, "AskApproval"),
+        (request, "Stop(waiting_for_approval)"),
+        (HumanResponse(text="any news?", user="alice"), "Stop(waiting_for_approval)"),
+        (DeliveryFailed(channel="slack", to="bob", reason="down"), "Stop(waiting_for_approval)"),
+        (HumanResponse(user="bob", approval_id=request.approval_id, approve=True), "RunDeploy"),
+        # Only the first decision counts.
+        (HumanResponse(user="carol", approval_id=request.approval_id, approve=False), "RunDeploy"),
+        (started_for(step), "Interrupted"),
+        (result_for(step), "Decide"),
+        (DoneForNow(message="deployed"), "Stop(done)"),
+        (UserMessage(text="and frontend?", user="alice"), "Decide"),
+    )
+
+
+def test_a_rejection_replans_and_an_unprotected_deploy_runs_at_once():
+    step = DeployBackend(tag="v1.2.3", environment="production")
+    request = request_for(step)
+    again = DeployFrontend(tag="v1.2.2", environment="staging")
+    walk(
+        (UserMessage(text="ship it", user="alice"), "Decide"),
+        (step, "AskApproval"),
+        (request, "Stop(waiting_for_approval)"),
+        (HumanResponse(text="no", user="bob", approval_id=request.approval_id, approve=False), "Decide"),
+        (again, "RunDeploy"),
+        (Error(kind="locked", step_id=again.id, message="locked"), "Decide"),
+        (RequestMoreInformation(message="It is locked. Wait?"), "Stop(waiting_for_human)"),
+        (HumanResponse(text="yes", user="alice"), "Decide"),
+        (Cancelled(user="alice"), "Stop(cancelled)"),
+        (UserMessage(text="hello?", user="alice"), "Stop(cancelled)"),
+    )
+
+
+def test_commands_errors_and_the_step_budget():
+    lock = LockEnvironment(environment="staging", reason="freeze")
+    walk(
+        (UserMessage(text="lock staging", user="alice"), "Decide"),
+        (lock, "RunCommand"),
+        (CommandResult(step_id=lock.id, ok=True, text="Locked"), "Decide"),
+        (Error(kind="llm", message="garbage"), "Decide"),
+        (Error(kind="llm", message="garbage"), "Decide"),
+        (Error(kind="llm", message="garbage"), "Escalate"),
+        (RequestMoreInformation(message="stuck", source="bot"), "Stop(waiting_for_human)"),
+        (HumanResponse(text="try again", user="alice"), "Decide"),
+        *[pair for step in (ListGitTags(), ListGitTags())
+          for pair in ((step, "RunTags"), (GitTagsResult(step_id=step.id, tags=[]), "Decide"))],
+        (ShowDeploys(environment="staging"), "RunCommand"),
+        (CommandResult(step_id="other", ok=True, text="?"), "RunCommand"),
+        (CommandResult(step_id="?", ok=True, text="?"), "RunCommand"),
+    )
+    walk(
+        (UserMessage(text="hello", user="alice"), "Decide"),
+        (Error(kind="internal", message="a bug"), "Stop(failed)"),
+        (DeliveryFailed(channel="slack", to="C1", reason="down"), "Stop(failed)"),
+        (HumanResponse(text="fixed it, go on", user="alice"), "Decide"),
+    )
+
+
+def test_the_step_budget_escalates_after_max_steps_since_a_human():
+    events: list = [UserMessage(text="go", user="alice")]
+    for _ in range(POLICY.max_steps):
+        assert next_action(Thread(THREAD, tuple(events)), POLICY) == Decide()
+        step = ListGitTags()
+        events += [step, GitTagsResult(step_id=step.id, tags=[])]
+    assert isinstance(next_action(Thread(THREAD, tuple(events)), POLICY), Escalate)
+    events.append(HumanResponse(text="keep going", user="alice"))
+    assert next_action(Thread(THREAD, tuple(events)), POLICY) == Decide()
+
+
+@pytest.mark.parametrize("environment,expected", [("production", AskApproval), ("staging", RunDeploy)])
+def test_which_deploys_need_approval_is_the_policys_call(environment, expected):
+    step = DeployBackend(tag="v1", environment=environment)
+    assert type(next_action(Thread(THREAD, (UserMessage(text="go", user="a"), step)), POLICY)) is expected
+
+
+# --- invariants over generated threads ---------------------------------------------
+
+ENVIRONMENTS = ("production", "staging", "development", "nowhere")
+
+
+def cleared(thread: Thread, step) -> bool:
+    if not POLICY.needs_approval(step.environment):
+        return True
+    request = thread.approval_for(step.id)
+    decision = thread.decision_for(request.approval_id) if request else None
+    return bool(decision and decision.approve)
+
+
+def generated(seed: int) -> Thread:
+    """A thread of up to 14 events, drawn so that results, approvals and decisions usually
+    refer to earlier steps, but not always in a sensible order."""
+    rng = random.Random(seed)
+    events: list = [UserMessage(text="go", user="alice")]
+    steps: list = []
+    deploys: list = []
+    approvals: list = []
+    for _ in range(rng.randrange(0, 14)):
+        roll = rng.random()
+        if roll < 0.3:
+            step = rng.choice([
+                lambda: ListGitTags(),
+                lambda: DeployBackend(tag="v1", environment=rng.choice(ENVIRONMENTS)),
+                lambda: DeployFrontend(tag="v2", environment=rng.choice(ENVIRONMENTS)),
+                lambda: RequestMoreInformation(message="?"),
+                lambda: DoneForNow(message="done"),
+                lambda: LockEnvironment(environment="staging"),
+                lambda: UnlockEnvironment(environment="staging"),
+                lambda: ShowDeploys(environment="production"),
+            ])()
+            steps.append(step)
+            if isinstance(step, (DeployBackend, DeployFrontend)):
+                deploys.append(step)
+            events.append(step)
+        elif roll < 0.45 and (protected := [d for d in deploys if POLICY.needs_approval(d.environment)]):
+            # Approvals are asked for protected deploys only (as long as the policy holds).
+            request = request_for(rng.choice(protected), rng.choice([THREAD, THREAD, "elsewhere"]))
+            approvals.append(request)
+            events.append(request)
+        elif roll < 0.58 and approvals:
+            events.append(HumanResponse(text="", user=rng.choice(["bob", "carol"]),
+                                        approval_id=rng.choice(approvals).approval_id,
+                                        approve=rng.random() < 0.6))
+        elif roll < 0.66 and (ready := [d for d in deploys if cleared(Thread(THREAD, tuple(events)), d)]):
+            # A deploy starts only once the policy lets it: unprotected, or approved.
+            events.append(started_for(rng.choice(ready), rng.choice([THREAD, THREAD, "elsewhere"])))
+        elif roll < 0.74 and steps:
+            step = rng.choice(steps)
+            outcomes = [
+                GitTagsResult(step_id=step.id, tags=[]),
+                CommandResult(step_id=step.id, ok=True, text="ok"),
+                Error(kind=rng.choice(["validation", "deployer", "locked", "recheck"]), step_id=step.id,
+                      message="no"),
+            ]
+            if step in deploys:
+                outcomes.append(result_for(step, ok=rng.random() < 0.8))
+            events.append(rng.choice(outcomes))
+        elif roll < 0.84:
+            events.append(rng.choice([
+                lambda: UserMessage(text="more", user="alice"),
+                lambda: HumanResponse(text="answer", user="alice"),
+                lambda: Error(kind="llm", message="garbage"),
+                lambda: DeliveryFailed(channel="email", to="a@x", reason="bounced"),
+            ])())
+        elif roll < 0.86:
+            events.append(Error(kind="internal", message="a bug"))
+        elif roll < 0.87:
+            events.append(Cancelled(user="alice"))
+    return Thread(THREAD, tuple(events))
+
+
+THREADS = [generated(seed) for seed in range(3000)]
+
+
+def test_the_generator_covers_every_action_and_status():
+    actions = {type(next_action(t, POLICY)) for t in THREADS}
+    assert actions == {Stop, Decide, RunTags, RunCommand, AskApproval, RunDeploy, Interrupted, Escalate}
+    assert {t.status() for t in THREADS} == set(STATUSES)
+
+
+def test_the_same_thread_gets_the_same_answer_even_after_a_round_trip_through_storage():
+    for t in THREADS:
+        reloaded = Thread(t.id, tuple(ev.load(ev.dump(e)) for e in t.events), t.origin)
+        assert next_action(t, POLICY) == next_action(reloaded, POLICY)
+
+
+def test_a_protected_deploy_runs_only_with_the_first_decision_on_its_own_request_being_yes():
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if type(action) is RunDeploy and POLICY.needs_approval(action.step.environment):
+            assert action.request is not None and action.request.step_id == action.step.id
+            assert action.decision is not None and action.decision.approve is True
+            assert action.decision == t.decision_for(action.request.approval_id)
+            assert t.events.index(action.request) < t.events.index(action.decision)
+
+
+def test_a_started_deploy_is_never_run_again():
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if isinstance(action, (RunDeploy, AskApproval)) and not isinstance(action, Interrupted):
+            assert t.started(action.step.id) is None
+        if isinstance(action, Interrupted):
+            assert action.started == t.started(action.step.id) is not None
+
+
+def test_an_open_step_is_the_last_one_and_has_no_outcome():
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if isinstance(action, (RunTags, RunCommand, AskApproval, RunDeploy, Interrupted)):
+            assert t.last_step()[1] == action.step and t.outcome(action.step) is None
+
+
+def test_a_stop_says_the_threads_status_and_only_running_threads_go_on():
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if isinstance(action, Stop):
+            assert action.status == t.status()
+        elif t.status() == "failed":
+            # The one exception, as the reducer stands: a bug while a step was open leaves the
+            # thread "failed", yet the open step is what runs on the next kick.
+            assert isinstance(action, (RunTags, RunCommand, AskApproval, RunDeploy, Interrupted)), action
+            assert t.outcome(t.last_step()[1]) is None
+        else:
+            assert t.status() == "running", (t.status(), action)
+
+
+def test_nothing_happens_in_a_cancelled_thread_and_nobody_is_asked_while_approval_waits():
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if t.cancelled():
+            assert action == Stop("cancelled")
+        if t.pending_approval() is not None:
+            assert not isinstance(action, (Decide, Escalate))
+
+
+def test_escalation_only_past_a_limit():
+    for t in THREADS:
+        if isinstance(next_action(t, POLICY), Escalate):
+            assert t.consecutive_errors() >= POLICY.max_errors or t.steps_since_human() >= POLICY.max_steps
