@@ -9,16 +9,26 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-.PHONY: install run test bench chaos baml
+.PHONY: install run test unit lint types bench chaos baml
 install: $(BIN)/.installed
 
 run: install  ## set up and start the bot on http://127.0.0.1:8000 (no secrets needed)
 	$(BIN)/python -m bot serve
 
-test: install  ## the whole test suite, plus a check that the BAML client is up to date
+test: install lint types  ## lint, types, and the whole test suite (unit layer first: it fails fastest)
 	$(BIN)/baml-cli generate --from baml_src > /dev/null
 	@test -z "$$(git status --porcelain -- bot/baml_client)" || (git status --short -- bot/baml_client; echo "bot/baml_client differs from baml_src: run make baml and commit"; exit 1)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q tests/unit tests/contract
+	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/contract
+
+unit: install  ## the fast unit layer alone (in-memory fakes, seconds)
+	$(BIN)/python -m pytest -q tests/unit
+
+lint: install  ## ruff: errors, imports, bugbear, pyupgrade, async pitfalls
+	$(BIN)/ruff check bot tests bench
+
+types: install  ## mypy: strict on the pure core, checked everywhere else
+	$(BIN)/mypy bot
 
 bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/step_overhead.py
