@@ -154,8 +154,8 @@ async def _work(settings: Settings) -> int:
 def serve(settings: Settings, worker: bool = True) -> int:
     import uvicorn
 
-    from bot.app import build
-    from bot.web import create_app
+    from bot.app import build, http_app
+    from bot.http_limits import uvicorn_log_config
 
     host = settings.bind_host()
     if not settings.api_token:
@@ -163,9 +163,11 @@ def serve(settings: Settings, worker: bool = True) -> int:
             "API_TOKEN is not set: serving on 127.0.0.1 only, so the approval API is not "
             "reachable from other machines. Set API_TOKEN to serve on %s.", settings.host
         )
+    # The access log names paths with their query strings, so query secrets are redacted.
     uvicorn.run(
-        create_app(build(settings), worker=worker),
+        http_app(build(settings), worker=worker),
         host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio",
+        log_config=uvicorn_log_config(),
     )
     return 0
 

@@ -12,6 +12,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from starlette.types import ASGIApp
 
 from bot import embedded_redis
 from bot.channels.log import LogNotifier
@@ -148,7 +149,10 @@ def make_llm(settings: Settings) -> NextStepModel | None:
         return None
     from bot.llm import BamlModel  # loads the BAML runtime only when an LLM is configured
 
-    return BamlModel(llm.provider, llm.model, llm.api_key.get_secret_value(), llm.base_url)
+    return BamlModel(
+        llm.provider, llm.model, llm.api_key.get_secret_value(), llm.base_url,
+        secrets=settings.secrets(), log_level=settings.log_level,
+    )
 
 
 def make_deployer(settings: Settings) -> Deployer:
@@ -158,10 +162,10 @@ def make_deployer(settings: Settings) -> Deployer:
 
         return GitHubDeployer(
             github.token.get_secret_value(), github.repository, dict(github.workflows),
-            github.api_url, github.ref, github.poll_seconds,
+            github.api_url, github.ref, github.poll_seconds, commit_input=github.commit_input,
         )
     return CommandDeployer(
-        settings.git_repo, settings.deploy_command, settings.deploy_timeout, settings.secrets()
+        settings.git_repo, settings.deploy_command, settings.deploy_timeout, settings.deploy_passthrough()
     )
 
 
@@ -221,6 +225,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         store=store,
         deploying=deploying,
         llm=llm,
+        context_budget=settings.context_budget,
         notifier=fanout,
         policy=policy,
         secrets=settings.secrets(),
@@ -246,3 +251,13 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         settings, redis, store, inbox, environments, queue, service, runner, worker,
         llm_configured=llm is not None, slack=slack_channel, email=email,
     )
+
+
+def http_app(app: App, worker: bool = True) -> ASGIApp:
+    """The HTTP server's application: body limits and the API token are checked before the
+    app reads a body (bot.http_limits), around the routes of bot.web."""
+    from bot.http_limits import HttpLimits
+    from bot.web import create_app
+
+    email = app.settings.email
+    return HttpLimits(create_app(app, worker=worker), app.api_token, email.max_bytes if email else None)

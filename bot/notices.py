@@ -36,7 +36,9 @@ class Notice:
     url: str = ""
 
     def render(self, who: Callable[[str], str] = str) -> str:
-        return self.text.replace("{who}", who(self.who))
+        # Only the first "{who}": the template's own, which comes before any text a person
+        # wrote (a cancel reason saying "{who}" must not turn into a mention).
+        return self.text.replace("{who}", who(self.who), 1)
 
 
 def notice(thread: Thread, event: Event) -> Notice | None:

@@ -9,8 +9,10 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Any, Protocol
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -23,14 +25,22 @@ from bot.views import summary_json, thread_json
 
 log = logging.getLogger(__name__)
 
+# What a person may write in one go through the API: a request, a reply, a reason to cancel.
+# Longer is refused with 413 and a message naming the field (see `too_long` below), not
+# pydantic's 422; the bytes of the body as a whole are capped before it is read
+# (bot.http_limits, wrapped around this app by the root).
+MAX_TEXT_CHARS = 20_000
+TEXT_FIELDS = ("message", "text", "reason")
+MAX_LIMIT = 200  # ?limit= on /threads and /deploys
+
 
 class LaunchBody(BaseModel):
-    message: str = Field(min_length=1)
+    message: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     user: str = Field("api", min_length=1)
 
 
 class RespondBody(BaseModel):
-    text: str = ""
+    text: str = Field("", max_length=MAX_TEXT_CHARS)
     user: str = Field(min_length=1)
     approval_id: str | None = None
     approve: bool | None = None
@@ -42,7 +52,7 @@ class ForkBody(BaseModel):
 
 class CancelBody(BaseModel):
     user: str = "api"
-    reason: str = ""
+    reason: str = Field("", max_length=MAX_TEXT_CHARS)
 
 
 # What each refusal means in HTTP; the service itself knows nothing of HTTP.
@@ -116,6 +126,9 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
         return parts
 
     def authorized(authorization: str | None = Header(None)) -> None:
+        # The check that counts runs earlier, in bot.http_limits, before a body is read
+        # (FastAPI reads and parses the body before it solves dependencies); this one stays
+        # so a route is never open because the app was served without that wrapper.
         token = parts.api_token
         if token and not hmac.compare_digest(
             (authorization or "").encode(), f"Bearer {token}".encode()
@@ -138,6 +151,18 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
     async def refused(_: Request, exc: Refused) -> JSONResponse:
         return JSONResponse({"detail": exc.message}, status_code=http_status(exc))
 
+    @web.exception_handler(RequestValidationError)
+    async def too_long(request: Request, exc: RequestValidationError) -> Response:
+        """A text field over MAX_TEXT_CHARS is a 413 that says so; anything else invalid
+        stays FastAPI's 422."""
+        for error in exc.errors():
+            loc = error.get("loc", ())
+            if error.get("type") == "string_too_long" and loc[:1] == ("body",) and loc[-1] in TEXT_FIELDS:
+                return JSONResponse(
+                    {"detail": f"{loc[-1]} is longer than {MAX_TEXT_CHARS} characters"}, status_code=413
+                )
+        return await request_validation_exception_handler(request, exc)
+
     @threads.post("", status_code=201)
     async def launch(body: LaunchBody, a: Parts = Depends(the_app)) -> dict[str, Any]:
         thread = await a.service.launch(body.message, body.user, channel="api")
@@ -145,17 +170,20 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
         return {"id": thread.id}
 
     @threads.get("")
-    async def recent(status: str | None = None, limit: int = 50, a: Parts = Depends(the_app)) -> dict:
-        return {"threads": [summary_json(t) for t in await a.service.recent(status, min(limit, 500))]}
+    async def recent(
+        status: str | None = None, limit: int = Query(50, ge=1, le=MAX_LIMIT), a: Parts = Depends(the_app)
+    ) -> dict:
+        return {"threads": [summary_json(t, a.service.clock()) for t in await a.service.recent(status, limit)]}
 
     @threads.get("/{thread_id}.md", response_class=PlainTextResponse)
     async def show_markdown(thread_id: str, a: Parts = Depends(the_app)) -> PlainTextResponse:
         thread = await a.service.get(thread_id)
-        return PlainTextResponse(transcript.markdown(thread, parts.secrets), media_type="text/markdown")
+        text = transcript.markdown(thread, parts.secrets, a.service.clock())
+        return PlainTextResponse(text, media_type="text/markdown")
 
     @threads.get("/{thread_id}")
     async def show(thread_id: str, a: Parts = Depends(the_app)) -> dict[str, Any]:
-        return thread_json(await a.service.get(thread_id))
+        return thread_json(await a.service.get(thread_id), a.service.clock())
 
     @threads.post("/{thread_id}/responses", status_code=202)
     async def respond(thread_id: str, body: RespondBody, a: Parts = Depends(the_app)) -> dict:
@@ -163,12 +191,12 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
             thread_id, body.text, body.user, body.approval_id, body.approve, channel="api"
         )
         await a.kick(thread.id)
-        return thread_json(thread)
+        return thread_json(thread, a.service.clock())
 
     @threads.post("/{thread_id}/cancel")
     async def cancel(thread_id: str, body: CancelBody | None = None, a: Parts = Depends(the_app)) -> dict:
         body = body or CancelBody()
-        return thread_json(await a.service.cancel(thread_id, body.user, body.reason))
+        return thread_json(await a.service.cancel(thread_id, body.user, body.reason), a.service.clock())
 
     @threads.post("/{thread_id}/fork", status_code=201)
     async def fork(thread_id: str, body: ForkBody, a: Parts = Depends(the_app)) -> dict[str, Any]:
@@ -177,10 +205,12 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
         return {"id": thread.id, "forked_from": thread_id, "at": body.at}
 
     @web.get("/deploys", dependencies=[Depends(authorized)])
-    async def deploys(environment: str, limit: int = 20, a: Parts = Depends(the_app)) -> dict[str, Any]:
+    async def deploys(
+        environment: str, limit: int = Query(20, ge=1, le=MAX_LIMIT), a: Parts = Depends(the_app)
+    ) -> dict[str, Any]:
         if environment not in a.policy.environments:
             raise Invalid(f"unknown environment {environment!r}")
-        records = await a.history.recent(environment, min(max(limit, 1), 200))
+        records = await a.history.recent(environment, limit)
         holder = await a.locks.holder(environment)
         return {
             "environment": environment,

@@ -16,12 +16,11 @@ from pydantic import AliasChoices, AliasPath
 from redis.asyncio import Redis
 
 from bot import embedded_redis
-from bot.app import App, build
+from bot.app import App, build, http_app
 from bot.settings import Settings
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_llm import FakeLlm
-from bot.web import create_app
 from tests.helpers import eventually
 
 TAGS = ["v1.2.1", "v1.2.2", "v1.2.3"]  # oldest first
@@ -109,6 +108,7 @@ def settings(redis_url: str, git_repo: Path, deploy_command: str, fake_llm: Fake
         redis_url=redis_url,
         git_repo=git_repo,
         deploy_command=deploy_command,
+        deploy_env_passthrough=cluster.FAKE_DEPLOY_ENV,
         llm_base_url=fake_llm.base_url,
         llm_model="fake-model",
         llm_api_key="sk-test-secret-key-1234567890",
@@ -127,7 +127,7 @@ async def api(settings: Settings, app: App) -> AsyncIterator[httpx.AsyncClient]:
     """The real web app served by uvicorn on a loopback port, and a client for it."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app(app), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(http_app(app), host="127.0.0.1", port=port, log_level="warning")
     )
     task = asyncio.create_task(server.serve())
     try:

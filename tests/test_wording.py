@@ -109,3 +109,13 @@ def test_a_cancellation_leaves_who_to_the_channel():
 def test_a_missing_tag_lists_the_newest_or_says_none():
     assert wording.no_such_tag("v9", ["v3", "v2"]) == "tag 'v9' does not exist; newest tags: v3, v2"
     assert wording.no_such_tag("v9", []) == "tag 'v9' does not exist; newest tags: none"
+
+
+def test_a_placeholder_written_by_a_person_stays_text():
+    from bot.events import Cancelled
+    from bot.notices import notice
+    from bot.thread import Thread
+
+    said = notice(Thread("t"), Cancelled(user="U1", reason="ping {who} now"))
+    assert said is not None
+    assert said.render(lambda u: f"<@{u}>") == "Cancelled by <@U1>: ping {who} now"

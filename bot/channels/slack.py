@@ -74,7 +74,7 @@ class SlackNotifier:
     async def _post(self, thread: Thread, event: Event, channel: str, thread_ts: str) -> None:
         if isinstance(event, ApprovalRequested):
             posted = await self.web.chat_postMessage(
-                channel=channel, thread_ts=thread_ts, text=blocks.fallback_text(event),
+                channel=channel, thread_ts=thread_ts, text=blocks.fallback_text(event, thread.id),
                 blocks=blocks.approval_request(thread.id, event),
             )
             await self.inbox.link(names.slack_approval_message(event.approval_id), posted["ts"])
@@ -83,8 +83,8 @@ class SlackNotifier:
             ts = await self.inbox.lookup(names.slack_approval_message(event.approval_id))
             if request and ts:
                 await self.web.chat_update(
-                    channel=channel, ts=ts, text=blocks.fallback_text(request),
-                    blocks=blocks.decided(request, event),
+                    channel=channel, ts=ts, text=blocks.fallback_text(request, thread.id),
+                    blocks=blocks.decided(request, event, thread.id),
                 )
         elif text := blocks.progress_text(thread, event):
             await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
@@ -105,8 +105,30 @@ class SlackChannel:
         self._socket: Any = None
 
     async def endpoint(self, request: Request) -> Response:
+        """Signature first, then shape, then Bolt. What can be checked without the body (the
+        timestamp is a number and recent, a signature is there) is checked before it is read,
+        and the body (at most 3 MB: bot.http_limits) is read as bytes: a forged or broken
+        request is a 401 with a log line, never an exception out of slack-sdk."""
+        timestamp = request.headers.get("x-slack-request-timestamp", "")
+        signature = request.headers.get("x-slack-signature", "")
+        # int() refuses over 4,300 digits and accepts non-ASCII digits ("٣"): both excluded.
+        if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
+            log.warning("slack: refused a request whose timestamp is not a number: %.40r", timestamp)
+            return JSONResponse({"error": "invalid signature"}, status_code=401)
+        if abs(self._verifier.clock.now() - int(timestamp)) > 60 * 5:  # slack-sdk's window
+            log.warning("slack: refused a stale request (timestamp %s)", timestamp)
+            return JSONResponse({"error": "invalid signature"}, status_code=401)
+        if not signature.isascii():  # hmac.compare_digest raises on non-ASCII text
+            log.warning("slack: refused a request whose signature is not ASCII")
+            return JSONResponse({"error": "invalid signature"}, status_code=401)
         body = await request.body()
-        if not self._verifier.is_valid_request(body, dict(request.headers)):
+        try:
+            text = body.decode()
+        except UnicodeDecodeError:
+            # Slack signs UTF-8 text (slack-sdk can only check that): this one is unverifiable.
+            log.warning("slack: refused a body that is not UTF-8 (%d bytes)", len(body))
+            return JSONResponse({"error": "invalid signature"}, status_code=401)
+        if not self._verifier.is_valid(text, timestamp, signature):
             log.warning("slack: refused a request with a bad or stale signature")
             return JSONResponse({"error": "invalid signature"}, status_code=401)
         if not _well_formed(body, request.headers.get("content-type", "")):
@@ -142,7 +164,7 @@ def _well_formed(body: bytes, content_type: str) -> bool:
         else:
             data = json.loads(parse_qs(body.decode())["payload"][0])
         return isinstance(data, dict) and isinstance(data.get("type"), str)
-    except (ValueError, KeyError, IndexError, UnicodeDecodeError):
+    except (ValueError, KeyError, IndexError, RecursionError):  # UnicodeDecodeError is a ValueError
         return False
 
 
@@ -164,18 +186,20 @@ def build(
 
     @app.event("app_mention")
     async def on_mention(event: dict, body: dict, context: dict) -> None:
-        await inbound.message(event, body, context.get("bot_user_id"), may_start=True)
+        bot_user = context.get("bot_user_id")
+        if _from_a_person(event, bot_user) and (said := _said(event)):
+            await inbound.message(said, body, bot_user, may_start=True)
 
     @app.event("message")
     async def on_message(event: dict, body: dict, context: dict) -> None:
         bot_user = context.get("bot_user_id")
-        if event.get("subtype") or event.get("bot_id") or event.get("user") in (None, bot_user):
-            return  # edits, joins, and anything a bot said (us included)
+        if not _from_a_person(event, bot_user) or not (said := _said(event)):
+            return
         direct = event.get("channel_type") == "im"
-        if not direct and f"<@{bot_user}>" in event.get("text", ""):
+        if not direct and f"<@{bot_user}>" in said.text:
             return  # app_mention delivers this one
-        if direct or event.get("thread_ts"):
-            await inbound.message(event, body, bot_user, may_start=direct)
+        if direct or said.in_thread:
+            await inbound.message(said, body, bot_user, may_start=direct)
 
     @app.action(blocks.APPROVE)
     async def on_approve(ack: Callable, body: dict, action: dict) -> None:
@@ -185,28 +209,48 @@ def build(
     @app.action(blocks.REJECT)
     async def on_reject(ack: Callable, body: dict, action: dict, client: AsyncWebClient) -> None:
         await ack()
-        thread_id, approval_id = blocks.parse_button_value(action["value"])
-        where = _where(body)
-        try:
-            await service.check_decision(thread_id, approval_id, body["user"]["id"])
-        except Refused as e:
-            await inbound.tell(where, body["user"]["id"], _refusal(e))
+        click = await inbound.click(body, action)
+        if click is None:
             return
-        await client.views_open(
-            trigger_id=body["trigger_id"],
-            view=blocks.reject_modal(thread_id, approval_id, *where),
-        )
+        thread_id, approval_id, user, where = click
+        try:
+            await service.check_decision(thread_id, approval_id, user)
+        except Refused as e:
+            await inbound.tell(where, user, _refusal(e))
+            return
+        trigger_id = body.get("trigger_id")
+        try:
+            if not isinstance(trigger_id, str) or not trigger_id:
+                raise ValueError("no trigger_id")
+            await client.views_open(
+                trigger_id=trigger_id, view=blocks.reject_modal(thread_id, approval_id, *where)
+            )
+        except (ValueError, SlackApiError) as e:
+            why = e.response.get("error", e) if isinstance(e, SlackApiError) else e
+            log.warning("slack: could not open the reject form for thread %s: %s", thread_id, why)
+            await inbound.tell(where, user, COULD_NOT_OPEN_FORM)
 
     @app.view(blocks.REJECT_VIEW)
     async def on_feedback(ack: Callable, body: dict, view: dict) -> None:
-        values = view["state"]["values"][blocks.FEEDBACK_BLOCK][blocks.FEEDBACK_BLOCK]
-        feedback = (values.get("value") or "").strip()
+        try:
+            thread_id, approval_id, channel, thread_ts = blocks.parse_modal_metadata(
+                view.get("private_metadata") if isinstance(view, dict) else None
+            )
+        except ValueError as e:
+            log.warning("slack: refused a reject form with unreadable metadata: %s", e)
+            await ack(response_action="errors", errors={blocks.FEEDBACK_BLOCK: STALE_FORM})
+            return
+        feedback, user = blocks.feedback_value(view), _user(body)
+        if feedback is None or user is None:
+            log.warning("slack: refused a reject form for thread %s without %s", thread_id,
+                        "its feedback field" if feedback is None else "a user")
+            await ack(response_action="errors", errors={blocks.FEEDBACK_BLOCK: STALE_FORM})
+            return
+        feedback = feedback.strip()
         if not feedback:
             await ack(response_action="errors", errors={blocks.FEEDBACK_BLOCK: "Say what should change."})
             return
         await ack()
-        thread_id, approval_id, channel, thread_ts = blocks.parse_modal_metadata(view["private_metadata"])
-        user = body["user"]["id"]
         try:
             await service.respond(thread_id, feedback, user, approval_id, approve=False, channel="slack")
         except Refused as e:
@@ -217,9 +261,76 @@ def build(
     return SlackChannel(app, web, signing_secret, app_token)
 
 
-def _where(body: dict) -> tuple[str, str]:
-    message = body.get("message") or {}
-    return body["channel"]["id"], message.get("thread_ts") or body["container"].get("message_ts", "")
+COULD_NOT_OPEN_FORM = "Slack did not open the rejection form; click Reject again."
+STALE_FORM = "This form is out of date or incomplete: click Reject on the approval message again."
+NOT_OUR_BUTTON = "That button is not one deploybot can act on; use the buttons of its latest approval message."
+# Message subtypes that are people talking; every other one (edits, deletions, joins, bot
+# messages, ...) is ignored.
+HUMAN_SUBTYPES = (None, "thread_broadcast", "file_share")
+
+
+def _from_a_person(event: dict, bot_user: str | None) -> bool:
+    """False (quietly) for what the bot ignores: edits, deletions, joins, and anything a bot
+    said (us included), whether it came as a message or as an app_mention."""
+    return (
+        event.get("subtype") in HUMAN_SUBTYPES
+        and not event.get("bot_id")
+        and (bot_user is None or event.get("user") != bot_user)
+    )
+
+
+@dataclass(frozen=True)
+class _Said:
+    """A person's message, as far as deploybot reads it."""
+
+    channel: str
+    ts: str
+    user: str
+    text: str
+    thread_ts: str | None
+    with_files: bool
+
+    @property
+    def root(self) -> str:
+        return self.thread_ts or self.ts
+
+    @property
+    def in_thread(self) -> bool:
+        return self.thread_ts is not None
+
+
+def _said(event: dict) -> _Said | None:
+    """The message in `event`; None (and a log line) when it lacks what every message has."""
+    channel, ts, user = event.get("channel"), event.get("ts"), event.get("user")
+    text, thread_ts = event.get("text") or "", event.get("thread_ts") or None
+    if not (
+        isinstance(channel, str) and channel and isinstance(ts, str) and ts
+        and isinstance(user, str) and user and isinstance(text, str)
+        and (thread_ts is None or isinstance(thread_ts, str))
+    ):
+        log.warning("slack: ignored a %.40r event without a channel, ts, user or text", event.get("type"))
+        return None
+    files = bool(event.get("files")) or event.get("subtype") == "file_share"
+    return _Said(channel, ts, user, text, thread_ts, files)
+
+
+def _user(body: dict) -> str | None:
+    user = body.get("user")
+    user_id = user.get("id") if isinstance(user, dict) else None
+    return user_id if isinstance(user_id, str) and user_id else None
+
+
+def _where(body: dict) -> tuple[str, str] | None:
+    """(channel, thread_ts) of the message a button sits on; None when the payload lacks it."""
+    channel = body.get("channel")
+    channel_id = channel.get("id") if isinstance(channel, dict) else None
+    if not isinstance(channel_id, str) or not channel_id:
+        return None
+    message, container = body.get("message"), body.get("container")
+    thread_ts = (message.get("thread_ts") if isinstance(message, dict) else None) or (
+        container.get("message_ts") if isinstance(container, dict) else None
+    )
+    return channel_id, thread_ts if isinstance(thread_ts, str) else ""
 
 
 def _refusal(e: Refused) -> str:
@@ -232,10 +343,10 @@ class _Inbound:
     ) -> None:
         self.service, self.inbox, self.kick, self.web = service, inbox, kick, web
 
-    async def message(self, event: dict, body: dict, bot_user: str | None, may_start: bool) -> None:
-        message_id = body.get("event_id") or event.get("client_msg_id") or event["ts"]
-        root = event.get("thread_ts") or event["ts"]
-        scope = names.slack_conversation(event["channel"], root)
+    async def message(self, said: _Said, body: dict, bot_user: str | None, may_start: bool) -> None:
+        event_id = body.get("event_id")
+        message_id = event_id if isinstance(event_id, str) and event_id else said.ts
+        scope = names.slack_conversation(said.channel, said.root)
         fresh, thread_id, started = await self.inbox.receive(
             scope, message_id, EVENT_TTL, new_id() if may_start else None
         )
@@ -249,19 +360,19 @@ class _Inbound:
         if thread_id is None:
             return  # a reply in a Slack thread the bot is not part of
         try:
-            await self._record(event, root, thread_id, started, bot_user)
+            await self._record(said, thread_id, started, bot_user)
         except Exception:
             await self.inbox.forget(scope, message_id)  # let Slack's retry deliver it again
             raise
         await self.kick(thread_id)
 
-    async def _record(
-        self, event: dict, root: str, thread_id: str, started: bool, bot_user: str | None
-    ) -> None:
-        channel, user = event["channel"], event["user"]
-        text = event.get("text", "")
+    async def _record(self, said: _Said, thread_id: str, started: bool, bot_user: str | None) -> None:
+        channel, root, user, text = said.channel, said.root, said.user, said.text
         if bot_user:
-            text = re.sub(rf"<@{bot_user}>\s*", "", text).strip()
+            text = re.sub(rf"<@{re.escape(bot_user)}>\s*", "", text)
+        text = blocks.unescape(text).strip()  # stored as typed; escaped again on the way out
+        if said.with_files:  # only the words are read: say so where the model and people see it
+            text = f"{text}\n\n{blocks.FILES_IGNORED}" if text else blocks.FILES_IGNORED
         origin = Origin(channel="slack", slack_channel=channel, slack_thread_ts=root)
         if not started:
             try:
@@ -274,21 +385,42 @@ class _Inbound:
                 return
         await self.service.launch(text or "(empty mention)", user, "slack", origin, thread_id)
 
-    async def decide(self, body: dict, action: dict, approve: bool) -> None:
-        thread_id, approval_id = blocks.parse_button_value(action["value"])
-        user = body["user"]["id"]
+    async def click(self, body: dict, action: object) -> tuple[str, str, str, tuple[str, str]] | None:
+        """(thread_id, approval_id, user, where) of a click on an approval button; None (told
+        or logged) when the payload is not one."""
+        user, where = _user(body), _where(body)
+        try:
+            value = action.get("value") if isinstance(action, dict) else None
+            thread_id, approval_id = blocks.parse_button_value(value)
+        except ValueError as e:
+            log.warning("slack: ignored a click on a button deploybot did not make: %s", e)
+            if user and where:
+                await self.tell(where, user, NOT_OUR_BUTTON)
+            return None
+        if not user or not where:
+            log.warning("slack: ignored a click on thread %s without a user or channel", thread_id)
+            return None
+        return thread_id, approval_id, user, where
+
+    async def decide(self, body: dict, action: object, approve: bool) -> None:
+        click = await self.click(body, action)
+        if click is None:
+            return
+        thread_id, approval_id, user, where = click
         try:
             await self.service.respond(thread_id, "", user, approval_id, approve=approve, channel="slack")
         except Refused as e:
-            await self.tell(_where(body), user, _refusal(e))
+            await self.tell(where, user, _refusal(e))
             return
         await self.kick(thread_id)
 
     async def tell(self, where: tuple[str, str], user: str, text: str) -> None:
+        """An ephemeral note to `user`; `text` is plain (escaped here: it quotes ids and tags)."""
         channel, thread_ts = where
         try:
             await self.web.chat_postEphemeral(
-                channel=channel, user=user, text=text, thread_ts=thread_ts or None
+                channel=channel, user=user, text=blocks.cut(blocks.escape(text), blocks.MESSAGE_TEXT),
+                thread_ts=thread_ts or None,
             )
         except SlackApiError as e:
             log.error("slack: could not tell %s in %s: %s", user, channel, e.response.get("error", e))
