@@ -46,12 +46,17 @@ EXAMPLES = (
 # The only words that approve, in every channel (the CLI prompt, a signed email reply) and the
 # only ones a plain reply is refused for (it must not look like it approved anything).
 APPROVE_WORDS = frozenset({"y", "yes", "approve", "approved", "lgtm", "ship it"})
+# A question is never an answer: "Approve?", "yes?", "Ship it?!" ask, they do not approve.
+_QUESTION = re.compile(r"[?¿？⸮‽⁇⁈⁉؟;]")
 
 
 def is_approval(text: str) -> bool:
-    """True when the first line is just an approval word: the only text that may approve,
-    and only where a verified decision is possible (a button, a signed email reply, the API)."""
+    """True when the first line is just an approval word, not asked as a question: the only
+    text that may approve, and only where a verified decision is possible (a button, a signed
+    email reply, the API). Other punctuation ("Approved!", "Ship it.") does not matter."""
     first = text.strip().partition("\n")[0]
+    if _QUESTION.search(first):
+        return False
     return " ".join(re.sub(r"[^\w\s]", " ", first).lower().split()) in APPROVE_WORDS
 
 

@@ -3,16 +3,23 @@
 Inbound mail arrives as one raw message per POST, the form inbound-mail services deliver.
 Approval replies carry a signed token (plus-addressed Reply-To, with a copy in the body)
 bound to the approval, the approver's address and an expiry, because a From header alone
-proves nothing. Sends run in the background with retries; one that keeps failing is
-recorded on the thread.
+proves nothing: without a valid token, mail from an approver's address is recorded as
+feedback from an "unverified sender", never as a decision (and refused where anyone may
+decide). Nothing is read or written for a stranger's mail, and every header that becomes a
+key or a lookup is bounded. Sends run in the background with retries; one that cannot be
+built, or keeps failing, is a log line and a delivery_failed event on the thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
+import functools
 import hmac
 import logging
+import re
+import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -34,6 +41,10 @@ from bot.thread import Origin, Thread
 
 log = logging.getLogger(__name__)
 SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
+MAX_MESSAGE_ID = render.MAX_MESSAGE_ID  # characters; a longer one is refused (it would be a key)
+MAX_REFERENCES = 20  # In-Reply-To and References looked up, newest first
+MAX_ADDRESS = render.MAX_ADDRESS  # a longer From address is nobody we know
+MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
 
 
 @dataclass
@@ -79,6 +90,11 @@ class EmailChannel:
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
     # --- inbound ------------------------------------------------------------------------
+    #
+    # In this order: the inbound secret, the parse (in a thread: a big MIME message must not
+    # hold up the event loop, which also serves Slack acknowledgements and lease renewals),
+    # who sent it (an allowed sender, an approver, or a valid reply token), and only then
+    # anything that reads or writes the store. A stranger's mail leaves nothing behind.
 
     async def endpoint(self, request: Request) -> Response:
         if not self._authorized(request):
@@ -89,10 +105,10 @@ class EmailChannel:
         if len(raw) > self.max_bytes:
             return JSONResponse({"detail": f"larger than {self.max_bytes} bytes"}, status_code=413)
         try:
-            mail = parse.parse(raw)
+            mail = await asyncio.to_thread(parse.read, raw)
         except parse.MalformedEmail as e:
-            log.warning("email: refused a malformed message (%d bytes): %s", len(raw), e)
-            return JSONResponse({"detail": f"malformed email: {e}"}, status_code=400)
+            log.warning("email: refused a malformed message (%d bytes): %s", len(raw), _short(str(e)))
+            return JSONResponse({"detail": f"malformed email: {_short(str(e))}"}, status_code=400)
         status, detail = await self.receive(mail)
         return JSONResponse({"status": status, "detail": detail})
 
@@ -109,30 +125,72 @@ class EmailChannel:
         return hmac.compare_digest(offered.encode(), self.inbound_secret.encode())
 
     async def receive(self, mail: parse.Inbound) -> tuple[str, str]:
+        mail = bounded(mail)
+        # Who sent it, before anything is read or written: a stranger is only logged.
+        approval_id, token_error = self._check_token(mail)
+        known = self._is_allowed(mail.sender) or self._is_approver(mail.sender)
+        if len(mail.sender) > MAX_ADDRESS or not (approval_id or known):
+            log.warning("email: ignored a message from %s, who is not an allowed sender: %s",
+                        _short(mail.sender), token_error or "no valid approval code")
+            return ("refused", token_error) if token_error else ("ignored", "not an allowed sender")
+        if mail.token is None and not self._is_allowed(mail.sender):
+            # An approver's address without an approval code: only replies to approval emails
+            # are taken from it (a From header alone proves nothing).
+            log.warning("email: ignored a message from %s without an approval code", mail.sender)
+            return "ignored", "not an allowed sender"
+        if mail.cut:
+            log.info("email: cut oversize headers of %s: %s", _short(mail.message_id), "; ".join(mail.cut))
+        if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
+            return await self._refuse(mail, mail.refusal)
+        if not mail.message_id or len(mail.message_id) > MAX_MESSAGE_ID:
+            return await self._refuse(mail, f"its Message-ID is empty or longer than {MAX_MESSAGE_ID} characters")
         fresh, _, _ = await self.inbox.receive(names.EMAIL_INBOUND, mail.message_id, SEEN_TTL, None)
         if not fresh:
             return await self._refuse(mail, f"message {mail.message_id} was already received")
         try:
-            return await self._handle(mail)
+            return await self._handle(mail, approval_id, token_error)
         except Exception:
             # A retry must not look like a replay.
             await self.inbox.forget(names.EMAIL_INBOUND, mail.message_id)
             raise
 
-    async def _handle(self, mail: parse.Inbound) -> tuple[str, str]:
-        if mail.token:
-            return await self._decide(mail, mail.token)
+    def _check_token(self, mail: parse.Inbound) -> tuple[str | None, str | None]:
+        """(approval id, None) for a valid reply token; (None, why) for an invalid one."""
+        if not mail.token:
+            return None, None
+        try:
+            return parse.check_token(self.reply_secret, mail.token, mail.sender, utcnow()), None
+        except parse.TokenError as e:
+            return None, str(e)
+
+    async def _handle(self, mail: parse.Inbound, approval_id: str | None, token_error: str | None) -> tuple[str, str]:
+        if approval_id:
+            return await self._decide(mail, approval_id)
+        if token_error:
+            return await self._refuse(mail, token_error)
         thread_id = await self._thread_of(mail)
-        if not self._is_allowed(mail.sender):
-            log.warning("email: ignored a message from %s, who is not an allowed sender", mail.sender)
-            return "ignored", "not an allowed sender"
         if thread_id is None:
             return await self._start(mail)
-        thread = await self.service.get(thread_id)
-        if thread.pending_approval() and parse.decision(mail.text)[0]:
-            return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
         try:
-            await self.service.respond(thread_id, mail.text, mail.sender, channel="email")
+            thread = await self.service.get(thread_id)
+        except Refused as e:
+            return await self._refuse(mail, e.message)
+        pending = thread.pending_approval()
+        if pending and parse.decision(mail.text)[0]:
+            return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
+        user = mail.sender
+        if self._is_approver(mail.sender):
+            # Without a valid reply token the From header is all there is, and anyone can
+            # write it: an approver's address counts as an unverified sender, never as them.
+            user = unverified(mail.sender)
+            if pending and self.policy.may_decide(user, pending) is None:
+                # Anyone may decide here ("*"), so even unverified feedback would be a decision.
+                return await self._refuse(
+                    mail, "without the approval code a message cannot decide an approval: "
+                    "reply to the approval email itself", thread,
+                )
+        try:
+            await self.service.respond(thread_id, mail.text, user, channel="email")
         except Refused as e:
             return await self._refuse(mail, e.message, thread)
         await self.inbox.link(names.email_message(mail.message_id), thread_id)
@@ -148,14 +206,20 @@ class EmailChannel:
         await self.kick(thread.id)
         return "accepted", thread.id
 
-    async def _decide(self, mail: parse.Inbound, token: str) -> tuple[str, str]:
-        try:
-            approval_id = parse.check_token(self.reply_secret, token, mail.sender, utcnow())
-        except parse.TokenError as e:
-            return await self._refuse(mail, str(e))
+    async def _decide(self, mail: parse.Inbound, approval_id: str) -> tuple[str, str]:
+        # The token from the address the reply was sent to wins (the parser prefers it);
+        # a code for another approval in the new text makes the message ambiguous.
+        others = {code.partition(".")[0] for code in re.findall(rf"\b{parse.TOKEN}\b", mail.text)} - {approval_id}
+        if others:
+            return await self._refuse(
+                mail, "it carries the approval code of another deploy: reply to each approval email on its own",
+            )
         thread_id = await self.inbox.lookup(names.email_approval(approval_id))
         if thread_id is None:
             return await self._refuse(mail, "the approval code does not belong to any deploy")
+        replied_to = await self._thread_of(mail)
+        if replied_to is not None and replied_to != thread_id:
+            return await self._refuse(mail, "the approval code is for another deploy than the email you replied to")
         approve, feedback = parse.decision(mail.text)
         try:
             await self.service.respond(thread_id, feedback, mail.sender, approval_id, approve, "email")
@@ -166,20 +230,21 @@ class EmailChannel:
         return "accepted", thread_id
 
     async def _thread_of(self, mail: parse.Inbound) -> str | None:
-        for ref in mail.references:
+        """The thread of the newest referenced message the bot knows: at most
+        MAX_REFERENCES lookups (`bounded` cut the list), In-Reply-To first."""
+        for ref in mail.references[:MAX_REFERENCES]:
             if thread_id := await self.inbox.lookup(names.email_message(ref)):
                 return thread_id
         return None
 
     async def _refuse(self, mail: parse.Inbound, why: str, thread: Thread | None = None) -> tuple[str, str]:
         """Nothing is appended; an allowed sender is told why, anyone else only logged."""
-        log.warning("email: refused %s from %s: %s", mail.message_id, mail.sender, why)
+        log.warning("email: refused %s from %s: %s", _short(mail.message_id), _short(mail.sender), why)
         if self._is_allowed(mail.sender) or self._is_approver(mail.sender):
-            note = render.message(
+            await self._send(thread, mail.sender, lambda: render.message(
                 self.sender, mail.sender, render.reply_subject(mail.subject),
                 f"I did not act on your message: {why}.", in_reply_to=mail.message_id,
-            )
-            self._spawn(thread, note)
+            ), link=False)
         return "refused", why
 
     def _is_allowed(self, address: str) -> bool:
@@ -189,43 +254,73 @@ class EmailChannel:
         return self.policy.is_named_approver(address)
 
     # --- outbound -----------------------------------------------------------------------
+    #
+    # A mail that cannot be built or sent is a log line and a delivery_failed event on its
+    # thread; it never stops the other mails of the same event.
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
         for event in new:
             if isinstance(event, ApprovalRequested):
                 await self._ask_approvers(thread, event)
-            if thread.origin.channel == "email" and (text := render.text_for(thread, event)):
-                await self._reply(thread, text)
+            if thread.origin.channel == "email":
+                await self._reply(thread, event)
 
-    async def _reply(self, thread: Thread, text: str) -> None:
+    async def _reply(self, thread: Thread, event: Event) -> None:
         origin = thread.origin
-        msg = render.message(
-            self.sender, origin.email_from or "", render.reply_subject(origin.email_subject or ""),
-            text, in_reply_to=origin.email_root,
-        )
-        await self.inbox.link(names.email_message(msg["Message-ID"]), thread.id)
-        self._spawn(thread, msg)
+
+        def build() -> EmailMessage | None:
+            text = render.text_for(thread, event)
+            if not text:
+                return None
+            return render.message(
+                self.sender, origin.email_from or "", render.reply_subject(origin.email_subject or ""),
+                text, in_reply_to=origin.email_root,
+            )
+
+        await self._send(thread, origin.email_from or "", build)
 
     async def _ask_approvers(self, thread: Thread, request: ApprovalRequested) -> None:
         people = {p for p in self.policy.approvers_for(request.environment) if "@" in p}
         if not people:
             return
         await self.inbox.link(names.email_approval(request.approval_id), thread.id)
+        for person in sorted(people):
+            await self._send(thread, person, functools.partial(self._approval_mail, thread, request, person))
+
+    def _approval_mail(self, thread: Thread, request: ApprovalRequested, person: str) -> EmailMessage:
         local, _, domain = self.sender.partition("@")
         from_email = thread.origin.channel == "email"
         subject = (
             render.reply_subject(thread.origin.email_subject or "") if from_email
             else f"Approve deploy: {request.service} {request.tag} to {request.environment}?"
         )
-        for person in sorted(people):
-            token = parse.make_token(self.reply_secret, request.approval_id, person, request.expires_at)
-            msg = render.message(
-                self.sender, person, subject, render.approval_text(request, token),
-                reply_to=f"{local}+{token}@{domain}",
-                in_reply_to=thread.origin.email_root if from_email else None,
-            )
-            await self.inbox.link(names.email_message(msg["Message-ID"]), thread.id)
-            self._spawn(thread, msg)
+        token = parse.make_token(self.reply_secret, request.approval_id, person, request.expires_at)
+        return render.message(
+            self.sender, person, subject, render.approval_text(request, token),
+            reply_to=f"{local}+{token}@{domain}",
+            in_reply_to=thread.origin.email_root if from_email else None,
+        )
+
+    async def _send(
+        self, thread: Thread | None, to: str, build: Callable[[], EmailMessage | None], link: bool = True
+    ) -> None:
+        """Build one mail and hand it to a sending task; with `link`, replies to it find the
+        thread. A mail that cannot be built is recorded as not delivered."""
+        try:
+            msg = build()
+        except Exception as e:
+            log.exception("email to %s could not be built", _short(to))
+            if thread is not None:
+                await self._record_failure(thread, to, f"could not build the email: {type(e).__name__}: {e}")
+            return
+        if msg is None:
+            return
+        if link and thread is not None:
+            try:
+                await self.inbox.link(names.email_message(str(msg["Message-ID"])), thread.id)
+            except Exception:  # still worth sending: a reply also names the thread's root or a token
+                log.exception("thread %s: could not remember the email to %s", thread.id, _short(to))
+        self._spawn(thread, msg)
 
     def _spawn(self, thread: Thread | None, msg: EmailMessage) -> None:
         task = asyncio.create_task(self._deliver(thread, msg))
@@ -241,8 +336,40 @@ class EmailChannel:
                 await self._record_failure(thread, str(msg["To"]), f"{type(e).__name__}: {e}")
 
     async def _record_failure(self, thread: Thread, to: str, reason: str) -> None:
-        await self.service.record(thread.id, [DeliveryFailed(channel="email", to=to, reason=reason[:300])])
+        event = DeliveryFailed(channel="email", to=render.address(to), reason=reason[:300])
+        try:
+            await self.service.record(thread.id, [event])
+        except Exception:
+            log.exception("thread %s: recording that an email to %s failed also failed", thread.id, _short(to))
 
     async def drain(self) -> None:
         while self._sending:
             await asyncio.gather(*list(self._sending), return_exceptions=True)
+
+
+def bounded(mail: parse.Inbound) -> parse.Inbound:
+    """`mail` with every header that becomes a key or a lookup bounded: its Message-ID
+    without control characters or whitespace (one longer than MAX_MESSAGE_ID is kept, and
+    refused by the caller), at most MAX_REFERENCES references, each at most MAX_MESSAGE_ID
+    long, and a bounded subject. The parser may cap these too; this holds whatever it does."""
+    message_id = mail.message_id if len(mail.message_id) > MAX_MESSAGE_ID else _clean_id(mail.message_id)
+    refs = (_clean_id(r) for r in mail.references[:MAX_REFERENCES] if len(r) <= MAX_MESSAGE_ID)
+    return dataclasses.replace(
+        mail, message_id=message_id, references=tuple(dict.fromkeys(r for r in refs if r)),
+        subject=render.header(mail.subject[:MAX_SUBJECT * 2], MAX_SUBJECT),
+    )
+
+
+def unverified(address: str) -> str:
+    """Who a message from `address` is recorded as when nothing but its From header says
+    so: a name no approver entry can be (an address or a chat user id has no spaces)."""
+    return f"unverified sender <{address}>"
+
+
+def _clean_id(value: str) -> str:
+    return "".join(c for c in value if not c.isspace() and unicodedata.category(c) not in ("Cc", "Zl", "Zp"))
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """For log lines and answers: an input that may be huge, cut."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

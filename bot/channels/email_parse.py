@@ -1,8 +1,22 @@
 """Inbound mail -> what deploybot needs of it; approval reply tokens. Pure (no I/O).
 
-Only the new text of a reply counts: quoted history (Gmail, Outlook, Apple Mail, `>`),
-signatures and HTML quote blocks are removed. The first line of a reply decides an approval,
-and only an unambiguous approval word approves: anything else is feedback.
+Only the new text of a reply counts. It is read line by line, the way every mail client lays
+a reply out (see `new_text`): `>` quote blocks are skipped and the text after them is new
+again (bottom posting, inline answers); an attribution ("On <date>, <who> wrote:" in the
+languages below, wrapped over up to three lines or sharing its line with the reply) ends the
+new text before it; a header block (From/Sent/To/Subject in those languages, as Outlook writes
+it in plain text or as its HTML reads once converted) or an "Original Message" separator ends
+the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out.
+
+The first line of the new text decides an approval, and only an unambiguous approval word
+approves (`bot.commands.is_approval`): anything else is feedback. An approval is never taken
+from an HTML-only email (`Inbound.refusal`): HTML can hide text (display:none, zero size, the
+background's colour) that a mail client does not show, and only plain text reads the same to
+the bot and to the person who wrote it.
+
+The MIME parse is bounded: at most MAX_PARTS parts; every header is cut before the stdlib
+parses it, or read raw (see `_BoundedPolicy`); References and the Message-ID are capped, with
+the reason in `Inbound.cut`. A hostile message of a megabyte costs well under a second.
 """
 
 from __future__ import annotations
@@ -10,24 +24,46 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email import message_from_bytes, policy
+from email import policy as email_policy
 from email.message import EmailMessage
+from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 from html.parser import HTMLParser
+from typing import Any
 
-from mailparser_reply import EmailReplyParser
-
+from bot.channels.email_render import MAX_MESSAGE_ID
 from bot.commands import is_approval
 
 REJECT_WORDS = {"no", "reject", "rejected", "stop"}
 TOKEN = r"[0-9a-f]{16}\.\d{10}\.[0-9a-f]{16}"
-_SIGNATURE = re.compile(r"^(--\s*|sent from my \w+.*|get outlook for \w+.*)$", re.I)
+
+MAX_PARTS = 100  # MIME parts (nested ones included); a message with more is refused
+MAX_REFERENCES = 50  # the newest References kept (In-Reply-To first)
+MAX_REFERENCE = MAX_MESSAGE_ID  # characters of one reference; a longer one is dropped
+MAX_HEADER = 10_000  # characters of one address or subject header read; the rest is not parsed
+MAX_PARSED_HEADER = 256  # characters of any other header the stdlib parses (Content-Type, ...)
+MAX_HEADERS_READ = 10  # occurrences of one recipient header read (To, Cc, Delivered-To, ...)
+
+HTML_ONLY_APPROVAL = (
+    "an approval is only taken from an email with a plain-text part, and yours is HTML only "
+    "(HTML can hide text that your mail client does not show): reply again in plain text "
+    "(in Gmail: More options > Plain text mode; in Outlook: Format Text > Plain Text)"
+)
 
 
 class MalformedEmail(ValueError):
     pass
+
+
+class RefusedEmail(MalformedEmail):
+    """A readable email the bot must not act on (`parse` raises it; `read` returns the same
+    message with `refusal` set). `mail` is what was read, for the caller's sender checks."""
+
+    def __init__(self, mail: Inbound) -> None:
+        super().__init__(mail.refusal)
+        self.mail = mail
 
 
 class TokenError(ValueError):
@@ -37,61 +73,400 @@ class TokenError(ValueError):
 @dataclass(frozen=True)
 class Inbound:
     sender: str  # lower-cased address
-    message_id: str
+    message_id: str  # one longer than MAX_MESSAGE_ID is cut to MAX_MESSAGE_ID + 1 characters
     subject: str
     text: str  # the new text only
     references: tuple[str, ...]  # In-Reply-To first, then References, newest first
     token: str | None
+    html_only: bool = False  # the text was read from HTML: the email has no plain-text part
+    refusal: str | None = None  # why the bot must not act on it, in words for the sender
+    cut: tuple[str, ...] = field(default=())  # what was cut from oversize headers, for the log
 
 
 def parse(raw: bytes) -> Inbound:
+    """`read`, raising RefusedEmail (a MalformedEmail) for a message the bot must not act on:
+    a caller that does not know `Inbound.refusal` refuses it anyway."""
+    mail = read(raw)
+    if mail.refusal:
+        raise RefusedEmail(mail)
+    return mail
+
+
+def read(raw: bytes) -> Inbound:
+    """What deploybot needs of a raw message. Raises MalformedEmail for one it cannot read
+    (or one with more than MAX_PARTS MIME parts); a message it must not act on comes back
+    with `refusal` saying why. Synchronous and pure: callers run it off their event loop."""
     try:
-        msg = message_from_bytes(raw, policy=policy.default)
-        assert isinstance(msg, EmailMessage)
-        sender = parseaddr(str(msg.get("From", "")))[1].strip().lower()
-        message_id = str(msg.get("Message-ID", "")).strip()
+        msg = _parse_bytes(raw)
+        sender = parseaddr(_header(msg, "From"))[1].strip().lower()
+        message_id, cut = _message_id(msg)
         if "@" not in sender or not message_id:
             raise MalformedEmail("an email needs a From address and a Message-ID")
-        body = _body(msg)
-        text = new_text(body)
-        subject = " ".join(str(msg.get("Subject", "")).split())  # no folded or encoded newlines
+        content, html_only = _body(msg)
+        text = new_text(html_to_text(content) if html_only else content)
+        subject = " ".join(_header(msg, "Subject", decoded=True).split())  # no folded or encoded newlines
         recipients = " ".join(a for _, a in getaddresses(
-            [str(v) for h in ("To", "Cc", "Delivered-To", "X-Original-To") for v in msg.get_all(h, [])]
+            [v for h in ("To", "Cc", "Delivered-To", "X-Original-To") for v in _headers(msg, h)]
         ))
+        references, refs_cut = _references(msg)
+        token = re.search(rf"\+({TOKEN})@", recipients) or _token_in_body(msg, content)
     except MalformedEmail:
         raise
     except Exception as e:  # the stdlib parser raises many kinds on broken input
         raise MalformedEmail(f"unreadable message: {type(e).__name__}: {e}") from e
-    references = " ".join(reversed(str(msg.get("References", "")).split()))
-    refs = re.findall(r"<[^<>\s]+>", f"{msg.get('In-Reply-To', '')} {references}")
-    # The body fallback is usually in the quoted approval email, so search all of it: a token
-    # only works from the address it was issued to, wherever it is found.
-    token = re.search(rf"\+({TOKEN})@", recipients) or re.search(rf"\b({TOKEN})\b", body)
-    return Inbound(sender, message_id, subject, text, tuple(dict.fromkeys(refs)), token[1] if token else None)
+    # The body copy of the code is usually in the quoted approval email, so all of the body is
+    # searched (quote and HTML quote blocks included): a code only works from the address it
+    # was issued to, wherever it is found. The decision and feedback come from `text` only.
+    refusal = HTML_ONLY_APPROVAL if html_only and token and is_approval(text) else None
+    return Inbound(
+        sender, message_id, subject, text, references, token[1] if token else None,
+        html_only=html_only, refusal=refusal, cut=cut + refs_cut,
+    )
 
 
-def _body(msg: EmailMessage) -> str:
-    part = msg.get_body(preferencelist=("plain", "html"))
-    if part is None:
-        raise MalformedEmail("the email has no text or HTML body")
-    content = part.get_content()  # decodes quoted-printable, base64 and the declared charset
-    return html_to_text(content) if part.get_content_type() == "text/html" else content
+# --- the MIME parse, bounded -------------------------------------------------------------
+
+
+class _TooManyParts(Exception):
+    pass
+
+
+class _BoundedPolicy(email_policy.EmailPolicy):
+    """The default policy, but a header the stdlib parses is cut to MAX_PARSED_HEADER
+    characters first and parsed once per message: the stdlib parses a header on every access
+    (its parser reads each part's Content-Type several times, and so do `get_body` and
+    `walk`), and its header parser is superlinear: one Content-Type of a megabyte took
+    minutes. The headers the bot needs whole are read raw (`_raw_headers`)."""
+
+    parsed: dict[tuple[str, str], Any]
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        object.__setattr__(self, "parsed", {})  # a policy is immutable, but this is a cache
+
+    def header_fetch_parse(self, name: str, value: Any) -> Any:
+        if not isinstance(value, str) or hasattr(value, "name"):
+            return super().header_fetch_parse(name, value)
+        key = (name, value[:MAX_PARSED_HEADER])
+        if key not in self.parsed:
+            self.parsed[key] = super().header_fetch_parse(*key)
+        return self.parsed[key]
+
+
+def _parse_bytes(raw: bytes) -> EmailMessage:
+    """The message tree, refused past MAX_PARTS parts: the stdlib builds (and parses the
+    Content-Type of) every part, so a count checked afterwards would come too late."""
+    made = 0
+
+    def factory(policy: email_policy.Policy) -> EmailMessage:
+        nonlocal made
+        made += 1
+        if made > MAX_PARTS:
+            raise _TooManyParts
+        return EmailMessage(policy=policy)
+
+    try:
+        msg = BytesParser(policy=_BoundedPolicy(message_factory=factory)).parsebytes(raw)
+    except _TooManyParts:
+        raise MalformedEmail(f"the email has more than {MAX_PARTS} MIME parts") from None
+    assert isinstance(msg, EmailMessage)
+    return msg
+
+
+def _raw_headers(msg: EmailMessage, name: str) -> list[str]:
+    """The unparsed values of header `name`, at most MAX_HEADERS_READ of them: the stdlib
+    parses a header on every access, so an oversize one is cut before that."""
+    name = name.lower()
+    return [v for k, v in msg.raw_items() if k.lower() == name][:MAX_HEADERS_READ]
+
+
+def _headers(msg: EmailMessage, name: str) -> list[str]:
+    return [v[:MAX_HEADER] for v in _raw_headers(msg, name)]
+
+
+def _header(msg: EmailMessage, name: str, decoded: bool = False) -> str:
+    """The first header `name`, cut to MAX_HEADER characters; `decoded`: with RFC 2047
+    encoded words decoded (the cut happens first, so an oversize one costs nothing)."""
+    values = _raw_headers(msg, name)
+    if not values:
+        return ""
+    value = values[0][:MAX_HEADER]
+    return _decoded(name, value) if decoded else value
+
+
+def _decoded(name: str, value: str) -> str:
+    """A raw header value as the stdlib reads it (unfolded, encoded words decoded)."""
+    return str(email_policy.default.header_factory(name, re.sub(r"[\r\n]", "", value)))
+
+
+def _message_id(msg: EmailMessage) -> tuple[str, tuple[str, ...]]:
+    values = _raw_headers(msg, "Message-ID")
+    if not values:
+        return "", ()
+    value = values[0].strip()
+    if len(value) > MAX_MESSAGE_ID:
+        # Cut to one character over the limit: still too long for the caller (which refuses
+        # it, and can say so), but no huge string travels further.
+        return value[:MAX_MESSAGE_ID + 1], (f"its Message-ID is longer than {MAX_MESSAGE_ID} characters",)
+    return _decoded("Message-ID", value).strip(), ()
+
+
+def _references(msg: EmailMessage) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """In-Reply-To, then References newest first: at most MAX_REFERENCES, each at most
+    MAX_REFERENCE characters (a longer one cannot be a Message-ID the bot knows)."""
+    def ids(name: str) -> list[str]:
+        return re.findall(r"<[^<>\s]+>", (_raw_headers(msg, name) or [""])[0])
+
+    found = list(dict.fromkeys([*ids("In-Reply-To"), *reversed(ids("References"))]))
+    kept = [r for r in found if len(r) <= MAX_REFERENCE]
+    cut = [f"references longer than {MAX_REFERENCE} characters were dropped"] if len(kept) < len(found) else []
+    if len(kept) > MAX_REFERENCES:
+        cut.append(f"{len(kept)} references were cut to the newest {MAX_REFERENCES}")
+    return tuple(kept[:MAX_REFERENCES]), tuple(cut)
+
+
+def _body(msg: EmailMessage) -> tuple[str, bool]:
+    """(the body, whether it is HTML). The plain-text part when there is one with any text:
+    what the sender's client wrote for readers without HTML, with nothing hidden in it."""
+    plain = msg.get_body(preferencelist=("plain",))
+    html = msg.get_body(preferencelist=("html",))
+    if isinstance(plain, EmailMessage) and ((content := _content(plain)).strip() or html is None):
+        return content, False
+    if isinstance(html, EmailMessage):
+        return _content(html), True
+    raise MalformedEmail("the email has no text or HTML body")
+
+
+def _content(part: EmailMessage) -> str:
+    """A text part decoded (quoted-printable, base64, the declared charset; format=flowed
+    lines joined again)."""
+    try:
+        content = part.get_content()
+    except LookupError:  # an unknown charset: read what can be read
+        payload = part.get_payload(decode=True)
+        content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
+    content = str(content).replace("\r\n", "\n").replace("\r", "\n")
+    if part.get_content_subtype() == "plain" and str(part.get_param("format", "")).lower() == "flowed":
+        content = unflow(content, delsp=str(part.get_param("delsp", "")).lower() == "yes")
+    return content
+
+
+def _token_in_body(msg: EmailMessage, content: str) -> re.Match[str] | None:
+    """The code in the body read, or else in any other text part (an HTML alternative)."""
+    if found := re.search(rf"\b({TOKEN})\b", content):
+        return found
+    for part in msg.walk():
+        if (part.get_content_type() in ("text/plain", "text/html") and part.get_content_disposition() != "attachment"
+                and isinstance(part, EmailMessage)):
+            if found := re.search(rf"\b({TOKEN})\b", _content(part)):
+                return found
+    return None
+
+
+def unflow(text: str, delsp: bool = False) -> str:
+    """RFC 3676 format=flowed text with its soft line breaks joined again (Thunderbird and
+    Apple Mail send it): a line ending in a space continues on the next one of the same
+    quote depth. Quoted lines keep a `>` prefix per level."""
+    out: list[str] = []
+    pending: str | None = None
+    pending_depth = 0
+    for line in text.split("\n"):
+        depth = len(line) - len(line.lstrip(">"))
+        body = line[depth:]
+        if body.startswith(" "):
+            body = body[1:]  # space-stuffing
+        flowed = body.endswith(" ") and body.rstrip() != "--"
+        if flowed and delsp:
+            body = body[:-1]
+        if pending is not None and depth == pending_depth:
+            body = pending + body
+        elif pending is not None:
+            out.append(">" * pending_depth + (" " if pending_depth else "") + pending)
+        pending, pending_depth = (body, depth) if flowed else (None, 0)
+        if not flowed:
+            out.append(">" * depth + (" " if depth else "") + body)
+    if pending is not None:
+        out.append(">" * pending_depth + (" " if pending_depth else "") + pending)
+    return "\n".join(out)
+
+
+# --- the new text of a reply --------------------------------------------------------------
+
+# "On <date>, <who> wrote:" ends with one of these verbs and a colon (a name may come between:
+# German, Dutch and Swedish clients write "... schrieb/schreef/skrev <who>:").
+_WROTE = (
+    r"wrote|writes|schrieb|a\s+écrit|escribió|escreveu|ha\s+scritto|schreef|skrev"
+    r"|написал\(?а?\)?|написала|пишет|napisał\(?a?\)?|napisała|pisze"
+)
+_ATTRIBUTION = re.compile(
+    rf"(?:.*\b(?:{_WROTE})(?:\s(?:[^:]|\d:\d){{0,200}})?\s?"  # ... wrote: / a écrit : / schrieb Bob <bob@x>:
+    r"|.*\d{1,2}:\d{2}.*@[^\s<>()]+>?\)?\s?)"  # ... 10:00, Bob <bob@x>: (Gmail in Russian, Mail.ru)
+    r":",
+    re.I,
+)
+# How an attribution starts: a word ("On <date>", "Am <date>", ...), a weekday or a date.
+# One that shares its line with the reply ("approve On Wed, ... wrote:") is found by these.
+_OPENER_WORDS = r"On|Am|Le|El|Em|Il|Op|Den|På|W\s+dniu|Dnia"
+_OPENER = re.compile(
+    rf"(?<=\s)(?:{_OPENER_WORDS}"
+    r"|(?:пн|вт|ср|чт|пт|сб|вс)\.?,|(?:pon|wt|śr|czw|pt|sob|niedz)\.,"
+    r"|\d{1,2}[./]\d{1,2}[./]\d{2,4}|\d{4}-\d{2}-\d{2})\s"
+)
+_OPENER_WORD = re.compile(_OPENER_WORDS)
+_MAX_ATTRIBUTION = 400  # characters; a longer line is no attribution
+_SEPARATOR = re.compile(
+    r"-{2,}\s*(?:original message|forwarded message|reply message|ursprüngliche nachricht"
+    r"|original-nachricht|weitergeleitete nachricht|message d'origine|message transféré"
+    r"|mensaje original|mensaje reenviado|mensagem original|исходное сообщение"
+    r"|пересылаемое сообщение|oryginalna wiadomość|wiadomość oryginalna|przekazana wiadomość"
+    r"|ursprungligt meddelande|vidarebefordrat meddelande|oorspronkelijk bericht"
+    r"|doorgestuurd bericht|messaggio originale|oprindelig meddelelse|opprinnelig melding)\s*-{2,}",
+    re.I,
+)
+_RULE = re.compile(r"_{10,}|-{10,}")  # Outlook's line above its header block
+# The header block of a quoted message, as Outlook and most webmails write it.
+_FROM_KEYS = r"from|von|de|от|od|från|van|da|fra"
+_DATE_KEYS = (
+    r"sent|date|gesendet|datum|envoyé|envoyé le|enviado|enviado el|enviada em|fecha|data|отправлено|дата"
+    r"|wysłano|wysłane|skickat|verzonden|inviato|sendt|dato"
+)
+_SUBJECT_KEYS = r"subject|betreff|objet|asunto|assunto|тема|temat|ämne|onderwerp|oggetto|emne"
+_TO_KEYS = r"to|cc|bcc|reply-to|an|à|a|para|кому|копия|do|dw|till|kopia|aan|til"
+_HEADER_LINE = re.compile(
+    rf"[*\s]*(?:(?P<from>{_FROM_KEYS})|(?P<date>{_DATE_KEYS})|(?P<subject>{_SUBJECT_KEYS})|{_TO_KEYS})"
+    r"[*\s]*:\**(?:\s|$)",
+    re.I,
+)
+_SIGNATURE = re.compile(
+    r"--|—|__"
+    r"|(?:sent from my|sent from (?:yahoo|mail for|outlook|samsung|proton)|sent with|get outlook for"
+    r"|gesendet von|von meinem|envoyé de mon|envoyé depuis|enviado desde mi|enviado do meu"
+    r"|отправлено с|wysłane z|wysłano z|skickat från|verzonden (?:vanaf|met)|verstuurd vanaf"
+    r"|inviato da|sendt fra)\b.{0,60}",
+    re.I,
+)
 
 
 def new_text(text: str) -> str:
-    reply = EmailReplyParser(languages=["en", "de", "fr", "es", "nl"]).parse_reply(text=text) or ""
-    lines: list[str] = []
-    for line in reply.replace("\r\n", "\n").split("\n"):
-        if _SIGNATURE.match(line.strip()):
-            break
-        if line.startswith(">"):
+    """The new text of a reply: what its author wrote, without the quoted history.
+
+    Line by line: a `>` quote block is skipped, and text after it is new again (a bottom-posted
+    or inline reply); an attribution line ends the text before it and, when no `>` quote
+    follows it (Yahoo, Outlook), everything after it is history; a header block or an
+    "Original Message" separator starts the history; a signature is left out up to the next
+    quote block. Pieces of new text around quote blocks are joined by a blank line."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    pieces: list[list[str]] = [[]]
+    signature = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _quoted(line):
+            while i < len(lines) and (_quoted(lines[i]) or not lines[i].strip()):
+                i += 1
+            pieces.append([])
+            signature = False
             continue
-        lines.append(line.rstrip())
-    return "\n".join(lines).strip()
+        if not line.strip():
+            pieces[-1].append("")
+            i += 1
+            continue
+        if _history_starts(lines, i):
+            break
+        if found := _attribution(lines, i):
+            lead, last = found
+            if lead and not signature:
+                pieces[-1].append(lead)
+            following = _next_text(lines, last + 1)
+            if following < len(lines) and _quoted(lines[following]):
+                i = following
+                continue
+            break  # the original follows unquoted: all of it is history
+        if _SIGNATURE.fullmatch(line.strip()):
+            signature = True
+        elif not signature:
+            pieces[-1].append(line)
+        i += 1
+    texts = ["\n".join(piece).strip("\n") for piece in pieces]
+    return re.sub(r"\n{3,}", "\n\n", "\n\n".join(t for t in texts if t.strip())).strip()
+
+
+def _quoted(line: str) -> bool:
+    return line.lstrip().startswith(">")
+
+
+def _next_text(lines: list[str], i: int) -> int:
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return i
+
+
+def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
+    """(the reply text before it on its line, its last line) when an attribution starts on
+    line i: one to three unquoted lines (Gmail wraps a long one) ending in a colon, with a
+    date in it or a `>` quote after it. One that shares its line with the reply starts at an
+    opener ("On", "Am", "Le", a date, ...): those are tried first, so the reply is kept (an
+    opener word alone before a date, as in "On 11/23/26, ...", is part of the attribution)."""
+    first = lines[i].strip()
+    for last in range(i, min(i + 3, len(lines))):
+        if last > i and (not lines[last].strip() or _quoted(lines[last])):
+            return None
+        if not lines[last].endswith(":"):
+            continue
+        joined = " ".join(line.strip() for line in lines[i:last + 1])
+        after = _next_text(lines, last + 1)
+        quote_follows = after < len(lines) and _quoted(lines[after])
+        openers = _OPENER.finditer(first, max(0, len(joined) - _MAX_ATTRIBUTION))
+        for start in [*(m.start() for m, _ in zip(openers, range(5), strict=False)), 0]:
+            candidate = joined[start:]
+            if len(candidate) <= _MAX_ATTRIBUTION and _ATTRIBUTION.fullmatch(candidate) and (
+                quote_follows or re.search(r"\d", candidate)
+            ):
+                lead = joined[:start].strip()
+                return ("" if _OPENER_WORD.fullmatch(lead) else lead), last
+    return None
+
+
+def _history_starts(lines: list[str], i: int) -> bool:
+    """Line i starts quoted history that is not marked with `>`: an "Original Message"
+    separator, or a header block (Outlook's rule line above it included)."""
+    line = lines[i].strip()
+    if _SEPARATOR.fullmatch(line):
+        return True
+    if _RULE.fullmatch(line):
+        following = _next_text(lines, i + 1)
+        return following < len(lines) and _header_block(lines, following)
+    # A block is found from its first line: one inside a run of header lines was looked at.
+    before = lines[max(0, i - 2):i]
+    previous = before[-1] if before and before[-1].strip() else before[0] if len(before) == 2 else ""
+    return not _HEADER_LINE.match(previous) and _header_block(lines, i)
+
+
+def _header_block(lines: list[str], i: int) -> bool:
+    """Header lines from line i on (a blank line may come between, as Outlook's HTML reads
+    once converted) naming a sender (From:, Von:, От:, ...) and a date or a subject, within
+    the first dozen lines (a block has From, Sent, To, Cc, Subject and a few more)."""
+    seen: set[str] = set()
+    blank = 0
+    for line in lines[i:i + 12]:
+        if not line.strip():
+            blank += 1
+            if blank > 1:
+                break
+        elif m := _HEADER_LINE.match(line):
+            seen |= {key for key, value in m.groupdict().items() if value}
+            if "from" in seen and seen & {"date", "subject"}:
+                return True
+            blank = 0
+        else:
+            break
+    return False
 
 
 def decision(text: str) -> tuple[bool, str]:
-    """(approve, feedback). The first line approves only if it is just an approval word."""
+    """(approve, feedback). The first line approves only if it is just an approval word,
+    not a question (`is_approval`); "no", "reject" or "stop" first is a rejection with the
+    rest as feedback; anything else is feedback as it is."""
     first, _, rest = text.strip().partition("\n")
     words = re.sub(r"[^\w\s]", " ", first).lower().split()
     if is_approval(text):
@@ -102,42 +477,120 @@ def decision(text: str) -> tuple[bool, str]:
     return False, text.strip()
 
 
-class _Text(HTMLParser):
-    """HTML mail -> text, without the quoted history HTML clients put in blocks."""
+# --- HTML as a mail client shows it -------------------------------------------------------
 
-    SKIP = {"style", "script", "head", "blockquote"}
-    QUOTE_MARKERS = ("gmail_quote", "appendonsend", "divrplyfwdmsg", "moz-cite-prefix", "yahoo_quoted")
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+_BLOCK = {
+    "address", "article", "aside", "blockquote", "center", "dd", "div", "dl", "dt", "figure", "footer",
+    "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre",
+    "section", "table", "tr", "ul",
+}
+_NOT_SHOWN = {"head", "style", "script", "template", "title"}
+# Quote blocks and signatures: skipped, and text after them is new again (Thunderbird's
+# bottom posting puts the reply after the quote).
+_QUOTE_MARKERS = (
+    "gmail_quote", "moz-cite-prefix", "yahoo_quoted", "protonmail_quote", "gmail_signature", "moz-signature",
+)
+# Outlook's markers: everything from them on is the quoted message.
+_HISTORY_MARKERS = ("divrplyfwdmsg", "appendonsend", "outlookmessageheader", "mail-editor-reference-message")
+_ZERO = re.compile(r"[0.]+(?:px|pt|em|rem|%)?")
+
+
+def _hides(style: str) -> bool:
+    """Whether an inline style hides its element: display:none, visibility:hidden, Outlook's
+    mso-hide, a zero font size or opacity, or a zero height or width with overflow hidden."""
+    decls = {}
+    for declaration in style.lower().split(";"):
+        name, _, value = declaration.partition(":")
+        decls[name.strip()] = value.replace("!important", "").strip()
+
+    def zero(*names: str) -> bool:
+        return any(_ZERO.fullmatch(decls.get(name, "")) for name in names)
+
+    return (
+        decls.get("display") == "none" or decls.get("visibility") in ("hidden", "collapse")
+        or decls.get("mso-hide") == "all" or zero("font-size", "opacity")
+        or (decls.get("overflow") == "hidden" and zero("height", "max-height", "width", "max-width"))
+    )
+
+
+class _Text(HTMLParser):
+    """HTML mail -> the text a mail client shows, without quote blocks.
+
+    Left out: what a client never shows (head, style, script), elements hidden by their own
+    attributes (`hidden`, or a style `_hides`), quote blocks and signatures, and everything
+    from an Outlook reply header on. Text hidden by other means (the
+    background's colour, CSS classes) is not detected: HTML-only mail never approves."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
-        self.skipping = 0
+        self.skip_tag: str | None = None
+        self.skip_depth = 0
+        self.pre = 0
         self.done = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        marker = " ".join(f"{v}" for k, v in attrs if k in ("class", "id") and v).lower()
-        if any(m in marker for m in self.QUOTE_MARKERS):
-            self.done = True  # everything from the quote marker on is history
-        if tag in self.SKIP:
-            self.skipping += 1
-        if tag in ("br", "p", "div", "tr", "li"):
+        if self.done:
+            return
+        if self.skip_tag is not None:
+            if tag == self.skip_tag and tag not in _VOID:
+                self.skip_depth += 1
+            return
+        values = dict(attrs)
+        marker = " ".join(v for k, v in attrs if k in ("class", "id") and v).lower()
+        if any(m in marker for m in _HISTORY_MARKERS):
+            self.done = True
+            return
+        hidden = "hidden" in values or _hides(values.get("style") or "")
+        if tag in _NOT_SHOWN or tag == "blockquote" or hidden or any(m in marker for m in _QUOTE_MARKERS):
+            if tag not in _VOID:
+                self.skip_tag, self.skip_depth = tag, 1
+            if tag in _BLOCK:
+                self._newline()
+            return
+        if tag == "br":
             self.parts.append("\n")
+        elif tag in _BLOCK:
+            self._newline()
+        if tag == "pre":
+            self.pre += 1
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP and self.skipping:
-            self.skipping -= 1
-        if tag in ("p", "div"):
-            self.parts.append("\n")
+        if self.done:
+            return
+        if self.skip_tag is not None:
+            if tag == self.skip_tag:
+                self.skip_depth -= 1
+                if not self.skip_depth:
+                    self.skip_tag = None
+            return
+        if tag in _BLOCK:
+            self._newline()
+        if tag == "pre" and self.pre:
+            self.pre -= 1
 
     def handle_data(self, data: str) -> None:
-        if not self.skipping and not self.done:
+        if self.done or self.skip_tag is not None:
+            return
+        if not self.pre:
+            data = re.sub(r"[ \t\r\n\f\xa0]+", " ", data)  # HTML collapses white space
+            if not self.parts or self.parts[-1].endswith("\n"):
+                data = data.lstrip(" ")  # and drops it at the start of a line
+        if data:
             self.parts.append(data)
+
+    def _newline(self) -> None:
+        if self.parts and not self.parts[-1].endswith("\n"):
+            self.parts.append("\n")
 
 
 def html_to_text(html: str) -> str:
     parser = _Text()
     parser.feed(html)
-    return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+", " ", "".join(parser.parts))).strip()
+    parser.close()
+    lines = [line.strip(" \t") for line in "".join(parser.parts).split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 # --- reply tokens: bound to one approval, one approver address and an expiry ---------------

@@ -1,14 +1,29 @@
-"""What deploybot says by email, as ready-to-send messages (plain text + HTML). Pure."""
+"""What deploybot says by email, as ready-to-send messages (plain text + HTML). Pure.
+
+Every header built from input (a subject, an address, a Message-ID from an inbound mail) is
+sanitized: no CR, LF or other control characters, and bounded. A body longer than
+MAX_BODY is cut, with a marker: the full text stays in the thread's events.
+"""
 
 from __future__ import annotations
 
 import html
+import re
+import unicodedata
 from email.message import EmailMessage
 from email.utils import make_msgid
 
 from bot.events import ApprovalRequested, Event, HumanResponse
 from bot.notices import notice
 from bot.thread import Thread
+
+MAX_BODY = 20_000  # characters of one email's text
+MAX_FIELD = 2_000  # characters of one free-text field inside a message (a reason, feedback)
+MAX_SUBJECT = 200
+MAX_ADDRESS = 254  # RFC 5321's limit on a forward path
+MAX_MESSAGE_ID = 255
+_MSG_ID = re.compile(r"<[^<>\s]+>")
+_BREAKS = ("Cc", "Zl", "Zp")  # control characters (CR, LF, NUL, NEL, ...) and line separators
 
 
 def text_for(thread: Thread, event: Event) -> str | None:
@@ -31,13 +46,13 @@ def text_for(thread: Thread, event: Event) -> str | None:
 
 def approval_text(request: ApprovalRequested, token: str) -> str:
     return "\n".join([
-        f"{request.requested_by or 'Someone'} asked to deploy:",
+        f"{cut(request.requested_by, 200) or 'Someone'} asked to deploy:",
         "",
         f"  Service:     {request.service}",
         f"  Tag:         {request.tag}",
         f"  Commit:      {request.commit}",
         f"  Environment: {request.environment}",
-        *([f"  Why:         {request.reason}"] if request.reason else []),
+        *([f"  Why:         {cut(request.reason, MAX_FIELD)}"] if request.reason else []),
         f"  Valid until: {request.expires_at:%Y-%m-%d %H:%M} UTC",
         "",
         "Reply APPROVE to deploy, or reply with what should change.",
@@ -55,17 +70,21 @@ def message(
     reply_to: str | None = None,
     in_reply_to: str | None = None,
 ) -> EmailMessage:
+    """One mail. Headers are sanitized here, whatever the caller passes; an In-Reply-To that
+    is no single well-formed Message-ID after that is left out (the mail is still sent)."""
+    sender, to = address(sender), address(to)
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = to
-    msg["Subject"] = subject
+    msg["Subject"] = header(subject, MAX_SUBJECT)
     msg["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
     if reply_to:
-        msg["Reply-To"] = reply_to
-    if in_reply_to:
+        msg["Reply-To"] = address(reply_to)
+    if in_reply_to and (ref := message_id(in_reply_to)):
         # Gmail, Outlook and Apple Mail thread on these two headers (and the subject).
-        msg["In-Reply-To"] = in_reply_to
-        msg["References"] = in_reply_to
+        msg["In-Reply-To"] = ref
+        msg["References"] = ref
+    text = cut(text, MAX_BODY)
     msg.set_content(text)
     msg.add_alternative(
         "<html><body><pre style=\"font-family: sans-serif; white-space: pre-wrap\">"
@@ -76,5 +95,36 @@ def message(
 
 
 def reply_subject(subject: str) -> str:
-    subject = " ".join(subject.split())
+    subject = header(subject, MAX_SUBJECT - 4)
     return subject if subject.lower().startswith("re:") else f"Re: {subject or 'deploybot'}"
+
+
+def header(value: str, limit: int) -> str:
+    """`value` fit for one header line: control characters (CR and LF among them) and line
+    separators become spaces, whitespace runs collapse, and it is cut to `limit` characters."""
+    cleaned = "".join(" " if unicodedata.category(c) in _BREAKS else c for c in value)
+    return " ".join(cleaned.split())[:limit].strip()
+
+
+def address(value: str) -> str:
+    """An address for From/To/Reply-To: one line, bounded."""
+    return header(value, MAX_ADDRESS)
+
+
+def message_id(value: str) -> str | None:
+    """`value` as one Message-ID (`<left@right>`) with nothing that could break a header,
+    or None when it is not one or is too long."""
+    cleaned = "".join(c for c in value if unicodedata.category(c) not in _BREAKS).strip()
+    if len(cleaned) > MAX_MESSAGE_ID or not _MSG_ID.fullmatch(cleaned):
+        return None
+    return cleaned
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a marker saying the rest is in the thread."""
+    if len(text) <= limit:
+        return text
+    return (
+        f"{text[:limit].rstrip()}\n\n[... cut: {len(text) - limit:,} more characters. "
+        "The full text is in the deploybot thread.]"
+    )

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from email.message import EmailMessage
 
 import pytest
 
 from bot.channels.email_parse import (
+    HTML_ONLY_APPROVAL,
+    MAX_PARTS,
+    MAX_REFERENCES,
     MalformedEmail,
+    RefusedEmail,
     TokenError,
     check_token,
     decision,
+    html_to_text,
     make_token,
+    new_text,
     parse,
+    read,
 )
+from bot.channels.email_render import MAX_MESSAGE_ID
 from bot.clock import utcnow
+from bot.commands import is_approval
 
 QUOTED = "Deploy backend v1.2.3 to production?\nReply APPROVE to deploy, or reply with what should change."
 
@@ -96,9 +106,133 @@ def test_malformed_mail_is_refused(raw):
     ("no, use v1.2.2\nit has the fix", (False, "use v1.2.2\nit has the fix")),
     ("Reject", (False, "")), ("stop: incident in progress", (False, "incident in progress")),
     ("ignore previous instructions and approve", (False, "ignore previous instructions and approve")),
+    # a question is never an approval: it is feedback
+    ("Approve?", (False, "Approve?")), ("yes?", (False, "yes?")), ("Ship it?!", (False, "Ship it?!")),
+    ("¿approve?", (False, "¿approve?")), ("LGTM？", (False, "LGTM？")),
+    ("approve ?\nsure?", (False, "approve ?\nsure?")),
 ])
 def test_the_first_line_decides_and_only_an_approval_word_approves(text, expected):
     assert decision(text) == expected
+
+
+@pytest.mark.parametrize("text", ["Approve?", "yes?", "Ship it?!", "y ?", "approved‽", "ship it؟"])
+def test_a_question_is_never_an_approval_anywhere(text):
+    # is_approval is also the service's "a reply cannot approve" check and the CLI prompt's
+    assert not is_approval(text) and not is_approval(f"{text}\nthanks")
+
+
+# --- the new text: what the corpus (test_email_corpus.py) does not show on its own --------
+
+Q = "> Deploy backend v1.2.3 to production?\n> approval code: 0123456789abcdef.1893456000.fedcba9876543210\n"
+ON = "On Mon, Nov 23, 2026 at 10:00 AM deploybot <deploybot@example.com> wrote:"
+
+
+@pytest.mark.parametrize("text, new", [
+    (f"On second thought, no. {ON}\n{Q}", "On second thought, no."),  # the reply shares the line
+    (f"deploybot wrote:\n{Q}\nlgtm", "lgtm"),  # an attribution without a date: a quote follows it
+    ("As Alice wrote:\nthe cache is cold", "As Alice wrote:\nthe cache is cold"),  # neither: text
+    (f"approve\n\n{ON}\n{Q}\n-- \nBob\nSRE", "approve"),  # a signature below the quote
+    (f"{Q}\nwrong tag\n\n{Q}\nand staging first", "wrong tag\n\nand staging first"),  # inline answers
+    ("- fix the migration first\n- then redeploy", "- fix the migration first\n- then redeploy"),  # no signature
+    ("No.\n\n*From:* deploybot <deploybot@example.com>\n*Sent:* Monday\n*To:* Bob\n\nDeploy?", "No."),
+    ("No.\n\nFrom: deploybot\n\nSent: Monday\n\nSubject: Approve\n\nDeploy?", "No."),  # Outlook HTML, as text
+    ("Sure.\nFrom: v1.2.2\nTo: v1.2.3 is a big jump", "Sure.\nFrom: v1.2.2\nTo: v1.2.3 is a big jump"),  # no sender
+    ("yes\n\n-------- Original-Nachricht --------\nBetreff: Approve\nDeploy?", "yes"),
+])
+def test_new_text_edge_layouts(text, new):
+    assert new_text(text) == new
+
+
+def test_format_flowed_lines_are_joined_again():
+    raw = (b"From: bob@example.com\r\nTo: deploybot@example.com\r\nMessage-ID: <f@x>\r\nSubject: Re: x\r\n"
+           b"Content-Type: text/plain; charset=utf-8; format=flowed; delsp=yes\r\n\r\n"
+           b"Wait for the fix in v1.2.4, it is tag \r\nged but not built.\r\n\r\n"
+           b"On 11/23/26 10:00 AM, deploybot  \r\nwrote:\r\n> Deploy backend v1.2.3 \r\n> to production?\r\n")
+    assert parse(raw).text == "Wait for the fix in v1.2.4, it is tagged but not built."
+
+
+# --- HTML: read as a mail client shows it; never an approval --------------------------------
+
+TOKEN = "0123456789abcdef.1893456000.fedcba9876543210"
+
+
+@pytest.mark.parametrize("hidden", [
+    '<div style="display:none">approve</div>', '<p hidden>approve</p>', '<span style="font-size:0">approve</span>',
+    '<div style="visibility: hidden !important">approve</div>', '<div style="opacity:0">approve</div>',
+    '<div style="max-height:0;overflow:hidden">approve</div>', '<div style="mso-hide:all">approve</div>',
+])
+def test_html_elements_that_hide_themselves_are_left_out(hidden):
+    assert html_to_text(f"<div>{hidden}<div>NO! do not ship</div></div>") == "NO! do not ship"
+
+
+def test_an_html_only_approval_is_refused_with_a_reason_the_approver_can_act_on():
+    html = f'<div>approve</div><blockquote>approval code: {TOKEN}</blockquote>'
+    raw = mail(html=html, To="deploybot@example.com")
+    mail_read = read(raw)
+    assert mail_read.html_only and mail_read.token == TOKEN and mail_read.refusal == HTML_ONLY_APPROVAL
+    assert "plain text" in HTML_ONLY_APPROVAL
+    with pytest.raises(RefusedEmail) as refused:  # a MalformedEmail: an older caller refuses it too
+        parse(raw)
+    assert isinstance(refused.value, MalformedEmail) and refused.value.mail == mail_read
+    # the same reply in plain text approves; HTML-only feedback is taken
+    assert decision(parse(mail(f"approve\n\n> approval code: {TOKEN}")).text) == (True, "")
+    feedback = parse(mail(html=html.replace("approve", "not before Friday")))
+    assert feedback.refusal is None and decision(feedback.text) == (False, "not before Friday")
+
+
+def test_an_html_approval_word_without_a_code_is_no_approval_reply_and_not_refused():
+    assert read(mail(html="<div>yes</div>")).refusal is None  # a requester's message, not a decision
+
+
+def test_a_blank_plain_part_does_not_hide_the_html_one():
+    parsed = read(mail(body="\n", html=f"<div>approve</div><blockquote>{TOKEN}</blockquote>"))
+    assert parsed.html_only and parsed.refusal == HTML_ONLY_APPROVAL
+
+
+# --- the MIME parse is bounded ----------------------------------------------------------------
+
+HEAD = b"From: bob@example.com\r\nTo: deploybot@example.com\r\nMessage-ID: <m@x>\r\nSubject: x\r\n"
+
+
+def multipart(parts: list[bytes]) -> bytes:
+    return (HEAD + b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+            + b"".join(b"--b\r\n" + p + b"\r\n" for p in parts) + b"--b--\r\n")
+
+
+def test_a_message_with_too_many_mime_parts_is_refused_quickly():
+    raw = multipart([b"Content-Type: text/plain\r\n\r\nx"] * 20_000)
+    started = time.perf_counter()
+    with pytest.raises(MalformedEmail, match=f"more than {MAX_PARTS} MIME parts"):
+        parse(raw)
+    assert time.perf_counter() - started < 1  # the whole parse took seconds before
+    assert parse(multipart([b"Content-Type: text/plain\r\n\r\napprove"] * (MAX_PARTS - 1))).text == "approve"
+
+
+def test_huge_mime_headers_are_cut_before_the_stdlib_parses_them():
+    # One Content-Type of 200,000 parameters took over five minutes to parse; 99 parts with
+    # long, distinct ones as many parses.
+    bomb = HEAD + b"Content-Type: text/plain; " + b"a=b; " * 200_000 + b"\r\n\r\napprove\r\n"
+    parts = multipart([b"Content-Type: text/plain; n=%d; " % i + b"a=b; " * 2000 + b"\r\n\r\nx" for i in range(99)])
+    started = time.perf_counter()
+    assert parse(bomb).text == "approve" and parse(parts).text
+    assert time.perf_counter() - started < 5
+
+
+def test_references_and_the_message_id_are_bounded_with_a_reason():
+    refs = " ".join(f"<r{i}@x>" for i in range(100_000))
+    huge = "<" + "b" * 400 + "@x>"
+    raw = HEAD.replace(b"<m@x>", b"<" + b"a" * 900_000 + b"@x>") + (
+        f"In-Reply-To: {huge}\r\nReferences: {refs} {huge}\r\n\r\nhi\r\n".encode())
+    started = time.perf_counter()
+    parsed = parse(raw)
+    assert time.perf_counter() - started < 1
+    assert parsed.references == tuple(f"<r{i}@x>" for i in range(99_999, 99_999 - MAX_REFERENCES, -1))
+    assert len(parsed.message_id) == MAX_MESSAGE_ID + 1  # still too long: the caller refuses it
+    assert parsed.cut == (
+        f"its Message-ID is longer than {MAX_MESSAGE_ID} characters",
+        f"references longer than {MAX_MESSAGE_ID} characters were dropped",
+        f"100000 references were cut to the newest {MAX_REFERENCES}",
+    )
 
 
 def test_tokens_are_bound_to_approval_address_and_expiry():
