@@ -25,8 +25,9 @@ NO_LLM = wording.no_llm(commands.EXAMPLES)
 
 
 async def decide(
-    thread: Thread, llm: NextStepModel | None, secrets: Iterable[str] = ()
+    thread: Thread, llm: NextStepModel | None, secrets: Iterable[str] = (), budget: int = prompt.CONTEXT_BUDGET
 ) -> Event:
+    """`budget`: estimated tokens of context the model is shown (CONTEXT_BUDGET)."""
     instruction = thread.latest_instruction()
     if instruction:
         step = commands.parse(instruction.text)
@@ -39,7 +40,7 @@ async def decide(
             return DoneForNow(message=wording.rejected(instruction.user, instruction.text), source="bot")
         return RequestMoreInformation(message=NO_LLM, source="bot")
     try:
-        return await llm.next_step(prompt.render(thread, secrets))
+        return await llm.next_step(prompt.render(thread, secrets, budget))
     except LlmError as e:
         return Error(kind="llm", message=str(e))
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot import agent, steps
+from bot import agent, prompt, steps
 from bot.clock import utcnow
 from bot.control import (
     Action,
@@ -49,6 +49,7 @@ class Runner:
     notifier: Notifier
     policy: Policy
     secrets: tuple[str, ...] = ()
+    context_budget: int = prompt.CONTEXT_BUDGET  # estimated tokens the model is shown
     # Errors of the store's connection (Redis restarting): the run stops and is retried
     # later, instead of the thread being marked failed by a fault that is not its own.
     transient: tuple[type[Exception], ...] = ()
@@ -106,7 +107,7 @@ class Runner:
         deploying = self.deploying
         match action:
             case Decide():
-                step = await agent.decide(thread, self.llm, self.secrets)
+                step = await agent.decide(thread, self.llm, self.secrets, self.context_budget)
                 return await journal.decide(thread, [step])
             case RunTags():
                 return await journal.decide(thread, [await steps.list_tags(action.step, deploying.deployer)])

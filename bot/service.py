@@ -83,7 +83,8 @@ class ThreadService:
         if status is not None and status not in STATUSES:
             raise Invalid(wording.bad_status(STATUSES))
         threads = [await self.get(i) for i in await self.store.recent(limit)]
-        return [t for t in threads if status is None or t.status() == status]
+        now = self.clock()  # an approval that expired is no longer waited for
+        return [t for t in threads if status is None or t.status(now) == status]
 
     async def respond(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -150,7 +151,21 @@ class Thread:
             if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is None)
         })
 
-    def pending_approval(self) -> ApprovalRequested | None:
+    def pending_approval(self, now: datetime | None = None) -> ApprovalRequested | None:
+        """The approval request the open deploy step waits on. With `now`, one that expired
+        by then is not pending: an approval would be refused (see `expired_approval`)."""
+        request = self._open_approval()
+        if request is not None and now is not None and now > request.expires_at:
+            return None
+        return request
+
+    def expired_approval(self, now: datetime) -> ApprovalRequested | None:
+        """The open deploy step's approval request if it expired by `now`: nobody can approve
+        it any more, only reply, and the bot proposes the deploy again."""
+        request = self._open_approval()
+        return request if request is not None and now > request.expires_at else None
+
+    def _open_approval(self) -> ApprovalRequested | None:
         if self.cancelled():
             return None
         last = self.last_step()
@@ -179,11 +194,15 @@ class Thread:
     def steps_since_human(self) -> int:
         return sum(isinstance(e, STEP_TYPES) for e in self._since_human())
 
-    def status(self) -> Status:
+    def status(self, now: datetime | None = None) -> Status:
+        """Derived from the events alone. Callers with a clock pass `now`: a thread whose
+        approval request expired by then waits for a human's reply (the approval would be
+        refused; a reply re-plans), so it is "waiting_for_human", not "waiting_for_approval".
+        Without `now` (the reducer) an expiry is not seen here: the deploy's re-check refuses it."""
         if self.cancelled():
             return "cancelled"
         if self.pending_approval():
-            return "waiting_for_approval"
+            return "waiting_for_human" if now is not None and self.expired_approval(now) else "waiting_for_approval"
         last = self.last_step()
         if last and not self.human_input_after(last[0]):
             if isinstance(last[1], RequestMoreInformation):

@@ -1,6 +1,19 @@
-"""Thread -> markdown a human can read (also the CLI's one-line-per-event view)."""
+"""Thread -> markdown a human can read; one event as a line (logs) or as plain text (the CLI).
+
+Nothing a person, the model or git wrote can forge a line of the markdown: every such text
+and every name is redacted, then escaped (markdown's inline punctuation gets a backslash;
+a line cannot start a list item, a heading, a quote or a rule), its line breaks of every
+kind (\\r, \\u2028, ...) become continuation lines indented under their own event, and
+control characters are dropped. Deploy output goes in a code fence longer than any run of
+backticks in it, so it cannot close the fence.
+"""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 
 from bot.events import (
     ApprovalRequested,
@@ -26,65 +39,137 @@ from bot.events import (
 from bot.prompt import redact
 from bot.thread import Thread
 
+# C0 and C1 control characters but the tab and the line feed, and the bidirectional overrides and isolates
+# (they reorder what a reader sees).
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_INLINE = re.compile(r"[\\`*_<>&|~]|\](?=[(\[:])")  # emphasis, code, html, entities, tables, links
+_ORDERED = re.compile(r"(\d+)([.)])")
 
-def markdown(thread: Thread, secrets: tuple[str, ...] = ()) -> str:
-    lines = [f"# Thread {thread.id}", "", f"Status: **{thread.status()}**", ""]
+
+@dataclass(frozen=True)
+class _Style:
+    text: Callable[[str], str]  # what people, the model or git wrote
+    name: Callable[[str], str]  # who
+    code: Callable[[str], str]  # an id or a time
+    output: Callable[[str], str]  # a deploy's output, many lines
+
+
+def _fence(output: str) -> str:
+    lines = [CONTROL.sub("", line) for line in output.splitlines()]
+    longest = max((len(run) for run in re.findall(r"`+", output)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n" + "\n".join([fence, *lines, fence])
+
+
+def escape(text: str) -> str:
+    """`text` as markdown that shows it literally, whatever it holds: one escaped line per
+    line of it (split on every kind of line break), with no control characters."""
+    return "\n".join(_escape_line(line) for line in text.splitlines())
+
+
+def _escape_line(line: str) -> str:
+    line = _INLINE.sub(lambda m: "\\" + m.group(), CONTROL.sub("", line).strip())
+    if line[:1] in ("-", "+", "#", "="):  # a list item, a heading, a setext underline or a rule
+        return "\\" + line
+    ordered = _ORDERED.match(line)  # "1. " or "1) " starts an ordered list
+    return f"{ordered[1]}\\{line[len(ordered[1]):]}" if ordered else line
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _markdown(secrets: tuple[str, ...]) -> _Style:
+    """Values are redacted before they are escaped: a secret holding `_` or `*` would not
+    be recognised once escaped."""
+    return _Style(
+        text=lambda s: escape(redact(s, secrets)),
+        name=lambda s: f"**{escape(_one_line(redact(s, secrets)))}**",
+        code=lambda s: f"`{s}`" if re.fullmatch(r"[\w:.+-]*", s) else escape(redact(s, secrets)),
+        output=lambda s: _fence(redact(s, secrets)),
+    )
+
+
+# The one-line view for logs: markup, no escaping (never rendered as markdown).
+_LINE = _Style(text=str, name=lambda s: f"**{s}**", code=lambda s: f"`{s}`", output=lambda s: f"\n```\n{s}\n```")
+_PLAIN = _Style(text=str, name=str, code=str, output=lambda s: "\n" + s)
+
+
+def markdown(thread: Thread, secrets: tuple[str, ...] = (), now: datetime | None = None) -> str:
+    """`now`: the caller's clock, for the status (an expired approval waits for a human)."""
+    style = _markdown(secrets)
+    lines = [f"# Thread {style.text(_one_line(thread.id))}", "", f"Status: **{thread.status(now)}**", ""]
     if thread.origin.forked_from:
-        lines[3:3] = [f"Forked from {thread.origin.forked_from} at event {thread.origin.forked_at}", ""]
+        lines[3:3] = [
+            f"Forked from {style.text(_one_line(thread.origin.forked_from))} at event {thread.origin.forked_at}",
+            "",
+        ]
     for e in thread.events:
-        body = line(e).replace("\n", "\n  ")
+        body = _line(e, style).replace("\n", "\n  ")
         lines.append(f"- `{e.at:%H:%M:%S}` {body}")
     return redact("\n".join(lines) + "\n", secrets)
 
 
 def line(e: Event) -> str:
+    """One event as a markdown-like line, not escaped: for logs, not to be rendered."""
+    return _line(e, _LINE)
+
+
+def plain(e: Event) -> str:
+    """One event as plain text: no markup, nothing escaped (the terminal prints it)."""
+    return _line(e, _PLAIN)
+
+
+def _line(e: Event, s: _Style) -> str:
+    t, who = s.text, s.name
+    bot = who("deploybot")
     match e:
         case UserMessage():
-            return f"**{e.user}** ({e.channel}): {e.text}"
+            return f"{who(e.user)} ({t(e.channel)}): {t(e.text)}"
         case HumanResponse(approve=True):
-            return f"**{e.user}** approved"
+            return f"{who(e.user)} approved"
         case HumanResponse(approve=False):
-            return f"**{e.user}** rejected" + (f": {e.text}" if e.text else "")
+            return f"{who(e.user)} rejected" + (f": {t(e.text)}" if e.text else "")
         case HumanResponse():
-            return f"**{e.user}**: {e.text}"
+            return f"{who(e.user)}: {t(e.text)}"
         case ListGitTags():
-            return "**deploybot** lists the git tags"
+            return f"{bot} lists the git tags"
         case DeployBackend() | DeployFrontend():
-            why = f" ({e.reason})" if e.reason else ""
-            return f"**deploybot** proposes: deploy {e.service} {e.tag} to {e.environment}{why}"
+            why = f" ({t(e.reason)})" if e.reason else ""
+            return f"{bot} proposes: deploy {e.service} {t(e.tag)} to {t(e.environment)}{why}"
         case RequestMoreInformation():
-            return f"**deploybot** asks: {e.message}"
+            return f"{bot} asks: {t(e.message)}"
         case DoneForNow():
-            return f"**deploybot**: {e.message}"
+            return f"{bot}: {t(e.message)}"
         case GitTagsResult():
-            tags = ", ".join(f"{t.name} ({t.commit[:7]})" for t in e.tags[:10])
+            tags = ", ".join(f"{t(tag.name)} ({t(tag.commit[:7])})" for tag in e.tags[:10])
             more = f" and {len(e.tags) - 10} more" if len(e.tags) > 10 else ""
             return f"tags: {tags or 'none'}{more}"
         case ApprovalRequested():
             return (
-                f"**approval needed** to deploy {e.service} {e.tag} ({e.commit[:7]}) to "
-                f"{e.environment}, asked by {e.requested_by or 'unknown'}; expires "
-                f"{e.expires_at:%Y-%m-%d %H:%M} UTC; approval id `{e.approval_id}`"
+                f"{who('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
+                f"{t(e.environment)}, asked by {t(e.requested_by) or 'unknown'}; expires "
+                f"{e.expires_at:%Y-%m-%d %H:%M} UTC; approval id {s.code(e.approval_id)}"
             )
         case LockEnvironment():
-            return f"**deploybot** locks {e.environment}: {e.reason}"
+            return f"{bot} locks {t(e.environment)}: {t(e.reason)}"
         case UnlockEnvironment():
-            return f"**deploybot** unlocks {e.environment}"
+            return f"{bot} unlocks {t(e.environment)}"
         case ShowDeploys():
-            return f"**deploybot** looks up what is on {e.environment}"
+            return f"{bot} looks up what is on {t(e.environment)}"
         case CommandResult():
-            return e.text
+            return t(e.text)
         case DeployStarted():
-            return f"deploying… (deploy id `{e.deploy_id}`)"
+            return f"deploying… (deploy id {s.code(e.deploy_id)})"
         case DeployResult():
             head = "deployed" if e.ok else f"deploy FAILED (exit code {e.exit_code})"
-            out = f"\n```\n{e.output}\n```" if e.output else ""
-            link = f" ({e.url})" if e.url else ""
-            return f"{head}: {e.service} {e.tag} to {e.environment}{link}{out}"
+            out = s.output(e.output) if e.output else ""
+            link = f" ({t(e.url)})" if e.url else ""
+            return f"{head}: {t(e.service)} {t(e.tag)} to {t(e.environment)}{link}{out}"
         case Error():
-            return f"error ({e.kind}): {e.message}"
+            return f"error ({e.kind}): {t(e.message)}"
         case DeliveryFailed():
-            return f"could not deliver to {e.to} by {e.channel}: {e.reason}"
+            return f"could not deliver to {t(e.to)} by {t(e.channel)}: {t(e.reason)}"
         case Cancelled():
-            return f"cancelled by {e.user}" + (f": {e.reason}" if e.reason else "")
+            return f"cancelled by {t(e.user)}" + (f": {t(e.reason)}" if e.reason else "")
     return e.type  # pragma: no cover

@@ -36,9 +36,32 @@ def test_secrets_are_redacted():
         "OPENAI sk-proj-abcdefghijklmnop1234": "OPENAI [redacted]",
         "password=hunter22 ok": "password=[redacted] ok",
         "redis://user:s3cret@host:6379": "redis://user:[redacted]@host:6379",
+        "redis://:s3cret@host:6379/0": "redis://:[redacted]@host:6379/0",  # Redis: a password, no user
+        "REDIS_URL=rediss://:p%40ss@cache.internal": "REDIS_URL=rediss://:[redacted]@cache.internal",
+        "amqp://guest:guest@mq/vhost": "amqp://guest:[redacted]@mq/vhost",
         "AKIAABCDEFGHIJKLMNOP": "[redacted]",
     }
     for raw, clean in samples.items():
         assert redact(raw) == clean, raw
     assert redact("the value is my-own-secret-value", secrets=["my-own-secret-value"]) == "the value is [redacted]"
     assert redact("deploy backend v1.2.3 to production") == "deploy backend v1.2.3 to production"
+
+
+def test_a_url_without_credentials_is_left_alone():
+    for text in ("https://ci.example.com:8443/runs/7", "redis://cache:6379/0", "see http://x/a@b"):
+        assert redact(text) == text
+
+
+def test_a_private_key_is_redacted_also_when_its_end_or_beginning_is_missing():
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234\n-----END RSA PRIVATE KEY-----"
+    assert redact(f"here: {key} ok") == "here: [redacted] ok"
+    assert redact("pasted: " + key[:45]) == "pasted: [redacted]"  # cut off: the rest is redacted
+    assert redact(key[35:] + " and the rest") == "[redacted] and the rest"  # its head cut off
+
+
+def test_many_key_headers_without_an_end_are_read_once():
+    import time
+
+    started = time.perf_counter()
+    assert redact("-----BEGIN RSA PRIVATE KEY-----" * 20_000) == "[redacted]"
+    assert time.perf_counter() - started < 2  # was quadratic: minutes

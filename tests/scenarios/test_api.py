@@ -227,3 +227,19 @@ async def test_list_filters_by_status_and_errors_are_clear(api, fake_llm):
     health = (await api.get("/healthz")).json()
     assert health == {"ok": True, "redis": "ok", "llm": "configured"}
 
+
+
+async def test_an_approval_past_its_expiry_is_no_longer_waited_for(api, app, fake_llm):
+    from datetime import timedelta
+
+    from bot.clock import utcnow
+
+    thread = await paused_for_approval(api, fake_llm)
+    app.service.clock = lambda: utcnow() + timedelta(hours=2)  # the approval lapsed an hour ago
+    shown = (await api.get(f"/threads/{thread['id']}")).json()
+    assert shown["status"] == "waiting_for_human" and shown["pending_approval"] is None
+    assert shown["expired_approval"]["approval_id"] == thread["pending_approval"]["approval_id"]
+    waiting = (await api.get("/threads", params={"status": "waiting_for_approval"})).json()["threads"]
+    assert thread["id"] not in [t["id"] for t in waiting]
+    listed = (await api.get("/threads", params={"status": "waiting_for_human"})).json()["threads"]
+    assert [t["status"] for t in listed if t["id"] == thread["id"]] == ["waiting_for_human"]

@@ -63,13 +63,18 @@ class Parts:
         self.environments = MemoryEnvironments(self.monotonic)
 
 
-def make_runner(parts: Parts, name: str = "runner-under-test", llm: object = "model"):  # -> bot.loop.Runner
+def make_runner(
+    parts: Parts, name: str = "runner-under-test", llm: object = "model", context_budget: int | None = None
+):  # -> bot.loop.Runner
     """The one place a Runner is built. `llm=None` runs without a model."""
     from bot.deploying import Deploying
     from bot.loop import Runner
 
     deploying = Deploying(parts.deployer, parts.environments, parts.environments, parts.policy)
+    from bot.prompt import CONTEXT_BUDGET
+
     return Runner(
+        context_budget=context_budget or CONTEXT_BUDGET,
         store=parts.store,
         deploying=deploying,
         llm=parts.model if llm == "model" else llm,  # type: ignore[arg-type]
