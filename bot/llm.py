@@ -1,6 +1,15 @@
-"""The only module that touches BAML: context text in, one of our step events out."""
+"""The only module that touches BAML: context text in, one of our step events out.
+
+Prompts and raw replies hold people's text: they stay out of logs unless LOG_LEVEL=DEBUG.
+BAML's own log writes them at INFO (every call) and at WARN (every failed call, parse
+failures included), so BAML logs at ERROR otherwise; the level is passed on every call, so
+a BAML_LOG left in the environment cannot turn it back up. An error the model server sends
+back (which may echo the key) is redacted before it becomes an LlmError, and so an event.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from baml_py import ClientRegistry
 from baml_py.errors import BamlClientHttpError, BamlError, BamlTimeoutError, BamlValidationError
@@ -17,17 +26,26 @@ from bot.events import (
     Step,
 )
 from bot.ports import LlmError
+from bot.prompt import redact
 
 CLIENT = "DeployBot"
 RETRY_POLICY = "Backoff"  # defined in baml_src/clients.baml: transient HTTP errors are retried
 PROVIDERS = ("openai", "anthropic", "openai-generic")
 
-# BAML logs every prompt and reply at INFO; they can hold user text, so keep them out of logs.
-set_log_level("WARN")
+QUIET = "ERROR"  # BAML's WARN already logs the prompt and the raw reply of a failed call
+set_log_level(QUIET)
+
+
+def baml_log_level(log_level: str) -> str:
+    """BAML's level for the app's LOG_LEVEL: prompts and replies (INFO) only when debugging."""
+    return "INFO" if log_level.strip().upper() == "DEBUG" else QUIET
 
 
 class BamlModel:
-    def __init__(self, provider: str, model: str, api_key: str, base_url: str | None = None):
+    def __init__(
+        self, provider: str, model: str, api_key: str, base_url: str | None = None,
+        secrets: Iterable[str] = (), log_level: str = "INFO",
+    ):
         if provider not in PROVIDERS:
             raise ValueError(f"LLM_PROVIDER must be one of {', '.join(PROVIDERS)}, not {provider!r}")
         options: dict[str, str] = {"model": model, "api_key": api_key}
@@ -39,19 +57,28 @@ class BamlModel:
         self._registry.add_llm_client(CLIENT, provider, options, retry_policy=RETRY_POLICY)
         self._registry.set_primary(CLIENT)
         self.description = f"{provider}:{model}"
+        self.secrets = (api_key, *secrets)
+        self._env: dict[str, str | None] = {"BAML_LOG": baml_log_level(log_level)}
 
     async def next_step(self, context: str) -> Step:
         try:
-            out = await b.DetermineNextStep(context, baml_options={"client_registry": self._registry})
+            out = await b.DetermineNextStep(
+                context, baml_options={"client_registry": self._registry, "env": self._env}
+            )
         except BamlValidationError as e:
-            raise LlmError(f"the model's answer was not a valid next step: {_clip(e.raw_output)}") from e
+            raise self._error("the model's answer was not a valid next step", e.raw_output) from e
         except BamlClientHttpError as e:
-            raise LlmError(f"the model server answered HTTP {e.status_code}: {_clip(e.message)}") from e
+            raise self._error(f"the model server answered HTTP {e.status_code}", e.message) from e
         except BamlTimeoutError as e:
-            raise LlmError(f"the model did not answer in time: {_clip(str(e))}") from e
+            raise self._error("the model did not answer in time", str(e)) from e
         except BamlError as e:
-            raise LlmError(f"the model call failed: {_clip(str(e))}") from e
+            raise self._error("the model call failed", str(e)) from e
         return to_event(out)
+
+    def _error(self, what: str, detail: str | None) -> LlmError:
+        """An LlmError becomes an event people and the model read: whatever the server said
+        (an error body may echo the key) is redacted, before it is clipped."""
+        return LlmError(f"{what}: {_clip(redact(detail or '', self.secrets))}")
 
 
 def to_event(out: object) -> Step:

@@ -8,16 +8,19 @@ configuration is refused when Settings is built, naming the variables that are m
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, Self
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.deployers.command import DRY_RUN
 from bot.policy import Policy, join_approvers, parse_approvers
+from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
@@ -61,8 +64,9 @@ class GitHubSettings(BaseModel):
     repository: str  # owner/name
     workflows: dict[str, str]  # service -> workflow file; at least one
     api_url: str = "https://api.github.com"
-    ref: str = "main"
+    ref: str = "main"  # "{tag}": dispatch on the tag itself
     poll_seconds: float = 5.0
+    commit_input: str = "commit"  # "": the workflow takes no commit input
 
 
 class LlmSettings(BaseModel):
@@ -78,7 +82,11 @@ class Settings(BaseSettings):
     # Inputs stay out of validation errors: they hold the secrets as plain text.
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", hide_input_in_errors=True)
 
-    redis_url: str | None = Field(None, description="unset: start an embedded Redis under DATA_DIR")
+    # A plain str (redis-py and the embedded server take it as it is; nothing logs it), but
+    # its password is one of secrets() and the URL stays out of reprs.
+    redis_url: str | None = Field(
+        None, repr=False, description="unset: start an embedded Redis under DATA_DIR"
+    )
     data_dir: Path = Path(".deploybot")
     host: str = "0.0.0.0"
     port: int = 8000
@@ -115,6 +123,9 @@ class Settings(BaseSettings):
     approver_must_differ: bool = False
     approval_ttl: int = Field(3600, description="seconds an approval request stays valid")
     max_steps: int = 20
+    context_budget: int = Field(
+        CONTEXT_BUDGET, ge=MIN_BUDGET, description="estimated tokens of a thread the model reads (docs/context.md)"
+    )
     worker_concurrency: int = Field(4, ge=1, description="agent runs at once in one process")
     worker_grace: float = Field(25.0, ge=0, description="seconds a stopping worker lets runs finish")
 
@@ -124,12 +135,16 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     github_workflow_backend: str | None = None
     github_workflow_frontend: str | None = None
-    github_ref: str = "main"
+    github_ref: str = Field("main", description='a branch, or "{tag}" to dispatch on the tag itself')
     github_poll_seconds: float = 5.0
+    github_commit_input: str = Field("commit", description="the workflow input given the approved commit")
 
     git_repo: Path = Path(".")
     deploy_command: str = DRY_RUN
     deploy_timeout: float = 1800
+    deploy_env_passthrough: str = Field(
+        "", description="variables the deploy command gets from the bot's environment, comma-separated"
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> Self:
@@ -187,13 +202,25 @@ class Settings(BaseSettings):
         )
 
     def secrets(self) -> tuple[str, ...]:
-        """Values that must never reach the model or a transcript."""
-        values = (
-            self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
-            self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
-            self.smtp_password, self.inbound_email_secret, self.email_reply_secret,
-        )
-        return tuple(v.get_secret_value() for v in values if v)
+        """Values that must never reach the model, a transcript, a log or the deploy command's
+        output: every secret setting, and the password of any URL in any other setting
+        (REDIS_URL=redis://:pw@host, LLM_BASE_URL=https://user:pw@host/v1)."""
+        values = [
+            v.get_secret_value() for v in (
+                self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
+                self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
+                self.smtp_password, self.inbound_email_secret, self.email_reply_secret,
+            ) if v
+        ]
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                values += [p for p in url_passwords(value) if p not in values]
+        return tuple(values)
+
+    def deploy_passthrough(self) -> tuple[str, ...]:
+        """DEPLOY_ENV_PASSTHROUGH: names of variables the deploy command may see."""
+        return tuple(sorted(_words(self.deploy_env_passthrough)))
 
     # --- one reader per channel or feature: None when it is off, ConfigError when half set ---
 
@@ -262,7 +289,25 @@ class Settings(BaseSettings):
         return GitHubSettings.model_validate({
             "token": self.github_token, "repository": self.github_repository, "workflows": workflows,
             "api_url": self.github_api_url, "ref": self.github_ref, "poll_seconds": self.github_poll_seconds,
+            "commit_input": self.github_commit_input.strip(),
         })
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"']+")
+
+
+def url_passwords(value: str) -> list[str]:
+    """The passwords of the URLs in `value` (`scheme://user:password@host`), each as written
+    and decoded."""
+    found: list[str] = []
+    for url in _URL.findall(value):
+        try:
+            password = urlsplit(url).password
+        except ValueError:  # not a URL after all (a bad port, brackets)
+            continue
+        if password:
+            found += [password, unquote(password)]
+    return list(dict.fromkeys(found))
 
 
 def _require(what: str, values: tuple[tuple[str, object], ...]) -> None:

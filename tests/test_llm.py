@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
 
 from bot.events import DeployBackend, DeployFrontend, DoneForNow, ListGitTags, RequestMoreInformation
 from bot.llm import BamlModel
 from bot.ports import LlmError
+from tests.helpers import settle
 
 
 @pytest.fixture
@@ -64,3 +68,52 @@ async def test_a_server_that_keeps_failing_is_an_llm_error(model, fake_llm):
 def test_unknown_provider_is_refused():
     with pytest.raises(ValueError, match="LLM_PROVIDER"):
         BamlModel("llama-magic", "m", "k")
+
+
+async def test_an_error_body_echoing_a_secret_is_redacted_before_it_becomes_an_error(fake_llm):
+    key = "local-model-key-7f3a9c"  # matches no generic pattern: only the known secrets catch it
+    model = BamlModel("openai-generic", "fake-model", key, fake_llm.base_url, secrets=("slack-secret-42",))
+    fake_llm.default = (401, json.dumps({"error": {"message": (
+        f"Incorrect API key provided: {key}. Also echoed: slack-secret-42, sk-proj-abcdefghijklmnopqrstuv"
+    )}}))
+    with pytest.raises(LlmError, match="401") as e:
+        await model.next_step("x")
+    message = str(e.value)
+    assert "Incorrect API key provided: [redacted]" in message
+    assert not [s for s in (key, "slack-secret-42", "sk-proj-abcdefghijklmnopqrstuv") if s in message]
+
+
+async def test_an_llm_error_event_holds_no_key(api, settings, fake_llm):
+    key = settings.llm_api_key.get_secret_value()
+    echo = (400, json.dumps({"error": {"message": f"invalid key {key}"}}))
+    fake_llm.script(*[echo] * 4, '{"intent": "done_for_now", "message": "sorry"}')  # one call, retries and all
+    r = await api.post("/threads", json={"message": "what can you do?", "user": "alice"})
+    thread = await settle(api, r.json()["id"])
+    error = next(e for e in thread["events"] if e["type"] == "error")
+    assert error["kind"] == "llm" and "invalid key [redacted]" in error["message"]
+    assert key not in json.dumps(thread)
+
+
+PROMPT, REPLY = "UNIQUE-PROMPT-TEXT-31337", "UNIQUE-REPLY-TEXT-4242 not json"
+
+
+async def test_failed_calls_log_no_prompt_or_reply_unless_debugging(fake_llm, capfd, caplog, monkeypatch):
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("BAML_LOG", "info")  # even one left in the environment: LOG_LEVEL decides
+    model = BamlModel("openai-generic", "m", "k", fake_llm.base_url, log_level="INFO")
+    capfd.readouterr()
+    fake_llm.script(REPLY)  # not a step: BAML's WARN log has the prompt and this reply
+    with pytest.raises(LlmError, match="not a valid next step"):
+        await model.next_step(PROMPT)
+    fake_llm.default = (400, json.dumps({"error": {"message": "bad request"}}))  # a failed request: the same
+    with pytest.raises(LlmError, match="400"):
+        await model.next_step(PROMPT)
+    logged = "".join(capfd.readouterr()) + caplog.text  # BAML writes to the process's stderr
+    assert PROMPT not in logged and REPLY not in logged
+
+    debugging = BamlModel("openai-generic", "m", "k", fake_llm.base_url, log_level="debug")
+    fake_llm.script(REPLY)
+    with pytest.raises(LlmError):
+        await debugging.next_step(PROMPT)
+    logged = "".join(capfd.readouterr())
+    assert PROMPT in logged and REPLY in logged  # LOG_LEVEL=DEBUG: the operator asked for them

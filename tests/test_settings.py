@@ -123,6 +123,26 @@ def test_secrets_are_secret_strings_kept_out_of_reprs_and_errors():
         assert not [s for s in SECRETS.values() if s in str(e.value) or s in repr(e.value)]
 
 
+def test_the_password_of_any_url_setting_is_a_secret_and_kept_out_of_reprs():
+    settings = Settings(
+        _env_file=None, redis_url="redis://:hunter2-redis@cache.internal:6379/0",
+        llm_base_url="https://bot:p%40ss-word-1@llm.internal/v1", llm_model="m",
+        deploy_command="deploy.sh --registry https://ci:registry-pw-2@registry.internal {tag}",
+        slack_api_url="https://slack.example/api/",  # no password: nothing to add
+    )
+    assert settings.secrets() == ("hunter2-redis", "p%40ss-word-1", "p@ss-word-1", "registry-pw-2")
+    assert "hunter2-redis" not in repr(settings) + str(settings)
+    assert settings.redis_url == "redis://:hunter2-redis@cache.internal:6379/0"  # as redis-py takes it
+    assert Settings(_env_file=None, redis_url="redis://cache.internal:6379/0").secrets() == ()
+
+
+def test_deploy_env_passthrough_is_a_list_of_names(monkeypatch):
+    monkeypatch.setenv("DEPLOY_ENV_PASSTHROUGH", " AWS_PROFILE, KUBECONFIG ,,")
+    assert Settings(_env_file=None).deploy_passthrough() == ("AWS_PROFILE", "KUBECONFIG")
+    monkeypatch.delenv("DEPLOY_ENV_PASSTHROUGH")
+    assert Settings(_env_file=None).deploy_passthrough() == ()
+
+
 # --- sub-models from flat environment variables ------------------------------------------
 
 
@@ -163,6 +183,11 @@ def test_github_from_the_environment(monkeypatch):
     assert isinstance(github, GitHubSettings)
     assert github.token.get_secret_value() == "t" and github.repository == "a/b"
     assert github.workflows == {"frontend": "fe.yml"} and github.ref == "main" and github.poll_seconds == 0.5
+    assert github.commit_input == "commit"
+    monkeypatch.setenv("GITHUB_REF", "{tag}")
+    monkeypatch.setenv("GITHUB_COMMIT_INPUT", "")
+    github = Settings(_env_file=None).github
+    assert github is not None and (github.ref, github.commit_input) == ("{tag}", "")
 
 
 def test_llm_from_the_environment(monkeypatch):

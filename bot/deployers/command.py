@@ -1,6 +1,9 @@
 """The default deployer: tags from a local git repository, deploys by running a command.
 
 The command is an argv template run without a shell, so a tag can never become shell code.
+Its environment is built from an allow-list, never copied from the bot's (which holds
+REDIS_URL, tokens and keys): PATH, HOME, the locale and the like, what identifies the deploy
+(DEPLOY_ID, DEPLOY_SERVICE, ...), and the variables DEPLOY_ENV_PASSTHROUGH names.
 """
 
 from __future__ import annotations
@@ -14,19 +17,23 @@ from pathlib import Path
 from bot.events import GitTag
 from bot.ports import DeployerError, DeployOutcome, DeployRequest
 
-DRY_RUN = f"{shlex.quote(sys.executable)} -m bot.deployers.dry_run {{service}} {{tag}} {{environment}}"
+# Run by its path, not `-m`: the command does not get the bot's PYTHONPATH.
+DRY_RUN = (f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).with_name('dry_run.py')))} "
+           "{service} {tag} {environment}")
 OUTPUT_LINES = 20
 _FIELDS = "%(refname:short)%09%(objectname)%09%(*objectname)%09%(creatordate:iso-strict)"
+# What any program needs to run as the bot's user; nothing here holds a secret.
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR")
 
 
 class CommandDeployer:
     resumable = False  # a command cannot be asked whether it already ran for a deploy id
 
     def __init__(
-        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, secrets: tuple[str, ...] = ()
+        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = ()
     ) -> None:
         self.repo = repo
-        self.secrets = frozenset(secrets)
+        self.passthrough = tuple(passthrough)  # DEPLOY_ENV_PASSTHROUGH
         self.argv = shlex.split(command)
         self.timeout = timeout
         if not self.argv:
@@ -56,21 +63,11 @@ class CommandDeployer:
         values = {"service": request.service, "tag": request.tag, "environment": request.environment,
                   "commit": request.commit}
         argv = [arg.format(**values) for arg in self.argv]
-        env = {
-            # The command runs as the bot does, minus the bot's own secrets (its output is
-            # shown to people), plus what identifies this deploy.
-            **{k: v for k, v in os.environ.items() if v not in self.secrets},
-            "DEPLOY_ID": request.deploy_id,
-            "DEPLOY_SERVICE": request.service,
-            "DEPLOY_TAG": request.tag,
-            "DEPLOY_ENVIRONMENT": request.environment,
-            "DEPLOY_COMMIT": request.commit,
-        }
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=self.repo,
-                env=env,
+                env=self.environment(request),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
@@ -85,6 +82,19 @@ class CommandDeployer:
             return DeployOutcome(False, None, f"the deploy command timed out after {self.timeout:.0f} s")
         tail = "\n".join(out.decode(errors="replace").rstrip().splitlines()[-OUTPUT_LINES:])
         return DeployOutcome(proc.returncode == 0, proc.returncode, tail)
+
+    def environment(self, request: DeployRequest) -> dict[str, str]:
+        """The deploy command's whole environment: an allow-list from the bot's, then what
+        identifies this deploy (which no passthrough can override)."""
+        allowed = {*BASE_ENV, *self.passthrough}
+        return {
+            **{k: v for k, v in os.environ.items() if k in allowed or k.startswith("LC_")},
+            "DEPLOY_ID": request.deploy_id,
+            "DEPLOY_SERVICE": request.service,
+            "DEPLOY_TAG": request.tag,
+            "DEPLOY_ENVIRONMENT": request.environment,
+            "DEPLOY_COMMIT": request.commit,
+        }
 
     async def _git(self, *args: str) -> str:
         try:

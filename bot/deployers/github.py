@@ -5,6 +5,12 @@ in its run name (`run-name: deploy ${{ inputs.tag }} to ${{ inputs.environment }
 (${{ inputs.deploy_id }})`): the dispatch API returns no run id, so that is how the deployer
 finds the run it started, and how a resumed deploy finds a run started before a crash
 instead of dispatching a second one.
+
+The approved commit goes to the workflow too, as the input GITHUB_COMMIT_INPUT names
+(`commit`), for it to check out: a tag moved after the approval cannot change what ships.
+With GITHUB_REF={tag} the run is dispatched on the tag itself, so GitHub checks out whatever
+the tag points to when the run is created; the run's head_sha is then compared with the
+approved commit, and a run on any other commit is cancelled and reported as failed.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from bot.retry import retrying
 
 log = logging.getLogger(__name__)
 RETRIES = 4
+TAG_REF = "{tag}"  # GITHUB_REF: dispatch on the tag being deployed
 
 
 def version_key(name: str) -> list[tuple[int, int | str]]:
@@ -43,8 +50,10 @@ class GitHubDeployer:
         poll_seconds: float = 5.0,
         find_seconds: float = 60.0,
         timeout_seconds: float = 3600.0,
+        commit_input: str = "commit",
     ) -> None:
         self.repository, self.workflows, self.ref = repository, workflows, ref
+        self.commit_input = commit_input  # "": the workflow takes no commit input
         self.poll_seconds, self.find_seconds, self.timeout_seconds = poll_seconds, find_seconds, timeout_seconds
         self.http = httpx.AsyncClient(
             base_url=api_url.rstrip("/"),
@@ -83,20 +92,23 @@ class GitHubDeployer:
             raise DeployerError(
                 f"no workflow is configured for {request.service} (GITHUB_WORKFLOW_{request.service.upper()})"
             )
+        on_tag = self.ref == TAG_REF
         run = await self._find_run(workflow, request.deploy_id)
         if run is None:
+            inputs = {"tag": request.tag, "environment": request.environment, "deploy_id": request.deploy_id}
+            if self.commit_input:
+                inputs[self.commit_input] = request.commit
             await self._call(
                 "POST",
                 f"/repos/{self.repository}/actions/workflows/{workflow}/dispatches",
                 what="workflow",
-                json={
-                    "ref": self.ref,
-                    "inputs": {"tag": request.tag, "environment": request.environment, "deploy_id": request.deploy_id},
-                },
+                json={"ref": request.tag if on_tag else self.ref, "inputs": inputs},
             )
             run = await self._wait_for_run(workflow, request.deploy_id)
         else:
             log.info("deploy %s: following run %s started earlier", request.deploy_id, run["id"])
+        if on_tag and run.get("head_sha") != request.commit:
+            return await self._refuse(run, request)
         run = await self._follow(run)
         conclusion = run.get("conclusion") or run.get("status")
         return DeployOutcome(
@@ -105,6 +117,26 @@ class GitHubDeployer:
             output=f"GitHub Actions run {run['id']} finished: {conclusion} ({run['html_url']})",
             url=run["html_url"],
         )
+
+    async def _refuse(self, run: dict[str, Any], request: DeployRequest) -> DeployOutcome:
+        """A run on a commit nobody approved (the tag moved after the approval): cancel it,
+        wait until it stopped, and report a failed deploy, whatever the run concluded."""
+        found = str(run.get("head_sha") or "an unknown commit")
+        log.warning("deploy %s: run %s is on %s, not the approved %s; cancelling it",
+                    request.deploy_id, run["id"], found, request.commit)
+        said = (f"GitHub Actions run {run['id']} was on commit {found[:12]}, not the approved "
+                f"{request.commit[:12]}: has {request.tag} moved?")
+        if run.get("status") == "completed":  # found on a resume: too late to stop it
+            done = f"it had already finished: {run.get('conclusion')}"
+        else:
+            try:
+                await self._call("POST", f"/repos/{self.repository}/actions/runs/{run['id']}/cancel", what="run")
+            except DeployerError as e:
+                return DeployOutcome(False, None, f"{said}; cancelling it failed, stop it by hand: {e} "
+                                     f"({run['html_url']})", run["html_url"])
+            run = await self._follow(run)
+            done = f"cancelled it; it finished: {run.get('conclusion')}"
+        return DeployOutcome(False, None, f"{said}; {done} ({run['html_url']})", run["html_url"])
 
     async def _find_run(self, workflow: str, deploy_id: str) -> dict[str, Any] | None:
         response = await self._call(
@@ -185,6 +217,11 @@ class GitHubDeployer:
             )
         if status == 422 and what == "tag":  # GitHub's answer for a ref that names no commit
             return _Missing()
+        if status == 422 and self.commit_input and "Unexpected inputs" in message and self.commit_input in message:
+            return DeployerError(
+                f"GitHub rejected the request (422): {message}; give the workflow a {self.commit_input!r} "
+                "input and check out that commit (see the README), or name its input in GITHUB_COMMIT_INPUT"
+            )
         if status == 422:
             return DeployerError(f"GitHub rejected the request (422): {message}")
         return DeployerError(f"GitHub answered {status}: {message}")

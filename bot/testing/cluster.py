@@ -25,13 +25,21 @@ print("deploying", *sys.argv[2:])
 time.sleep(float(os.environ.get("FAKE_DEPLOY_SECONDS", "0")))
 sys.exit(int(os.environ.get("FAKE_DEPLOY_EXIT", "0")))
 """
+# The fake deploy command's knobs. The deploy command gets only the variables
+# DEPLOY_ENV_PASSTHROUGH names from the bot's environment, so bot processes pass these on.
+FAKE_DEPLOY_ENV = "FAKE_DEPLOY_SECONDS,FAKE_DEPLOY_EXIT"
 
 
 def clean_env(**settings: str) -> dict[str, str]:
     """This process's environment without anything that would point a bot process at a
-    real model, Slack, SMTP or Redis, plus `settings`."""
+    real model, Slack, SMTP or Redis, passing the fake deploy command's knobs on, plus
+    `settings`."""
     own = ("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_", "SMTP_", "REDIS_URL")
-    return {**{k: v for k, v in os.environ.items() if not k.startswith(own)}, **settings}
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(own)},
+        "DEPLOY_ENV_PASSTHROUGH": FAKE_DEPLOY_ENV,
+        **settings,
+    }
 
 
 def free_port() -> int:

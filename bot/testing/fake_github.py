@@ -1,8 +1,11 @@
 """A real HTTP server that plays the parts of GitHub's REST API the GitHub deployer uses.
 
 Tags are paginated with `Link` headers; a workflow dispatch creates a run whose title carries
-the `deploy_id` input (as the documented `run-name` does); each read of a run moves it on
-(queued -> in_progress -> completed) unless runs are held. Failures can be scripted.
+the `deploy_id` input (as the documented `run-name` does) and whose `head_sha` is what the
+dispatched ref (a branch or a tag) points to then; each read of a run moves it on
+(queued -> in_progress -> completed) unless runs are held; a run can be cancelled. Inputs the
+workflow does not declare are refused, as GitHub does; tags can be set to move the moment a
+run is dispatched (the race a queued run is exposed to). Failures can be scripted.
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ class FakeGitHub:
     repository: str = "acme/shop"
     token: str = "ghp_testtoken"
     tags: list[tuple[str, str]] = field(default_factory=list)  # newest first, as (name, sha)
+    branches: dict[str, str] = field(default_factory=lambda: {"main": "f" * 40})
+    inputs: tuple[str, ...] = ("tag", "environment", "deploy_id", "commit")  # what the workflow declares
+    moves_at_dispatch: dict[str, str] = field(default_factory=dict)  # tag -> sha, when the next run is created
     conclusion: str = "success"
     hold_runs: bool = False  # runs stay in_progress until release_runs()
     dispatches: list[dict[str, Any]] = field(default_factory=list)
+    cancels: list[int] = field(default_factory=list)  # run ids asked to cancel
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str, Answer]] = field(default_factory=list)
@@ -93,6 +100,8 @@ class FakeGitHub:
             runs = [r for r in self.runs.values() if r["workflow"] == m[1]]
             runs.sort(key=lambda r: r["id"], reverse=True)
             return 200, {"total_count": len(runs), "workflow_runs": runs}, {}
+        if method == "POST" and (m := re.fullmatch(r"/actions/runs/(\d+)/cancel", path)):
+            return self._cancel(int(m[1]))
         if method == "GET" and (m := re.fullmatch(r"/actions/runs/(\d+)", path)):
             run = self.runs.get(int(m[1]))
             if run is None:
@@ -114,6 +123,14 @@ class FakeGitHub:
         missing = [k for k in ("tag", "environment", "deploy_id") if not inputs.get(k)]
         if not body.get("ref") or missing:
             return 422, {"message": f"Required input '{(missing or ['ref'])[0]}' not provided"}, {}
+        unexpected = [k for k in inputs if k not in self.inputs]
+        if unexpected:
+            return 422, {"message": f"Unexpected inputs provided: {json.dumps(unexpected)}"}, {}
+        if self.moves_at_dispatch:
+            self.tags = [(n, self.moves_at_dispatch.pop(n, s)) for n, s in self.tags]
+        head_sha = self._ref_sha(body["ref"])
+        if head_sha is None:
+            return 422, {"message": f"No ref found for: {body['ref']}"}, {}
         self.dispatches.append({"workflow": workflow, **body})
         run_id = 1000 + len(self.runs)
         self.runs[run_id] = {
@@ -122,12 +139,32 @@ class FakeGitHub:
             "name": "deploy",
             "display_title": f"deploy {inputs['tag']} to {inputs['environment']} ({inputs['deploy_id']})",
             "event": "workflow_dispatch",
+            "head_sha": head_sha,
             "status": "queued",
             "conclusion": None,
             "html_url": f"https://github.com/{self.repository}/actions/runs/{run_id}",
             "created_at": datetime.now(UTC).isoformat(),
         }
         return 204, None, {}
+
+    def _ref_sha(self, ref: str) -> str | None:
+        """The commit a branch or tag name (or refs/heads/..., refs/tags/...) points to."""
+        tags = dict(self.tags)
+        if ref.startswith("refs/heads/"):
+            return self.branches.get(ref.removeprefix("refs/heads/"))
+        if ref.startswith("refs/tags/"):
+            return tags.get(ref.removeprefix("refs/tags/"))
+        return self.branches.get(ref) or tags.get(ref)
+
+    def _cancel(self, run_id: int) -> Answer:
+        run = self.runs.get(run_id)
+        if run is None:
+            return 404, {"message": "Not Found"}, {}
+        if run["status"] == "completed":
+            return 409, {"message": "Cannot cancel a workflow run that is completed."}, {}
+        self.cancels.append(run_id)
+        run["status"], run["conclusion"] = "completed", "cancelled"
+        return 202, {}, {}
 
     def _advance(self, run: dict[str, Any]) -> None:
         if run["status"] == "queued":

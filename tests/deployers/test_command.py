@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.deployers.command import CommandDeployer
+from bot.deployers.command import BASE_ENV, CommandDeployer
 from bot.ports import DeployerError, DeployRequest
 
 REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
@@ -65,10 +66,24 @@ async def test_missing_command_and_timeout(tmp_path):
     assert not outcome.ok and "timed out" in outcome.output
 
 
-async def test_the_deploy_command_never_sees_the_bots_secrets(tmp_path, monkeypatch):
-    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-very-secret-token-1")
-    monkeypatch.setenv("HARMLESS", "visible")
-    script = "import os; print(os.environ.get('SLACK_BOT_TOKEN'), os.environ['HARMLESS'])"
-    deployer = CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\" {{commit}}",
-                               secrets=("xoxb-very-secret-token-1",))
-    assert (await deployer.deploy(REQUEST)).output == "None visible"
+async def test_the_deploy_command_gets_an_allow_listed_environment_not_the_bots(tmp_path, monkeypatch):
+    bots = {"REDIS_URL": "redis://:hunter2-redis-pass@cache.internal:6379/0", "SLACK_BOT_TOKEN": "xoxb-1-secret",
+            "FOO": "bar", "DEPLOY_COMMAND": "deploy.sh", "PYTHONPATH": "/srv/bot"}
+    for name, value in {**bots, "APP_REGION": "eu-west-1", "LC_TIME": "C", "DEPLOY_ID": "forged"}.items():
+        monkeypatch.setenv(name, value)
+    script = "import json,os; print(json.dumps(dict(os.environ)))"
+    deployer = CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\"", passthrough=("APP_REGION", "DEPLOY_ID"))
+    outcome = await deployer.deploy(REQUEST)
+    seen = json.loads(outcome.output)
+    assert not set(bots) & set(seen) and "hunter2-redis-pass" not in outcome.output
+    assert set(seen) - set(BASE_ENV) == {"APP_REGION", "LC_TIME", "DEPLOY_ID", "DEPLOY_SERVICE", "DEPLOY_TAG",
+                                         "DEPLOY_ENVIRONMENT", "DEPLOY_COMMIT"}
+    assert seen["APP_REGION"] == "eu-west-1" and seen["PATH"] == os.environ["PATH"]
+    assert seen["DEPLOY_ID"] == "thread-step"  # a passthrough never replaces what identifies the deploy
+
+
+async def test_the_default_dry_run_needs_nothing_from_the_bots_environment(tmp_path):
+    outcome = await CommandDeployer(tmp_path).deploy(REQUEST)
+    assert outcome.ok and outcome.output.splitlines()[0] == (
+        "dry run: deploying backend v1.2.3 to production (deploy id thread-step)"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -48,9 +49,28 @@ async def test_dispatch_follow_and_report(github, deployer):
     assert outcome.ok and outcome.url.endswith("/actions/runs/1000")
     assert "finished: success" in outcome.output
     assert github.dispatches == [{
-        "workflow": "deploy-backend.yml", "ref": "main",
-        "inputs": {"tag": "v1.2.3", "environment": "production", "deploy_id": "thread1-step1"},
+        "workflow": "deploy-backend.yml", "ref": "main",  # the approved commit goes with it, to check out
+        "inputs": {"tag": "v1.2.3", "environment": "production", "deploy_id": "thread1-step1", "commit": "sha123"},
     }]
+
+
+async def test_the_commit_input_can_be_renamed_or_left_out_for_a_workflow_without_it(github):
+    github.inputs = ("tag", "environment", "deploy_id")
+    default = GitHubDeployer(github.token, github.repository, {"backend": "deploy-backend.yml"},
+                             api_url=github.api_url, poll_seconds=0.01)
+    with pytest.raises(DeployerError, match=r"give the workflow a 'commit' input .* GITHUB_COMMIT_INPUT"):
+        await default.deploy(REQUEST)
+    await default.aclose()
+    for name, inputs in (("sha", {"sha": "sha123"}), ("", {})):  # GITHUB_COMMIT_INPUT=sha, then empty
+        github.inputs = ("tag", "environment", "deploy_id", name)
+        d = GitHubDeployer(github.token, github.repository, {"backend": "deploy-backend.yml"},
+                           api_url=github.api_url, poll_seconds=0.01, commit_input=name)
+        request = replace(REQUEST, deploy_id=f"thread1-step-{name or 'none'}")
+        assert (await d.deploy(request)).ok
+        await d.aclose()
+        assert github.dispatches[-1]["inputs"] == {
+            "tag": "v1.2.3", "environment": "production", "deploy_id": request.deploy_id, **inputs
+        }
 
 
 async def test_a_failed_run_is_a_failed_outcome(github, deployer):
@@ -124,3 +144,48 @@ async def test_a_repository_github_cannot_find_is_an_error_not_a_missing_tag(git
     github.fail("GET", r"/commits/refs/tags/v1.2.3$", 404, {"message": "Not Found"})
     with pytest.raises(DeployerError, match="GitHub found no tag"):
         await deployer.resolve("v1.2.3")
+
+
+@pytest.fixture
+async def on_tag(github) -> GitHubDeployer:
+    """GITHUB_REF={tag}: runs are dispatched on the tag itself."""
+    d = GitHubDeployer(github.token, github.repository, {"backend": "deploy-backend.yml"},
+                       api_url=github.api_url, ref="{tag}", poll_seconds=0.01)
+    yield d
+    await d.aclose()
+
+
+async def test_dispatched_on_the_tag_a_run_on_the_approved_commit_is_followed(github, on_tag):
+    outcome = await on_tag.deploy(REQUEST)
+    assert outcome.ok and github.dispatches[0]["ref"] == "v1.2.3" and github.cancels == []
+    assert github.runs[1000]["head_sha"] == REQUEST.commit
+
+
+async def test_a_run_on_a_commit_nobody_approved_is_cancelled_and_reported_not_followed(github, on_tag):
+    github.moves_at_dispatch = {"v1.2.3": "sha999"}  # moved after the approval, before the run checks out
+    outcome = await on_tag.deploy(REQUEST)
+    assert not outcome.ok and outcome.url.endswith("/actions/runs/1000")
+    assert "run 1000 was on commit sha999, not the approved sha123: has v1.2.3 moved?" in outcome.output
+    assert "cancelled it; it finished: cancelled" in outcome.output
+    assert github.cancels == [1000] and github.runs[1000]["conclusion"] == "cancelled"
+
+
+async def test_a_resumed_run_on_another_commit_is_cancelled_too(github, on_tag):
+    github.hold_runs = True
+    github.move_tag("v1.2.3", "sha999")
+    await on_tag.http.post(  # dispatched before a crash, when the tag pointed elsewhere
+        f"/repos/{github.repository}/actions/workflows/deploy-backend.yml/dispatches",
+        json={"ref": "v1.2.3", "inputs": {"tag": "v1.2.3", "environment": "production",
+                                          "deploy_id": REQUEST.deploy_id}},
+    )
+    outcome = await on_tag.deploy(REQUEST)
+    assert not outcome.ok and github.cancels == [1000] and len(github.dispatches) == 1
+    assert "was on commit sha999, not the approved sha123" in outcome.output
+
+
+async def test_a_run_that_cannot_be_cancelled_is_reported_for_a_human_to_stop(github, on_tag):
+    github.moves_at_dispatch = {"v1.2.3": "sha999"}
+    github.fail("POST", r"/runs/\d+/cancel$", 403, {"message": "Resource not accessible by integration"})
+    outcome = await on_tag.deploy(REQUEST)
+    assert not outcome.ok and "cancelling it failed, stop it by hand" in outcome.output
+    assert "needs actions:write" in outcome.output

@@ -31,8 +31,9 @@ def github_settings(github: FakeGitHub) -> dict[str, object]:
 
 
 @pytest.fixture
-def settings(settings, github):
-    return settings.model_copy(update=github_settings(github))
+def settings(settings, github, request):
+    """DEPLOYER=github; a test changes more through indirect parametrization."""
+    return settings.model_copy(update={**github_settings(github), **getattr(request, "param", {})})
 
 
 async def ask(api, text: str = "deploy backend v1.2.3 to production") -> dict:
@@ -55,7 +56,7 @@ async def test_approve_dispatches_once_follows_the_run_and_reports(api, github):
     result = next(e for e in done["events"] if e["type"] == "deploy_result")
     assert result["ok"] and result["url"] == f"https://github.com/{github.repository}/actions/runs/1000"
     assert github.dispatches == [{"workflow": "deploy-backend.yml", "ref": "main", "inputs": {
-        "tag": "v1.2.3", "environment": "production", "deploy_id": result["deploy_id"]}}]
+        "tag": "v1.2.3", "environment": "production", "deploy_id": result["deploy_id"], "commit": "a" * 40}}]
     assert done["events"][-1]["message"].endswith(result["url"])
     deploys = (await api.get("/deploys", params={"environment": "production"})).json()["deploys"]
     assert deploys[0]["url"] == result["url"] and deploys[0]["approved_by"] == "bob"
@@ -76,6 +77,22 @@ async def test_a_tag_moved_after_approval_is_not_deployed(api, github):
     error = next(e for e in done["events"] if e["type"] == "error")
     assert error["kind"] == "recheck" and "now points to ccccccc, but aaaaaaa was approved" in error["message"]
     assert github.dispatches == []
+
+
+@pytest.mark.parametrize("settings", [{"github_ref": "{tag}"}], indirect=True)
+async def test_a_tag_moved_while_the_run_is_queued_ships_nothing_unapproved(api, github):
+    """Dispatched on the tag (GITHUB_REF={tag}), after every re-check passed: the run is on
+    the commit the tag points to by then, so it is cancelled and reported, not followed."""
+    thread = await ask(api)
+    github.moves_at_dispatch = {"v1.2.3": "c" * 40}
+    done = await approve(api, thread)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert result["ok"] is False and result["commit"] == "a" * 40
+    assert f"was on commit {'c' * 12}, not the approved {'a' * 12}" in result["output"]
+    assert github.dispatches[0]["ref"] == "v1.2.3" and github.cancels == [1000]
+    assert github.runs[1000]["conclusion"] == "cancelled"
+    deploys = (await api.get("/deploys", params={"environment": "production"})).json()["deploys"]
+    assert deploys[0]["ok"] is False
 
 
 async def test_an_approval_that_expired_before_the_deploy_started_is_not_used(api, app, github):
