@@ -81,3 +81,22 @@ class Keys:
     def ref(self, name: str) -> str:
         """A channel's pointer: a Slack thread to its bot thread, an approval to its message."""
         return f"{self.prefix}:ref:{name}"
+
+    # --- people: personal API tokens, sign-in links, ended sessions (bot/stores/credentials.py)
+
+    def api_token(self, token_id: str) -> str:
+        """One personal API token: a hash of it, whose it is, its name and times. Shares the
+        index's hash tag, so one transaction creates or revokes both."""
+        return f"{self.prefix}:{{api-tokens}}:{token_id}"
+
+    def api_tokens(self) -> str:
+        """The set of every personal API token's id, for listing them."""
+        return f"{self.prefix}:{{api-tokens}}"
+
+    def sign_in_link(self, code_hash: str) -> str:
+        """A one-time sign-in link, by the hash of its code -> the person; expires."""
+        return f"{self.prefix}:sign-in:{code_hash}"
+
+    def ended_session(self, session_id: str) -> str:
+        """A signed-out session, kept until its cookie would have expired anyway."""
+        return f"{self.prefix}:session-ended:{session_id}"

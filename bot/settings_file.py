@@ -1,0 +1,361 @@
+"""deploybot.toml: the optional file for what flat environment variables cannot say well:
+people (one identity across Slack and email), groups, and each environment's rules.
+
+Found in the working directory, or at the path DEPLOYBOT_CONFIG names (then it must exist).
+Read with tomllib into frozen pydantic models; every problem is reported at once, one line
+each, naming its key path (`people.alice.email`), and entries are checked against each other:
+groups hold known people, approvers and may_lock name known people (`carol`) or groups
+(`group:sre`), or `*` written on its own; no Slack id or address belongs to two people.
+
+Only settings.py uses this module: it passes in the variables (this module reads no
+environment) and turns `FileConfig` into the directory and rules of bot/people.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bot.people import ANYONE, GROUP, Directory, Person, Written
+from bot.policy import parse_approvers
+
+FILE_NAME = "deploybot.toml"
+VARIABLE = "DEPLOYBOT_CONFIG"
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_SLACK_ID = re.compile(r"^[UW][A-Z0-9]+$")  # people: U…, or W… on Enterprise Grid
+_EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
+
+
+class FileError(ValueError):
+    """deploybot.toml is missing, not TOML, or not valid: `problems` has one line each."""
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class _Problems(ValueError):
+    """Problems found across entries, each already naming its key path."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+def _unique(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+class PersonEntry(BaseModel):
+    """`[people.alice]`: `slack` and `email` each a string or a list of them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    slack: tuple[str, ...] = ()
+    email: tuple[str, ...] = ()
+
+    @field_validator("slack", "email", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("slack")
+    @classmethod
+    def _slack_ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        ids = tuple(i.strip() for i in ids)
+        for user_id in ids:
+            if not _SLACK_ID.match(user_id):
+                raise ValueError(f"{user_id!r} is not a Slack user id (like U012AB3CD)")
+        return _unique(ids)
+
+    @field_validator("email")
+    @classmethod
+    def _addresses(cls, addresses: tuple[str, ...]) -> tuple[str, ...]:
+        addresses = tuple(a.strip().lower() for a in addresses)
+        for address in addresses:
+            if not _EMAIL.match(address):
+                raise ValueError(f"{address!r} is not an email address (like alice@example.com)")
+        return _unique(addresses)
+
+
+class EnvironmentEntry(BaseModel):
+    """`[environments.production]`: whatever is left out comes from the variables."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Strict: TOML has true and false; "yes" is a mistake, not a yes.
+    protected: StrictBool | None = None
+    approvers: tuple[str, ...] | None = None
+    approver_must_differ: StrictBool | None = None
+    may_lock: tuple[str, ...] | None = None
+
+    def written(self) -> Written:
+        return Written(self.protected, self.approvers, self.approver_must_differ, self.may_lock)
+
+
+class FileConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    people: dict[str, PersonEntry] = Field(default_factory=dict)
+    groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    environments: dict[str, EnvironmentEntry] = Field(default_factory=dict)
+    # Reserved for features on their way ([services.*], [[freezes]], [[triggers]],
+    # [[schedules]]): accepted and ignored until something reads them, so they are the
+    # only unknown top-level keys that are not an error. Give each its model when it lands.
+    services: Any = Field(None, exclude=True, repr=False)
+    freezes: Any = Field(None, exclude=True, repr=False)
+    triggers: Any = Field(None, exclude=True, repr=False)
+    schedules: Any = Field(None, exclude=True, repr=False)
+
+    _source: Path | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> Path | None:
+        """The file this was read from (None when built in code)."""
+        return self._source
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FileConfig:
+        problems = [*self._names(), *self._group_problems(), *self._reference_problems(), *self._shared_ids()]
+        if problems:
+            raise _Problems(problems)
+        return self
+
+    def directory(self) -> Directory:
+        people = (Person(name, entry.slack, entry.email) for name, entry in self.people.items())
+        return Directory(people, self.groups)
+
+    def written(self) -> dict[str, Written]:
+        return {env: entry.written() for env, entry in self.environments.items()}
+
+    # --- checks across entries -----------------------------------------------------------
+
+    def _names(self) -> Iterable[str]:
+        for table in ("people", "groups", "environments"):
+            for name in getattr(self, table):
+                if not _NAME.match(name):
+                    yield (
+                        f"{key_path((table, name))}: a name may hold only letters, digits, '.', '_' "
+                        "and '-', and starts with a letter or a digit"
+                    )
+
+    def _group_problems(self) -> Iterable[str]:
+        for group, members in self.groups.items():
+            for i, member in enumerate(members):
+                where = key_path(("groups", group, i))
+                if member.startswith(GROUP):
+                    yield f"{where}: groups hold people, not groups: list the people of {member} instead"
+                elif member == ANYONE:
+                    yield f"{where}: a group cannot hold '*': write '*' in approvers or may_lock instead"
+                elif member not in self.people:
+                    yield f"{where}: {_unknown_person(member, self.people)}"
+
+    def _reference_problems(self) -> Iterable[str]:
+        for env, entry in self.environments.items():
+            for field in ("approvers", "may_lock"):
+                for i, ref in enumerate(getattr(entry, field) or ()):
+                    why = self._bad_reference(ref)
+                    if why:
+                        yield f"{key_path(('environments', env, field, i))}: {why}"
+
+    def _bad_reference(self, ref: str) -> str | None:
+        if ref == ANYONE:
+            return None
+        if "*" in ref:
+            return f"{ref!r}: only '*' written on its own means anyone"
+        if ref.startswith(GROUP):
+            group = ref.removeprefix(GROUP)
+            if group in self.groups:
+                return None
+            return f"there is no group {group!r} under [groups]{_did_you_mean(group, self.groups)}"
+        if ref in self.people:
+            return None
+        return _unknown_person(ref, self.people)
+
+    def _shared_ids(self) -> Iterable[str]:
+        for field, what in (("slack", "Slack id"), ("email", "address")):
+            owners: dict[str, str] = {}
+            for name, entry in self.people.items():
+                for value in getattr(entry, field):
+                    owner = owners.setdefault(value, name)
+                    if owner != name:
+                        yield f"{key_path(('people', name, field))}: {value} is also {owner}'s {what}"
+
+
+def _unknown_person(ref: str, people: Mapping[str, PersonEntry]) -> str:
+    if "@" in ref or _SLACK_ID.match(ref):
+        return (
+            f"{ref!r} is not a person: name people here, not Slack ids or addresses "
+            "(give them a [people.NAME] entry and write NAME)"
+        )
+    return f"there is no person {ref!r} under [people]{_did_you_mean(ref, people)}"
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def key_path(loc: Iterable[str | int]) -> str:
+    """('people', 'alice', 'email', 0) -> people.alice.email[0]; odd keys quoted as in TOML."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            key = part if _BARE_KEY.match(part) else '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            text += f".{key}" if text else key
+    return text
+
+
+# --- reading the file -------------------------------------------------------------------------
+
+
+def locate(variables: Mapping[str, str], cwd: Path) -> Path | None:
+    """The file to read: DEPLOYBOT_CONFIG's (relative to `cwd`; it must exist), else
+    deploybot.toml in `cwd` when there is one, else None (no file: that is fine)."""
+    named = _variable(variables, VARIABLE)
+    if named is not None:
+        path = cwd / Path(named).expanduser()
+        if not path.is_file():
+            raise FileError([f"{VARIABLE} names {path}, which is not a file"])
+        return path
+    path = cwd / FILE_NAME
+    return path if path.is_file() else None
+
+
+def read(variables: Mapping[str, str], cwd: Path) -> FileConfig | None:
+    """`locate` then `load`: None when there is no file."""
+    path = locate(variables, cwd)
+    return load(path) if path is not None else None
+
+
+def load(path: Path) -> FileConfig:
+    """The file at `path`, or FileError with every problem, each line starting with the path."""
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise FileError([f"{path}: no such file"]) from None
+    except OSError as e:
+        raise FileError([f"{path}: cannot be read: {e.strerror or e}"]) from None
+    except UnicodeDecodeError:
+        raise FileError([f"{path}: not valid TOML: it is not UTF-8 text"]) from None
+    except tomllib.TOMLDecodeError as e:
+        raise FileError([f"{path}: not valid TOML: {e}"]) from None
+    try:
+        config = FileConfig.model_validate(data)
+    except ValidationError as e:
+        raise FileError(f"{path}: {line}" for line in problems(e)) from None
+    config._source = path
+    return config
+
+
+_TABLES: dict[tuple[str, ...], type[BaseModel]] = {
+    (): FileConfig, ("people", "*"): PersonEntry, ("environments", "*"): EnvironmentEntry,
+}
+_MESSAGES = {
+    "bool_type": "should be true or false",
+    "bool_parsing": "should be true or false",
+    "string_type": "should be a string",
+    "tuple_type": "should be a list of strings",
+    "dict_type": "should be a table",
+    "model_type": "should be a table",
+}
+
+
+def problems(error: ValidationError) -> list[str]:
+    """One line per problem, each naming the key path; our messages as written."""
+    lines: list[str] = []
+    for e in error.errors(include_url=False):
+        cause = e.get("ctx", {}).get("error")
+        if isinstance(cause, _Problems):
+            lines += cause.problems
+            continue
+        loc = tuple(e["loc"])
+        where = key_path(loc)
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{where}: {_unknown_key(loc)}")
+        elif isinstance(cause, ValueError):
+            lines.append(f"{where}: {cause}")
+        else:
+            message = _MESSAGES.get(e["type"], e["msg"])
+            if e["type"] == "tuple_type" and loc[-1] in ("slack", "email"):
+                message = "should be a string or a list of strings"
+            lines.append(f"{where}: {message}" if where else message)
+    return lines
+
+
+def _unknown_key(loc: tuple[str | int, ...]) -> str:
+    table = _TABLES.get(tuple("*" if i == 1 else str(part) for i, part in enumerate(loc[:-1])))
+    if table is None:
+        return "unknown key"
+    known = [name for name, field in table.model_fields.items() if not field.exclude]
+    hint = _did_you_mean(str(loc[-1]), table.model_fields)
+    return f"unknown key{hint}; expected one of: {', '.join(known)}" if not hint else f"unknown key{hint}"
+
+
+# --- the file and the variables ---------------------------------------------------------------
+
+
+def _variable(variables: Mapping[str, str], name: str) -> str | None:
+    """A variable's value, its name matched case-insensitively (as Settings reads them);
+    None when unset or blank."""
+    for key, value in variables.items():
+        if key.upper() == name and value.strip():
+            return value.strip()
+    return None
+
+
+def conflicts(file: FileConfig, variables: Mapping[str, str]) -> list[str]:
+    """What is set both in the file and by a variable: one line each, for the operator.
+    Pass every variable Settings reads (the environment and .env together)."""
+    name = file.source.name if file.source else FILE_NAME
+    lines: list[str] = []
+    for variable in ("APPROVERS", "APPROVER_EMAILS"):
+        value = _variable(variables, variable)
+        written = [env for env, entry in file.environments.items() if entry.approvers is not None]
+        if value is None or not written:
+            continue
+        table = parse_approvers(value)
+        covered = [env for env in written if env in table or ANYONE in table]
+        for env in covered:
+            lines.append(f"{env}'s approvers are set in {name} and by {variable}; set them in one place")
+        if not covered:
+            lines.append(
+                f"approvers are set in {name} (for {', '.join(written)}) and by {variable} "
+                f"(for {', '.join(table)}); set them in one place"
+            )
+    settings = (
+        ("PROTECTED_ENVIRONMENTS", "protected", "whether {env} is protected is set"),
+        ("APPROVER_MUST_DIFFER", "approver_must_differ", "{env}'s approver_must_differ is set"),
+    )
+    for variable, field, what in settings:
+        if _variable(variables, variable) is None:
+            continue
+        for env, entry in file.environments.items():
+            if getattr(entry, field) is not None:
+                lines.append(f"{what.format(env=env)} in {name} and by {variable}; set it in one place")
+    if file.environments and _variable(variables, "ENVIRONMENTS") is not None:
+        lines.append(
+            f"the environments' names are set in {name} ([environments.*]) and by ENVIRONMENTS; "
+            "set them in one place"
+        )
+    return lines

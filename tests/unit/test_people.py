@@ -1,0 +1,238 @@
+"""People: one identity across channels, groups, who may approve and lock, and the effective
+approvers of the file and the variables together, failing closed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bot.people import (
+    ANYONE,
+    EMAIL,
+    NAME,
+    SLACK,
+    TOKEN,
+    Directory,
+    Identity,
+    Person,
+    Rules,
+    Written,
+    describe,
+    may_approve,
+    may_lock,
+    resolve,
+)
+from bot.policy import parse_approvers
+
+ALICE = Person("alice", ("U012AB3CD",), ("alice@example.com", "Alice@Corp.Example.com"))
+BOB = Person("bob", ("U045EF6GH",), ("bob@example.com",))
+CAROL = Person("carol", (), ("carol@example.com",))
+
+
+@pytest.fixture
+def people() -> Directory:
+    return Directory([ALICE, BOB, CAROL], {"sre": ["alice", "bob"]})
+
+
+def production(people: Directory, **changes: object) -> Rules:
+    rules = Rules(
+        protected=True, approvers=people.expand(["group:sre", "carol"]), environment="production",
+        approvers_as_written=("group:sre", "carol"),
+    )
+    return replace(rules, **changes)
+
+
+# --- identities ---------------------------------------------------------------------------------
+
+
+def test_every_channel_finds_the_same_person(people):
+    assert people.by_slack("U012AB3CD") == Identity("alice", SLACK, "U012AB3CD")
+    assert people.by_email("alice@example.com") == Identity("alice", EMAIL, "alice@example.com")
+    assert people.by_email("Alice <ALICE@corp.example.com>") == Identity("alice", EMAIL, "alice@corp.example.com")
+    assert people.by_name("alice", via=TOKEN, evidence="t1") == Identity("alice", TOKEN, "t1")
+    assert people.by_name("alice") == Identity("alice", NAME, "alice")
+    assert len({people.by_slack("U012AB3CD").principal, people.by_email("alice@corp.example.com").principal}) == 1
+
+
+def test_strangers_are_unknown_and_keep_their_evidence(people):
+    stranger = people.by_slack("U999")
+    assert stranger.person is None and not stranger.known
+    assert stranger.principal == "slack:U999" and stranger.label == "U999"
+    assert people.by_email("Eve <eve@evil.example>").principal == "email:eve@evil.example"
+    assert people.by_name("mallory", via=TOKEN, evidence="t9") == Identity(None, TOKEN, "t9")
+
+
+def test_a_directory_refuses_shared_ids_and_odd_groups():
+    with pytest.raises(ValueError, match="U1 is both alice's and bob's"):
+        Directory([Person("alice", ("U1",)), Person("bob", ("U1",))])
+    with pytest.raises(ValueError, match="a@x.com is both"):
+        Directory([Person("alice", emails=("a@x.com",)), Person("bob", emails=("A@X.com",))])
+    with pytest.raises(ValueError, match="not a person"):
+        Directory([ALICE], {"sre": ["alice", "group:ops"]})  # groups are flat
+    with pytest.raises(ValueError, match="not a person"):
+        Directory([ALICE], {"sre": ["zed"]})
+    with pytest.raises(ValueError, match="cannot name a person"):
+        Directory([ALICE, ALICE])
+
+
+def test_expand_turns_groups_into_people_and_keeps_anyone(people):
+    assert people.expand(["group:sre", "carol"]) == {"alice", "bob", "carol"}
+    assert people.expand(["*", "carol"]) == {ANYONE, "carol"}
+    assert people.expand([]) == frozenset()
+    with pytest.raises(ValueError, match="no group ops"):
+        people.expand(["group:ops"])
+    with pytest.raises(ValueError, match="no such person"):
+        people.expand(["U012AB3CD"])  # ids are not names
+
+
+# --- approving ------------------------------------------------------------------------------------
+
+
+def test_approvers_by_any_channel(people):
+    rules = production(people)
+    assert may_approve(people.by_slack("U045EF6GH"), rules) is None  # bob, in sre
+    assert may_approve(people.by_email("carol@example.com"), rules) is None
+    assert may_approve(people.by_name("alice", via=TOKEN, evidence="t1"), rules) is None
+
+
+def test_unknown_people_never_approve_where_approvers_are_named(people):
+    rules = production(people)
+    why = may_approve(people.by_slack("U999"), rules)
+    assert why == "U999 is not an approver for production; the sre group or carol may approve"
+    assert may_approve(people.by_email("eve@evil.example"), rules) is not None
+    assert may_approve(people.by_name("mallory"), rules) is not None
+    assert may_approve(people.by_name("mallory"), production(people, approvers=frozenset())) is not None
+
+
+def test_anyone_means_anyone_only_where_written(people):
+    rules = production(people, approvers=people.expand(["*"]))
+    assert may_approve(people.by_slack("U999"), rules) is None
+    assert may_approve(Identity(None, SLACK, ""), rules) is not None  # nobody at all
+    assert may_approve(Identity(None, SLACK, "deploybot"), rules) == "the bot cannot decide on its own requests"
+
+
+def test_a_requester_cannot_approve_by_another_channel(people):
+    rules = production(people, approver_must_differ=True)
+    asked_on_slack = [people.by_slack("U012AB3CD")]
+    why = may_approve(people.by_email("alice@corp.example.com"), rules, asked_on_slack)
+    assert why == "alice asked for this deploy and cannot also approve it"
+    assert may_approve(people.by_name("alice", via=TOKEN, evidence="t1"), rules, asked_on_slack) is not None
+    assert may_approve(people.by_slack("U045EF6GH"), rules, asked_on_slack) is None  # bob may
+    # Without the rule, a requester may approve their own deploy.
+    assert may_approve(people.by_email("alice@example.com"), production(people), asked_on_slack) is None
+
+
+def test_strangers_who_asked_are_told_apart_by_their_ids(people):
+    rules = production(people, approvers=frozenset({ANYONE}), approver_must_differ=True)
+    assert may_approve(people.by_slack("U8"), rules, [people.by_slack("U9")]) is None
+    assert may_approve(people.by_slack("U9"), rules, [people.by_slack("U9")]) is not None
+
+
+# --- locking --------------------------------------------------------------------------------------
+
+
+def test_whoever_may_approve_may_lock_by_default(people):
+    rules = production(people)
+    assert may_lock(people.by_email("carol@example.com"), rules) is None
+    assert may_lock(people.by_slack("U999"), rules) == "U999 may not lock production; the sre group or carol may"
+
+
+def test_may_lock_names_who_can(people):
+    rules = production(people, may_lock=people.expand(["group:sre"]), may_lock_as_written=("group:sre",))
+    assert may_lock(people.by_slack("U012AB3CD"), rules) is None
+    assert may_lock(people.by_email("carol@example.com"), rules) == "carol may not lock production; the sre group may"
+    assert may_lock(people.by_slack("U999"), rules) is not None
+    assert may_lock(Identity(None, SLACK, "deploybot"), rules) is not None
+
+
+def test_messages_list_people_when_nothing_was_written(people):
+    rules = Rules(True, frozenset({"bob", "alice", "slack:U7"}))
+    assert may_lock(people.by_slack("U999"), rules) == "U999 may not lock this environment; alice, bob or U7 may"
+    assert describe([]) == "nobody" and describe(["*"]) == "anyone"
+
+
+# --- effective rules ------------------------------------------------------------------------------
+
+ENVIRONMENTS = ("development", "staging", "production")
+
+
+def test_nothing_configured_is_open_mode(people):
+    result = resolve(ENVIRONMENTS, {"production"})
+    assert result.open_mode and not result.problems
+    assert result.approvers == {env: {ANYONE} for env in ENVIRONMENTS}
+    assert may_approve(Identity(None, SLACK, "U999"), result.rules["production"]) is None
+    assert may_lock(Identity(None, SLACK, "U999"), result.rules["staging"]) is None
+
+
+def test_approver_emails_alone_are_exactly_those(people):
+    result = resolve(ENVIRONMENTS, {"production"}, email_approvers=parse_approvers("Ops@Example.com"))
+    assert not result.open_mode and not result.problems
+    assert result.approvers["production"] == {"email:ops@example.com"}  # no "*" joined in
+    production = result.rules["production"]
+    assert may_approve(Identity(None, EMAIL, "ops@example.com"), production) is None
+    assert may_approve(Identity(None, SLACK, "U999"), production) is not None
+
+
+def test_variables_and_the_file_add_up_per_environment(people):
+    result = resolve(
+        ENVIRONMENTS, {"production"}, directory=people,
+        written={"production": Written(approvers=("carol",))},
+        slack_approvers=parse_approvers("production:U012AB3CD,U777;staging:*"),
+        email_approvers=parse_approvers("bob@example.com"),
+    )
+    assert not result.problems
+    assert result.approvers == {
+        "development": {"bob"},  # APPROVER_EMAILS' "*" entry
+        "staging": {ANYONE, "bob"},
+        "production": {"carol", "alice", "slack:U777", "bob"},  # ids of known people are people
+    }
+    assert may_approve(people.by_email("alice@example.com"), result.rules["production"]) is None
+
+
+def test_a_protected_environment_without_approvers_is_a_startup_error(people):
+    result = resolve(ENVIRONMENTS, {"production"}, directory=people)  # a people file, no approvers
+    assert not result.open_mode
+    assert result.problems == (
+        "production is protected but has no approvers: list them under [environments.production] approvers "
+        "in deploybot.toml, or in APPROVERS / APPROVER_EMAILS",
+    )
+    assert result.approvers["production"] == frozenset() and result.approvers["staging"] == frozenset()
+    only_staging = resolve(ENVIRONMENTS, {"production"}, slack_approvers=parse_approvers("staging:U1"))
+    assert [p.split(" is ")[0] for p in only_staging.problems] == ["production"]
+
+
+def test_approver_lists_that_name_nobody_are_startup_errors(people):
+    empty = resolve(ENVIRONMENTS, {"production"}, slack_approvers=parse_approvers("production:"))
+    assert empty.problems == ("production is protected but its list of approvers is empty",)
+    lonely = Directory([ALICE], {"nobody-yet": []})
+    result = resolve(["production"], {"production"}, directory=lonely,
+                     written={"production": Written(approvers=("group:nobody-yet",))})
+    assert result.problems == ("production is protected but its approvers (the nobody-yet group) name nobody",)
+
+
+def test_unknown_references_fail_closed(people):
+    result = resolve(["production"], {"production"}, directory=people,
+                     written={"production": Written(approvers=("zed",), may_lock=("group:ops",))})
+    assert result.approvers["production"] == frozenset() and result.rules["production"].lockers == frozenset()
+    assert any("zed" in p for p in result.problems) and any("group:ops" in p for p in result.problems)
+
+
+def test_the_file_overrides_protection_and_must_differ_per_environment(people):
+    result = resolve(
+        ENVIRONMENTS, {"production"}, directory=people, approver_must_differ=True,
+        written={
+            "staging": Written(protected=True, approvers=("group:sre",), approver_must_differ=False),
+            "production": Written(protected=False, may_lock=("carol",)),
+            "qa": Written(approvers=("*",)),
+        },
+    )
+    assert not result.problems
+    rules = result.rules
+    assert list(rules) == [*ENVIRONMENTS, "qa"]
+    assert rules["staging"].protected and not rules["staging"].approver_must_differ
+    assert not rules["production"].protected and rules["production"].approver_must_differ
+    assert rules["production"].approvers == frozenset() and rules["production"].lockers == {"carol"}
+    assert rules["qa"].approvers == {ANYONE} and rules["qa"].approvers_as_written == ("*",)
+    assert rules["staging"].lockers == {"alice", "bob"}  # may_lock defaults to the approvers
+    assert may_lock(people.by_slack("U999"), rules["staging"]) == "U999 may not lock staging; the sre group may"
