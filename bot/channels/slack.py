@@ -163,7 +163,16 @@ def _well_formed(body: bytes, content_type: str) -> bool:
             data = json.loads(body)
         else:
             data = json.loads(parse_qs(body.decode())["payload"][0])
-        return isinstance(data, dict) and isinstance(data.get("type"), str)
+        if not (isinstance(data, dict) and isinstance(data.get("type"), str)):
+            return False
+        if data["type"] == "block_actions":
+            # Bolt matches listeners on actions[].action_id before any of ours runs: a signed
+            # payload without them would raise inside Bolt (a 500) instead of being refused.
+            actions = data.get("actions")
+            return bool(actions) and isinstance(actions, list) and all(
+                isinstance(a, dict) and isinstance(a.get("action_id"), str) for a in actions
+            )
+        return True
     except (ValueError, KeyError, IndexError, RecursionError):  # UnicodeDecodeError is a ValueError
         return False
 
