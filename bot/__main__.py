@@ -1,4 +1,4 @@
-"""python -m bot serve | worker | chat MESSAGE | threads ... | redis-stop"""
+"""python -m bot serve | worker | chat MESSAGE | threads ... | tokens ... | login-link PERSON | redis-stop"""
 
 from __future__ import annotations
 
@@ -65,6 +65,18 @@ def parser() -> argparse.ArgumentParser:
     deploys = sub.add_parser("deploys", help="what is on an environment")
     deploys.add_argument("environment")
 
+    tokens = sub.add_parser("tokens", help="personal API tokens (Authorization: Bearer dbt_...)").add_subparsers(
+        dest="action", required=True
+    )
+    create = tokens.add_parser("create", help="a new token for a person of deploybot.toml, printed once")
+    create.add_argument("person")
+    create.add_argument("--name", default="api", help="what the token is for (laptop, ci, ...)")
+    tokens.add_parser("list", help="every token: id, person, name, created, last used").add_argument("--person")
+    tokens.add_parser("revoke", help="a token stops working at once").add_argument("id")
+    sub.add_parser(
+        "login-link", help="a one-time link that signs PERSON in to the web API (10 minutes)"
+    ).add_argument("person")
+
     sub.add_parser("redis-stop", help="stop the embedded Redis server")
     return p
 
@@ -103,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "redis-stop":
         print("stopped" if embedded_redis.stop(settings.data_dir) else "not running")
         return 0
+    if args.command in ("tokens", "login-link"):
+        return asyncio.run(_credentials(settings, args))
     try:
         return asyncio.run(_terminal(settings, args))
     except Refused as e:
@@ -131,6 +145,49 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
         return await cli.threads(terminal, args)
     finally:
         await app.close()
+
+
+async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
+    """tokens create | list | revoke, login-link: straight to Redis, nothing else built."""
+    from redis.asyncio import Redis
+
+    from bot.app import redis_url, sign_in_linker
+    from bot.stores.credentials import RedisCredentials
+
+    person = getattr(args, "person", None)
+    if args.command == "login-link" or getattr(args, "action", "") == "create":
+        people = settings.directory().people
+        if person not in people:
+            known = ", ".join(sorted(people)) or "nobody: there is no deploybot.toml, or it names no people"
+            print(f"refused: {person!r} is not a person in deploybot.toml (people: {known})", file=sys.stderr)
+            return 2
+    redis = Redis.from_url(redis_url(settings))
+    credentials = RedisCredentials(redis)
+    try:
+        if args.command == "login-link":
+            print(await sign_in_linker(settings, credentials)(args.person))
+            print(f"a sign-in link for {person}: it works once, for 10 minutes", file=sys.stderr)
+        elif args.action == "create":
+            token_id, token = await credentials.create(args.person, args.name)
+            print(token)
+            print(f"token {token_id} for {person} ({args.name}): shown this once, keep it secret; "
+                  f"send it as Authorization: Bearer <token>", file=sys.stderr)
+        elif args.action == "list":
+            found = await credentials.list(person)
+            for t in found:
+                used = t.last_used.isoformat(timespec="seconds") if t.last_used else "never"
+                print(f"{t.token_id}  {t.person}  {t.name}  created {t.created.isoformat(timespec='seconds')}  "
+                      f"last used {used}")
+            if not found:
+                print("no tokens", file=sys.stderr)
+        elif args.action == "revoke":
+            if not await credentials.revoke(args.id):
+                print(f"no token {args.id}", file=sys.stderr)
+                return 1
+            print(f"revoked {args.id}")
+    finally:
+        await redis.aclose()
+    return 0
 
 
 async def _work(settings: Settings) -> int:
@@ -162,6 +219,11 @@ def serve(settings: Settings, worker: bool = True) -> int:
         logging.getLogger("deploybot").warning(
             "API_TOKEN is not set: serving on 127.0.0.1 only, so the approval API is not "
             "reachable from other machines. Set API_TOKEN to serve on %s.", settings.host
+        )
+    if settings.api_token and settings.session_secret is None:
+        logging.getLogger("deploybot").info(
+            "SESSION_SECRET is not set: sign-in sessions are signed with a secret kept in %s; set "
+            "SESSION_SECRET when more than one server answers at one address", settings.data_dir / "session_secret",
         )
     # The access log names paths with their query strings, so query secrets are redacted.
     uvicorn.run(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -21,10 +23,12 @@ from bot.deployers.command import CommandDeployer
 from bot.deploying import Deploying
 from bot.events import Event
 from bot.loop import Runner
+from bot.people import OPEN_MODE_NOTICE
 from bot.policy import Policy
 from bot.ports import Deployer, Health, History, Locks, NextStepModel, Notifier
 from bot.service import ThreadService
 from bot.settings import Settings
+from bot.stores.credentials import RedisCredentials
 from bot.stores.environments import RedisEnvironments
 from bot.stores.inbox import RedisInbox
 from bot.stores.redis import RedisThreadStore
@@ -72,6 +76,12 @@ class App:
     llm_configured: bool
     slack: SlackChannel | None = None
     email: EmailChannel | None = None
+    credentials: RedisCredentials | None = None  # personal API tokens, sign-in links, sessions
+
+    async def sign_in_link(self, person: str) -> str:
+        """A one-time sign-in link for `person` (good for 10 minutes): the URL to open."""
+        assert self.credentials is not None
+        return await sign_in_linker(self.settings, self.credentials)(person)
 
     # --- what the HTTP side needs (bot.web.Parts) ---------------------------------------
 
@@ -204,6 +214,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     )
     store = RedisThreadStore(redis)
     inbox = RedisInbox(redis)
+    credentials = RedisCredentials(redis)
     policy = settings.policy()
     notifiers: list[Notifier] = [notifier or LogNotifier(settings.secrets())]
     slack_web = None
@@ -245,19 +256,105 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         app_token = slack_settings.app_token.get_secret_value() if slack_settings.app_token else None
         slack_channel = slack.build(
             slack_settings.signing_secret.get_secret_value(), slack_web,
-            service, inbox, queue.push, app_token,
+            service, inbox, queue.push, app_token, sign_in_link=sign_in_linker(settings, credentials),
         )
     return App(
         settings, redis, store, inbox, environments, queue, service, runner, worker,
-        llm_configured=llm is not None, slack=slack_channel, email=email,
+        llm_configured=llm is not None, slack=slack_channel, email=email, credentials=credentials,
     )
 
 
 def http_app(app: App, worker: bool = True) -> ASGIApp:
-    """The HTTP server's application: body limits and the API token are checked before the
-    app reads a body (bot.http_limits), around the routes of bot.web."""
-    from bot.http_limits import HttpLimits
+    """The HTTP server's application: body limits and credentials (API_TOKEN, personal
+    tokens, session cookies) are checked before the app reads a body (bot.http_limits),
+    around the routes of bot.web."""
+    from bot.http_limits import Auth, HttpLimits, Sessions
     from bot.web import create_app
 
-    email = app.settings.email
-    return HttpLimits(create_app(app, worker=worker), app.api_token, email.max_bytes if email else None)
+    settings = app.settings
+    if settings.open_mode:
+        log.warning("open mode: %s", OPEN_MODE_NOTICE)
+    credentials = app.credentials or RedisCredentials(app.redis)
+    auth = Auth(
+        app.api_token,
+        open_mode=settings.open_mode,
+        credentials=credentials,
+        directory=app.service.directory,
+        sessions=Sessions(lambda: session_secret(settings), settings.session_ttl),
+        sign_in_link=sign_in_linker(settings, credentials),
+        mail=sign_in_mailer(app),
+        secure_cookies=public_base(settings).startswith("https://"),
+    )
+    email = settings.email
+    return HttpLimits(create_app(app, worker=worker, sign_in=auth), auth, email.max_bytes if email else None)
+
+
+# --- signing in -------------------------------------------------------------------------------
+
+SESSION_SECRET_FILE = "session_secret"
+
+
+def public_base(settings: Settings) -> str:
+    """Where people reach this server: PUBLIC_URL, else the address it serves on."""
+    if settings.public_url:
+        return settings.public_url.rstrip("/")
+    host = settings.bind_host()
+    host = "localhost" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}"
+
+
+def sign_in_linker(settings: Settings, credentials: RedisCredentials) -> Callable[[str], Awaitable[str]]:
+    """person -> a one-time sign-in URL (`/auth/link?code=...`), good for 10 minutes: for
+    `python -m bot login-link`, Slack's `@deploybot login` and POST /auth/email-link."""
+    from bot.http_limits import LINK_TTL
+
+    async def link(person: str) -> str:
+        code = await credentials.issue_link(person, LINK_TTL)
+        return f"{public_base(settings)}/auth/link?code={code}"
+
+    return link
+
+
+def sign_in_mailer(app: App) -> Callable[[str, str], Awaitable[None]] | None:
+    """Mails a sign-in link through the email channel's SMTP; None without the channel."""
+    channel, email = app.email, app.settings.email
+    if channel is None or email is None:
+        return None
+    from email.message import EmailMessage
+    from email.utils import make_msgid
+
+    async def mail(address: str, url: str) -> None:
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = email.sender, address, "Your deploybot sign-in link"
+        msg["Message-ID"] = make_msgid(domain=email.sender.rpartition("@")[2] or None)
+        msg.set_content(
+            f"Open this link to sign in to deploybot:\n\n{url}\n\n"
+            "It works once, for 10 minutes. If you did not ask for it, ignore this email.\n"
+        )
+        await channel.smtp.send(msg)
+
+    return mail
+
+
+def session_secret(settings: Settings) -> bytes:
+    """SESSION_SECRET, or (unset: local mode) a random one kept in DATA_DIR/session_secret,
+    created on first use. Every server behind one address must share it: set SESSION_SECRET
+    when there is more than one."""
+    if settings.session_secret is not None:
+        return settings.session_secret.get_secret_value().encode()
+    path = settings.data_dir / SESSION_SECRET_FILE
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written aside and linked into place: of two processes starting at once, one
+        # secret wins and neither reads half a file.
+        spare = path.with_name(f"{SESSION_SECRET_FILE}.{secrets.token_hex(4)}")
+        fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+        try:
+            os.link(spare, path)
+        except FileExistsError:
+            pass
+        finally:
+            spare.unlink()
+    return path.read_text().strip().encode()

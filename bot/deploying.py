@@ -91,7 +91,7 @@ class Deploying:
             tag=step.tag,
             commit=checked,
             environment=step.environment,
-            requested_by=instruction.user if instruction else "",
+            requested_by=instruction.principal if instruction else "",
             requesters=thread.requesters(),
             reason=step.reason,
             expires_at=now + self.policy.approval_ttl,

@@ -12,6 +12,8 @@ from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from bot.people import Identity
+
 
 def new_id() -> str:
     return secrets.token_hex(8)
@@ -31,11 +33,21 @@ class _Event(BaseModel):
 # --- what people say -----------------------------------------------------------------
 
 
+# `user` is the channel's own id for whoever did it, as channels always stored it (a Slack
+# user id, an email address, the API's user); `person` is who the directory resolved them
+# to (None: unknown, or a thread older than people), `via` how they came (slack, email,
+# token, session, name) and `evidence` the channel's detail for an audit (the Slack user
+# id; the address and Message-ID; the token id). See `principal_of`.
+
+
 class UserMessage(_Event):
     type: Literal["user_message"] = "user_message"
     text: str
     user: str
     channel: str = "api"
+    person: str | None = None
+    via: str = ""
+    evidence: str = ""
 
 
 class HumanResponse(_Event):
@@ -47,12 +59,39 @@ class HumanResponse(_Event):
     channel: str = "api"
     approval_id: str | None = None
     approve: bool | None = None
+    person: str | None = None
+    via: str = ""
+    evidence: str = ""
 
 
 class Cancelled(_Event):
     type: Literal["cancelled"] = "cancelled"
     user: str
     reason: str = ""
+    person: str | None = None
+    via: str = ""
+    evidence: str = ""
+
+
+Said = UserMessage | HumanResponse | Cancelled
+
+
+def principal_of(event: Said) -> str:
+    """Who the rules take `event`'s human to be: the person, else `<via>:<user>` (someone
+    unknown, as people.Identity.principal), else (a thread older than people) the raw user."""
+    if event.person is not None:
+        return event.person
+    return f"{event.via}:{event.user}" if event.via else event.user
+
+
+LEGACY = "legacy"  # the `via` of someone recorded before people were known
+
+
+def identity_of(event: Said) -> Identity:
+    """The identity that did `event`, for powers (locking): its principal is
+    `principal_of(event)`, but for a thread older than people, whose raw user proves
+    nothing: someone unknown, `legacy:<user>`, with no powers but `*`."""
+    return Identity(event.person, event.via or LEGACY, event.user)
 
 
 # --- steps: what the agent chose to do next (the BAML types, plus where they came from) ---
@@ -158,8 +197,8 @@ class ApprovalRequested(_Event):
     tag: str
     commit: str
     environment: str
-    requested_by: str
-    requesters: list[str] = Field(default_factory=list)  # everyone who gave instructions
+    requested_by: str  # the principal who asked (old threads: the raw user)
+    requesters: list[str] = Field(default_factory=list)  # principals of everyone who gave instructions
     reason: str | None = None
     expires_at: datetime
 

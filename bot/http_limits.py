@@ -5,33 +5,52 @@ A pure ASGI middleware around the whole app (the root wraps `web.create_app` in 
 - a body limit per path: a Content-Length above it is a 413 before anything is read, and a
   body without one (chunked) is counted while it streams: 413 as soon as the count passes
   the limit, so no more than the limit is ever held;
-- on every path but the public ones (health, and the Slack and email endpoints, which
-  authenticate themselves), `Authorization: Bearer <API_TOKEN>` is checked, in constant
-  time, before the body is read: an unauthenticated request is never parsed. Without
-  API_TOKEN (local mode, bound to 127.0.0.1) the API stays open, as before.
+- who is asking, before the body is read (`Auth.identify`): on every path but the public
+  ones (health, and the Slack and email endpoints, which authenticate themselves) one of
+  - `Authorization: Bearer <API_TOKEN>` (compared in constant time): the bot's service
+    identity (`SERVICE`), which may start threads, read and write free text, never decide;
+  - `Authorization: Bearer dbt_...`: a personal API token (bot/stores/credentials.py), that
+    token's person, via "token";
+  - the session cookie a sign-in link set (`Sessions`): that person, via "session"; a
+    request that changes anything (not GET/HEAD/OPTIONS) must also carry the session's
+    `X-CSRF-Token` (GET /auth/session gives it), or it is a 403;
+  and nothing else: 401, so an unauthenticated request is never parsed. Without API_TOKEN
+  (local mode, bound to 127.0.0.1) a request without credentials is let in as before.
+  The identity goes to the app in `scope["state"]["identity"]`: an Identity, or None for
+  "open": nothing configured (open mode), where the names the API is given are trusted.
+  /auth (signing in) takes credentials when given but asks for none.
 
 Refusals say why in JSON (`{"detail": ...}`, like the app's own) and close the connection,
 so a client still sending a huge body is not read to the end.
 
-Also here: the filter that keeps query-string secrets (`/email/inbound?secret=...`) out of
-uvicorn's access log.
+Also here: the filter that keeps query-string secrets (`/email/inbound?secret=...`,
+`/auth/link?code=...`) out of uvicorn's access log.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import hmac
+import json
 import logging
 import re
-from collections.abc import Sequence
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote_plus
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bot.people import SESSION, TOKEN, Directory, Identity
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +60,31 @@ SLACK_MAX_BYTES = 3 * 1024 * 1024  # Slack's events and interactions are kilobyt
 # surrogate pair (12 bytes), so the clear "message too long" 413 comes from the app.
 API_MAX_BYTES = 256 * 1024
 UNAUTHORIZED = "missing or wrong bearer token (Authorization: Bearer <API_TOKEN>)"
+PERSONAL_UNAUTHORIZED = "this personal token is unknown or revoked, or its person is no longer in deploybot.toml"
+CSRF_REFUSED = (
+    "a request made with a session cookie needs its X-CSRF-Token header (GET /auth/session gives it)"
+)
+UNAVAILABLE = "storage unavailable, retry shortly"
+
+# The bot itself, as the shared API_TOKEN: may launch, read and write free text; never decide.
+SERVICE = Identity(None, TOKEN, "api")
+PERSONAL_TOKEN_PREFIX = "dbt_"  # bot.stores.credentials.TOKEN_PREFIX, with its separator
+SESSION_COOKIE = "deploybot_session"
+CSRF_HEADER = "x-csrf-token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LINK_TTL = 600  # seconds a sign-in link is good for (once)
+LINK_EVERY = 60  # seconds between two links mailed to one person (POST /auth/email-link)
+
+Access = Literal["required", "optional", "none"]
 
 
 @dataclass(frozen=True)
 class Limit:
     path: str  # the path itself and everything under it ("/threads" covers "/threads/x")
     max_bytes: int
-    public: bool = False  # True: no API token asked (the endpoint authenticates, or is health)
+    # required: credentials asked (unless local mode); optional: read when given (signing
+    # in); none: not even read (the endpoint authenticates itself, or is health)
+    auth: Access = "required"
 
     def covers(self, path: str) -> bool:
         return path == self.path or path.startswith(self.path + "/")
@@ -55,12 +92,13 @@ class Limit:
 
 def deploybot_limits(email_max_bytes: int | None) -> tuple[Limit, ...]:
     """Every other path (the thread API, /deploys, /docs, /openapi.json, /redoc, and any
-    route added later) takes the API token and API_MAX_BYTES."""
+    route added later) takes credentials and API_MAX_BYTES."""
     return (
-        Limit("/healthz", API_MAX_BYTES, public=True),
-        Limit("/slack/events", SLACK_MAX_BYTES, public=True),  # signed by Slack: checked by the endpoint
+        Limit("/healthz", API_MAX_BYTES, auth="none"),
+        Limit("/slack/events", SLACK_MAX_BYTES, auth="none"),  # signed by Slack: checked by the endpoint
         # The inbound secret is checked by the endpoint before it reads the body.
-        Limit("/email/inbound", API_MAX_BYTES if email_max_bytes is None else email_max_bytes, public=True),
+        Limit("/email/inbound", API_MAX_BYTES if email_max_bytes is None else email_max_bytes, auth="none"),
+        Limit("/auth", API_MAX_BYTES, auth="optional"),
     )
 
 
@@ -73,21 +111,245 @@ class BodyTooLarge(HTTPException):
         super().__init__(status_code=413, detail=f"request body larger than {max_bytes} bytes")
 
 
+# --- sessions: signed cookies ------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    person: str
+    expires: int  # Unix time
+
+    def left(self, now: float) -> int:
+        """Seconds until the cookie expires."""
+        return max(0, int(self.expires - now))
+
+
+class Sessions:
+    """Sessions as signed cookies: `<payload>.<signature>`, the payload (session id, person,
+    expiry) in base64url JSON, the signature an HMAC-SHA256 of it. Nothing is stored for a
+    live session; signing out records the id (credentials.end_session).
+
+    The secret is read on first use (`secret` may be a callable: the root's reads or
+    creates the file under DATA_DIR only when a session is issued or read). Cookie and
+    CSRF keys are derived from it separately, so neither value can stand for the other."""
+
+    def __init__(self, secret: bytes | Callable[[], bytes], ttl: int, clock: Callable[[], float] = time.time) -> None:
+        self._secret = secret
+        self.ttl = ttl
+        self.clock = clock
+
+    @cached_property
+    def _keys(self) -> tuple[bytes, bytes]:
+        secret = self._secret() if callable(self._secret) else self._secret
+        if len(secret) < 16:
+            raise ValueError("SESSION_SECRET is too short: use at least 16 bytes (32 random bytes is good)")
+        derive = lambda label: hmac.new(secret, label, hashlib.sha256).digest()  # noqa: E731
+        return derive(b"deploybot session cookie v1"), derive(b"deploybot csrf token v1")
+
+    def issue(self, person: str) -> tuple[Session, str]:
+        """A new session for `person`, valid `ttl` seconds, and its cookie's value."""
+        session = Session(secrets.token_hex(16), person, int(self.clock()) + self.ttl)
+        payload = _b64(json.dumps([session.id, session.person, session.expires], separators=(",", ":")).encode())
+        return session, f"{payload}.{self._sign(payload)}"
+
+    def read(self, value: str) -> Session | None:
+        """The session of a cookie we signed that has not expired; anything else: None."""
+        payload, dot, signature = value.partition(".")
+        if not dot or len(value) > 4096 or not hmac.compare_digest(self._sign(payload).encode(), signature.encode()):
+            return None
+        try:
+            sid, person, expires = json.loads(_unb64(payload))
+        except (ValueError, TypeError):
+            return None
+        if not (isinstance(sid, str) and isinstance(person, str) and isinstance(expires, int)):
+            return None
+        return Session(sid, person, expires) if expires > self.clock() else None
+
+    def csrf(self, session: Session) -> str:
+        """The session's CSRF token: derived from its id, so nothing is stored."""
+        return _b64(hmac.new(self._keys[1], session.id.encode(), hashlib.sha256).digest())
+
+    def csrf_matches(self, session: Session, offered: str) -> bool:
+        return hmac.compare_digest(self.csrf(session).encode(), offered.encode())
+
+    def _sign(self, payload: str) -> str:
+        return _b64(hmac.new(self._keys[0], payload.encode(), hashlib.sha256).digest())
+
+
+# --- who is asking ------------------------------------------------------------------------
+
+
+class Token(Protocol):
+    @property
+    def token_id(self) -> str: ...
+
+    @property
+    def person(self) -> str: ...
+
+
+class Credentials(Protocol):
+    """What the front door needs of bot.stores.credentials.RedisCredentials."""
+
+    async def verify(self, token: str) -> Token | None: ...
+
+    async def session_ended(self, session_id: str) -> bool: ...
+
+    async def consume_link(self, code: str) -> str | None: ...
+
+    async def end_session(self, session_id: str, ttl_seconds: int) -> None: ...
+
+    async def first_link_in(self, person: str, seconds: int) -> bool: ...
+
+
+SignInLink = Callable[[str], Awaitable[str]]  # person -> a one-time sign-in URL
+Mail = Callable[[str, str], Awaitable[None]]  # (address, sign-in URL): mails the link
+
+
+@dataclass(frozen=True)
+class Seen:
+    """Who a request comes from: `identity` None means open (trust the names given)."""
+
+    identity: Identity | None
+    session: Session | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    detail: str
+
+
+class Auth:
+    """Credentials in, an identity out (`identify`), and signing in and out for /auth.
+
+    `open_mode`: nothing configured (no people, no approvers): whoever gets in (the shared
+    token, or anyone in local mode) is trusted with the names they give, as before. Else
+    they are the service identity, and deciding takes a personal token or a session.
+    Without `credentials` and `sessions` only API_TOKEN is known (and /auth is not served)."""
+
+    def __init__(
+        self,
+        api_token: str | None,
+        *,
+        open_mode: bool = True,
+        credentials: Credentials | None = None,
+        directory: Directory | None = None,
+        sessions: Sessions | None = None,
+        sign_in_link: SignInLink | None = None,
+        mail: Mail | None = None,
+        secure_cookies: bool = False,
+    ) -> None:
+        self.expected = f"Bearer {api_token}".encode() if api_token else None
+        self.open_mode = open_mode
+        self.credentials = credentials
+        self.directory = directory or Directory()
+        self.sessions = sessions
+        self.sign_in_link = sign_in_link
+        self.mail = mail
+        self.secure_cookies = secure_cookies
+
+    @property
+    def signs_in(self) -> bool:
+        return self.credentials is not None and self.sessions is not None
+
+    async def identify(self, scope: Scope, required: bool) -> Seen | Refusal:
+        headers = Headers(scope=scope)
+        offered = headers.get("authorization")
+        if offered is not None:
+            if self.expected is not None and hmac.compare_digest(offered.encode("latin-1"), self.expected):
+                return Seen(None if self.open_mode else SERVICE)
+            scheme, _, value = offered.partition(" ")
+            value = value.strip()
+            if scheme.lower() == "bearer" and value.startswith(PERSONAL_TOKEN_PREFIX) and self.credentials:
+                info = await self.credentials.verify(value)
+                if info is None or info.person not in self.directory.people:
+                    log.info("http: refused a personal token for %s %s", scope["method"], scope["path"])
+                    return Refusal(401, PERSONAL_UNAUTHORIZED)
+                return Seen(self.directory.by_name(info.person, via=TOKEN, evidence=info.token_id))
+            if self.expected is not None and required:
+                return Refusal(401, UNAUTHORIZED)
+            # local mode: any other Authorization header is ignored, as before
+        cookie = cookie_parser(headers.get("cookie", "")).get(SESSION_COOKIE)
+        if cookie and self.sessions is not None and self.credentials is not None:
+            session = self.sessions.read(cookie)
+            if (session is not None and session.person in self.directory.people
+                    and not await self.credentials.session_ended(session.id)):
+                if scope["method"] not in SAFE_METHODS and not self.sessions.csrf_matches(
+                    session, headers.get(CSRF_HEADER, "")
+                ):
+                    return Refusal(403, CSRF_REFUSED)
+                return Seen(self.directory.by_name(session.person, via=SESSION, evidence=session.id), session)
+            # expired, ended, forged or orphaned: as if there were no cookie
+        if self.expected is None:
+            return Seen(None if self.open_mode else SERVICE)  # local mode
+        return Refusal(401, UNAUTHORIZED) if required else Seen(None)
+
+    # --- signing in and out (the /auth routes of bot.web) ---------------------------------
+
+    async def sign_in(self, code: str) -> tuple[Session, str] | None:
+        """A sign-in link's code -> a new session and its cookie's value; None when the
+        link was used, expired, never issued, or its person left deploybot.toml."""
+        assert self.credentials is not None and self.sessions is not None
+        person = await self.credentials.consume_link(code) if code else None
+        if person is None or person not in self.directory.people:
+            return None
+        session, cookie = self.sessions.issue(person)
+        log.info("http: %s signed in (session %s)", person, session.id[:8])
+        return session, cookie
+
+    async def sign_out(self, session: Session) -> None:
+        assert self.credentials is not None and self.sessions is not None
+        await self.credentials.end_session(session.id, session.left(self.sessions.clock()) + 1)
+        log.info("http: %s signed out (session %s)", session.person, session.id[:8])
+
+    def csrf(self, session: Session) -> str:
+        assert self.sessions is not None
+        return self.sessions.csrf(session)
+
+    @property
+    def session_ttl(self) -> int:
+        return self.sessions.ttl if self.sessions else 0
+
+    async def email_link(self, address: str) -> None:
+        """Mail a sign-in link to `address` when it is a person's (at most one a minute per
+        person); otherwise, or without an email channel, nothing. Run after the answer is
+        sent, so how long the request takes does not tell whose address it is."""
+        person = self.directory.by_email(address).person
+        if person is None or self.mail is None or self.sign_in_link is None or self.credentials is None:
+            return
+        try:
+            if not await self.credentials.first_link_in(person, LINK_EVERY):
+                log.info("http: a sign-in link for %s was mailed less than %d s ago", person, LINK_EVERY)
+                return
+            await self.mail(address, await self.sign_in_link(person))
+        except Exception:
+            log.exception("http: could not mail a sign-in link for %s", person)
+
+
 class HttpLimits:
-    """The middleware: `HttpLimits(create_app(parts), api_token, email_max_bytes)`.
-    `limits` replaces the table from `deploybot_limits`; any other path takes the token and
-    `default_max_bytes`."""
+    """The middleware: `HttpLimits(create_app(parts), Auth(api_token, ...), email_max_bytes)`.
+    `limits` replaces the table from `deploybot_limits`; any other path takes credentials
+    and `default_max_bytes`."""
 
     def __init__(
         self,
         app: ASGIApp,
-        api_token: str | None,
+        auth: Auth,
         email_max_bytes: int | None = None,
         limits: Sequence[Limit] | None = None,
         default_max_bytes: int = API_MAX_BYTES,
     ) -> None:
         self.app = app
-        self.expected = f"Bearer {api_token}".encode() if api_token else None
+        self.auth = auth
         self.limits = tuple(deploybot_limits(email_max_bytes) if limits is None else limits)
         self.default = Limit("/", default_max_bytes)
 
@@ -100,9 +362,19 @@ class HttpLimits:
             return
         rule = self.limit(scope["path"])
         headers = Headers(scope=scope)
-        if self.expected is not None and not rule.public and not self._authorized(scope):
-            await _refuse(scope, receive, send, 401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
-            return
+        if rule.auth != "none":
+            try:
+                seen = await self.auth.identify(scope, required=rule.auth == "required")
+            except Exception as e:  # Redis unreachable while checking a token or a session
+                log.warning("http: could not check credentials: %s", e)
+                await _refuse(scope, receive, send, 503, UNAVAILABLE, {"Retry-After": "1"})
+                return
+            if isinstance(seen, Refusal):
+                extra = {"WWW-Authenticate": "Bearer"} if seen.status == 401 else {}
+                await _refuse(scope, receive, send, seen.status, seen.detail, extra)
+                return
+            state = scope.setdefault("state", {})
+            state["identity"], state["session"] = seen.identity, seen.session
         declared = headers.get("content-length")
         if declared is not None:
             if not declared.isascii() or not declared.isdigit():
@@ -115,11 +387,6 @@ class HttpLimits:
                 return
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         await _Counted(self.app, rule.max_bytes, chunked or declared not in (None, "0"))(scope, receive, send)
-
-    def _authorized(self, scope: Scope) -> bool:
-        assert self.expected is not None
-        offered = next((v for k, v in scope["headers"] if k.lower() == b"authorization"), b"")
-        return hmac.compare_digest(offered, self.expected)
 
 
 class _Counted:
@@ -177,7 +444,7 @@ async def _refuse(
 
 # --- access log --------------------------------------------------------------------------
 
-SECRET_PARAMETERS = frozenset({"secret", "token", "api_token", "access_token", "api_key", "password"})
+SECRET_PARAMETERS = frozenset({"secret", "token", "api_token", "access_token", "api_key", "password", "code"})
 _QUERY = re.compile(r"\?[^\s\"']*")
 
 

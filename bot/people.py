@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from types import MappingProxyType
 
-from bot.policy import BOT_USER
-
 ANYONE = "*"
 GROUP = "group:"
 
@@ -40,6 +38,9 @@ EMAIL = "email"
 TOKEN = "token"  # a personal API token; evidence: the token id
 SESSION = "session"  # a signed-in web session; evidence: the session id
 NAME = "name"  # named by someone trusted (the CLI, a test); evidence: the name
+
+# The bot itself: never decides, locks or unlocks (events it records carry this user).
+BOT_USER = "deploybot"
 
 OPEN_MODE_NOTICE = (
     "no approvers are configured (no deploybot.toml, no APPROVERS or APPROVER_EMAILS): "
@@ -83,11 +84,26 @@ class Identity:
         return self.person if self.person is not None else self.evidence
 
 
+# The shared API_TOKEN: the bot's service identity. It may launch threads, read and send
+# free text; it never decides, locks, unlocks or bypasses anything.
+SERVICE = Identity(None, TOKEN, "api")
+
+
 class Directory:
     """The people and groups of deploybot.toml, looked up by any channel's id. Refuses a
-    Slack id or an address that two people share, and groups naming anyone but people."""
+    Slack id or an address that two people share, and groups naming anyone but people.
 
-    def __init__(self, people: Iterable[Person] = (), groups: Mapping[str, Iterable[str]] | None = None) -> None:
+    `trust_names`: open mode (nothing configured, so no people either): a name given by
+    something trusted (`by_name`: the API's `user` field, the CLI's `--user`) is that
+    person, as before people were known; Slack ids and addresses stay unknown."""
+
+    def __init__(
+        self,
+        people: Iterable[Person] = (),
+        groups: Mapping[str, Iterable[str]] | None = None,
+        *,
+        trust_names: bool = False,
+    ) -> None:
         by_name: dict[str, Person] = {}
         slack: dict[str, str] = {}
         email: dict[str, str] = {}
@@ -111,6 +127,7 @@ class Directory:
         self.groups: Mapping[str, frozenset[str]] = MappingProxyType(members)
         self._slack = slack
         self._email = email
+        self.trust_names = trust_names and not by_name
 
     def by_slack(self, user_id: str) -> Identity:
         user_id = user_id.strip()
@@ -122,8 +139,11 @@ class Directory:
 
     def by_name(self, name: str, *, via: str = NAME, evidence: str | None = None) -> Identity:
         """A person named by something already trusted: a verified token (via=TOKEN,
-        evidence=the token id), a session, the CLI. A name not in the directory is unknown."""
-        return Identity(name if name in self.people else None, via, name if evidence is None else evidence)
+        evidence=the token id), a session, the CLI. A name not in the directory is unknown
+        (in open mode, `trust_names`, any plain name is that person)."""
+        name = name.strip()
+        known = name in self.people or (self.trust_names and _plain_name(name))
+        return Identity(name if known else None, via, name if evidence is None else evidence)
 
     def expand(self, refs: Iterable[str]) -> frozenset[str]:
         """`["group:sre", "carol", "*"]` -> the people's names, with `*` kept as the marker
@@ -142,6 +162,10 @@ class Directory:
             else:
                 raise ValueError(f"{ref}: there is no such person")
         return frozenset(names)
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name != ANYONE and ":" not in name and name != BOT_USER
 
 
 # --- an environment's rules ---------------------------------------------------------------------
@@ -178,6 +202,16 @@ def _is_someone(identity: Identity) -> bool:
     return bool(identity.evidence.strip()) and identity.evidence != BOT_USER and identity.person != BOT_USER
 
 
+def _no_powers(identity: Identity, what: str) -> str | None:
+    """Why `identity` can do nothing that needs a person: the bot, nobody at all, or the
+    shared API token (or a token whose person is gone)."""
+    if not _is_someone(identity):
+        return f"the bot cannot {what}"
+    if identity.via == TOKEN and identity.person is None:
+        return f"the shared API token cannot {what}: use a personal token"
+    return None
+
+
 def describe(refs: Iterable[str]) -> str:
     """`["carol", "group:sre"]` -> "carol or the sre group"; nothing -> "nobody"."""
     labels = list(dict.fromkeys(_describe_one(r) for r in refs))
@@ -199,16 +233,21 @@ def _where(rules: Rules) -> str:
     return rules.environment or "this environment"
 
 
-def may_approve(identity: Identity, rules: Rules, requesters: Iterable[Identity] = ()) -> str | None:
+def may_approve(identity: Identity, rules: Rules, requesters: Iterable[Identity | str] = ()) -> str | None:
     """Why `identity` may not approve a deploy under `rules`, or None when they may. Unknown
     people match only `*` (or their raw id where a variable listed it); with
-    approver_must_differ nobody who asked for the deploy approves it, by any channel."""
+    approver_must_differ nobody who asked for the deploy approves it, by any channel.
+    `requesters` are identities or principals (what an approval request records)."""
     if not _is_someone(identity):
         return "the bot cannot decide on its own requests"
+    refused = _no_powers(identity, "decide on deploys")
+    if refused:
+        return refused
     if not _admits(rules.approvers, identity):
         who = describe(rules.approvers_as_written or sorted(rules.approvers))
         return f"{identity.label} is not an approver for {_where(rules)}; {who} may approve"
-    if rules.approver_must_differ and identity.principal in {r.principal for r in requesters}:
+    asked = {r if isinstance(r, str) else r.principal for r in requesters}
+    if rules.approver_must_differ and identity.principal in asked:
         return f"{identity.label} asked for this deploy and cannot also approve it"
     return None
 
@@ -218,6 +257,9 @@ def may_lock(identity: Identity, rules: Rules) -> str | None:
     default whoever may approve may lock; the refusal names who can."""
     if not _is_someone(identity):
         return "the bot cannot lock environments on its own"
+    refused = _no_powers(identity, "lock or unlock environments")
+    if refused:
+        return refused
     if not _admits(rules.lockers, identity):
         who = describe(rules.lockers_as_written or sorted(rules.lockers))
         return f"{identity.label} may not lock {_where(rules)}; {who} may"

@@ -1,18 +1,24 @@
-"""Deploy rules: which environments exist, which need approval, who may approve, and
-whether an approval still holds right before a deploy. Pure."""
+"""Deploy rules: which environments exist, which need approval, who may approve, lock and
+unlock (people, by bot/people.py's rules), and whether an approval still holds right before
+a deploy. Pure."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import MappingProxyType
 
-from bot import wording
+from bot import people, wording
 from bot.events import ApprovalRequested, Deploy, HumanResponse
+from bot.people import ANYONE, BOT_USER, Directory, Identity, Rules
 
-BOT_USER = "deploybot"
+__all__ = ["BOT_USER", "Policy", "PolicyError", "args_hash", "parse_approvers"]
+
+DEFAULT_ENVIRONMENTS = frozenset({"development", "staging", "production"})
 _TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}$")
 
 
@@ -30,26 +36,79 @@ def parse_approvers(spec: str) -> dict[str, frozenset[str]]:
     return rules
 
 
-def join_approvers(*tables: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-    """One table from several (APPROVERS and APPROVER_EMAILS): per environment each table
-    falls back to its own "*" entry, then the tables add up."""
-    none: frozenset[str] = frozenset()
-    environments: set[str] = set().union(*tables)
-    return {
-        env: none.union(*(table.get(env, table.get("*", none)) for table in tables))
-        for env in environments
-    }
+class PolicyError(ValueError):
+    """The rules cannot be built: `problems` has one line each (startup errors)."""
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+_ANYONE = Rules(protected=True, approvers=frozenset({ANYONE}))
+
+
+def _open_directory() -> Directory:
+    return Directory(trust_names=True)
 
 
 @dataclass(frozen=True)
 class Policy:
-    environments: frozenset[str] = frozenset({"development", "staging", "production"})
+    """The rules every channel and run decides by. `rules` holds each environment's
+    (people.Rules, from `people.resolve`); an environment without an entry gets anyone
+    (`*`) in open mode, else nobody. `Policy()` is open mode: nothing configured."""
+
+    environments: frozenset[str] = DEFAULT_ENVIRONMENTS
     protected: frozenset[str] = frozenset({"production"})
-    approvers: dict[str, frozenset[str]] = field(default_factory=lambda: {"*": frozenset("*")})
-    approver_must_differ: bool = False
+    rules: Mapping[str, Rules] = field(default_factory=dict)
+    directory: Directory = field(default_factory=_open_directory)
+    open_mode: bool = True
+    approver_must_differ: bool = False  # for environments without an entry in `rules`
     approval_ttl: timedelta = timedelta(hours=1)
     max_steps: int = 20
     max_errors: int = 3
+
+    @classmethod
+    def configured(
+        cls,
+        environments: Iterable[str] = DEFAULT_ENVIRONMENTS,
+        protected: Iterable[str] = ("production",),
+        *,
+        directory: Directory | None = None,
+        written: Mapping[str, people.Written] | None = None,
+        approvers: str | Mapping[str, Iterable[str]] | None = None,
+        approver_emails: str | Mapping[str, Iterable[str]] | None = None,
+        approver_must_differ: bool = False,
+        approval_ttl: timedelta = timedelta(hours=1),
+        max_steps: int = 20,
+        max_errors: int = 3,
+    ) -> Policy:
+        """The effective rules of deploybot.toml (`directory`: its people, None without a
+        file; `written`: its [environments.*], whose names join `environments`) and the
+        variables (APPROVERS and APPROVER_EMAILS as written, None or "" when unset), failing
+        closed (see people.resolve). `protected` only marks environments, it adds none.
+        Raises PolicyError naming every problem."""
+        slack = parse_approvers(approvers) if isinstance(approvers, str) else approvers
+        email = parse_approvers(approver_emails) if isinstance(approver_emails, str) else approver_emails
+        protected = frozenset(protected)
+        resolution = people.resolve(
+            list(environments), protected, directory=directory, written=written,
+            slack_approvers=slack or None, email_approvers=email or None,
+            approver_must_differ=approver_must_differ,
+        )
+        if resolution.problems:
+            raise PolicyError(resolution.problems)
+        rules = resolution.rules
+        return cls(
+            environments=frozenset(rules),
+            protected=frozenset(env for env, r in rules.items() if r.protected),
+            rules=MappingProxyType(dict(rules)),
+            directory=directory or Directory(trust_names=resolution.open_mode),
+            open_mode=resolution.open_mode,
+            approver_must_differ=approver_must_differ,
+            approval_ttl=approval_ttl,
+            max_steps=max_steps,
+            max_errors=max_errors,
+        )
 
     def needs_approval(self, environment: str) -> bool:
         return environment in self.protected
@@ -61,38 +120,73 @@ class Policy:
             return wording.invalid_tag(step.tag)
         return None
 
-    def approvers_for(self, environment: str) -> frozenset[str]:
-        """Who may approve deploys to `environment`: its own entry, else the "*" entry,
-        else nobody. A "*" in it means anyone. The one rule every channel asks."""
-        return self.approvers.get(environment, self.approvers.get("*", frozenset()))
+    def rules_for(self, environment: str) -> Rules:
+        """`environment`'s rules: its entry, else anyone in open mode, else nobody."""
+        rules = self.rules.get(environment)
+        if rules is not None:
+            return rules
+        return Rules(
+            protected=environment in self.protected,
+            approvers=frozenset({ANYONE}) if self.open_mode else frozenset(),
+            approver_must_differ=self.approver_must_differ,
+            environment=environment,
+        )
 
-    def is_named_approver(self, user: str) -> bool:
-        """Whether `user` is named in any approver list ("*" names nobody): such a user
-        is told why a message was refused, where a stranger is only logged."""
-        return any(user in people for people in self.approvers.values())
+    def email_approvers(self, environment: str) -> list[tuple[str | None, str]]:
+        """Where approval emails for `environment` go: (person, address) for each address
+        of each person who may approve, and (None, address) for each address an approver
+        list names for nobody. `*` sends nothing: anyone is nobody's address."""
+        found: dict[str, str | None] = {}
+        for principal in sorted(self.rules_for(environment).approvers):
+            person = self.directory.people.get(principal)
+            if person is not None:
+                for address in person.emails:
+                    found.setdefault(address, person.name)
+            elif principal.startswith(f"{people.EMAIL}:"):
+                found.setdefault(principal.removeprefix(f"{people.EMAIL}:"), None)
+        return [(person, address) for address, person in found.items()]
 
-    def _approves(self, user: str, environment: str) -> bool:
-        allowed = self.approvers_for(environment)
-        return bool(user) and user != BOT_USER and ("*" in allowed or user in allowed)
+    def requesters(self, request: ApprovalRequested) -> frozenset[str]:
+        """Everyone who asked for `request`, as principals. An old thread holds raw users
+        (a Slack id, an address, an API name): each also counts as the person it is now."""
+        raw = {request.requested_by, *request.requesters} - {""}
+        principals = set(raw)
+        for user in raw:
+            for identity in (self.directory.by_slack(user), self.directory.by_email(user)):
+                if identity.person is not None:
+                    principals.add(identity.person)
+        return frozenset(principals)
 
-    def may_decide(self, user: str, request: ApprovalRequested) -> str | None:
-        """Why `user` may not decide on `request`, or None when they may."""
-        if not user or user == BOT_USER:
-            return wording.bot_cannot_decide()
-        if not self._approves(user, request.environment):
-            return wording.not_an_approver(user, request.environment)
-        if self.approver_must_differ and user in {request.requested_by, *request.requesters}:
-            return wording.requester_cannot_approve(user)
-        return None
+    def may_decide(self, who: Identity, request: ApprovalRequested) -> str | None:
+        """Why `who` may not decide on `request`, or None when they may: an approver of its
+        environment (by person: any channel is the same approver), and, with
+        approver_must_differ, nobody who asked for it by any channel."""
+        rules = self.rules_for(request.environment)
+        asked = self.requesters(request)
+        why = people.may_approve(who, rules, asked)
+        if why is None and rules.approver_must_differ and who.evidence in asked:
+            why = wording.requester_cannot_approve(who.label)  # an old thread's raw user
+        return why
 
-    def may_unlock(self, user: str, environment: str, owner: str) -> str | None:
-        """Why `user` may not lift a lock held by `owner`, or None. Whoever set a lock by hand
-        may lift it; so may the environment's approvers (also for a stuck deploy lock)."""
-        if owner == f"manual:{user}":
+    def may_lock(self, who: Identity, environment: str) -> str | None:
+        """Why `who` may not lock `environment`, or None: by default its approvers may
+        (`may_lock` in deploybot.toml says otherwise); the refusal names who can."""
+        return people.may_lock(who, self.rules_for(environment))
+
+    def may_unlock(self, who: Identity, environment: str, owner: str) -> str | None:
+        """Why `who` may not lift a lock held by `owner`, or None. Whoever set a lock by hand
+        may lift it (someone unknown only where they may lock); so may whoever may lock the
+        environment (also for a stuck deploy lock)."""
+        powerless = people.may_lock(who, _ANYONE)  # the bot, nobody, the shared token
+        if powerless:
+            return powerless
+        rules = self.rules_for(environment)
+        if people.may_lock(who, rules) is None:
             return None
-        if self._approves(user, environment):
+        if owner == lock_owner(who) and (who.known or self.open_mode):
             return None
-        return wording.unlock_not_allowed(environment)
+        who_can = people.describe(rules.lockers_as_written or sorted(rules.lockers))
+        return wording.unlock_not_allowed(who.label, environment, who_can)
 
     def recheck(
         self,
@@ -111,3 +205,8 @@ class Policy:
         if decision.at > request.expires_at or now > request.expires_at:
             return wording.approval_expired(request.expires_at)
         return None
+
+
+def lock_owner(who: Identity) -> str:
+    """The owner of a lock set by hand: `manual:` and the principal (the person's name)."""
+    return f"manual:{who.principal}"

@@ -16,6 +16,7 @@ from bot import wording
 from bot.clock import utcnow
 from bot.commands import is_approval
 from bot.events import DEPLOY_STEPS, Cancelled, Event, HumanResponse, UserMessage, stamped
+from bot.people import EMAIL, SLACK, Directory, Identity
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 from bot.thread import STATUSES, Origin, Thread
@@ -51,6 +52,18 @@ class Invalid(Refused):
     """The request itself is malformed."""
 
 
+Who = Identity | str  # a str: TEMPORARY, while channels still pass raw users (see `identify`)
+
+
+def said_by(who: Identity, evidence: str = "") -> dict[str, str | None]:
+    """The fields an event records about who did it: `user` as channels always stored it
+    (the Slack user id, the address; by the API or a token, the name), the person, how they
+    came, and the evidence (`evidence`, else the identity's own: the Slack id, the address,
+    the token id)."""
+    user = who.evidence if who.via in (SLACK, EMAIL) else who.label
+    return {"user": user, "person": who.person, "via": who.via, "evidence": evidence or who.evidence}
+
+
 @dataclass
 class ThreadService:
     store: ThreadStore
@@ -58,17 +71,42 @@ class ThreadService:
     notifier: Notifier | None = None
     clock: Callable[[], datetime] = utcnow
 
+    @property
+    def directory(self) -> Directory:
+        """Who is who: channels resolve whoever speaks with it (`by_slack`, `by_email`,
+        `by_name`) and pass the Identity in."""
+        return self.policy.directory
+
+    def identify(self, who: Who, channel: str = "api") -> Identity:
+        """An identity as it is. TEMPORARY, for callers still passing a raw user: a Slack
+        user id on Slack, an address by email, else a name, trusted only in open mode (any
+        other name is someone unknown, `api:<name>`, with no powers but `*`)."""
+        if isinstance(who, Identity):
+            return who
+        if channel == SLACK:
+            return self.directory.by_slack(who)
+        if channel == EMAIL:
+            return self.directory.by_email(who)
+        if self.policy.open_mode:
+            return self.directory.by_name(who)
+        return Identity(None, "api", who.strip())
+
     async def launch(
         self,
         text: str,
-        user: str,
+        who: Who,
         channel: str = "api",
         origin: Origin | None = None,
         thread_id: str | None = None,
+        evidence: str = "",
     ) -> Thread:
+        """`evidence`: the channel's detail for an audit when it is more than the identity's
+        (an email's Message-ID besides its address)."""
         if not text.strip():
             raise Invalid(wording.empty_message())
-        [event] = stamped([UserMessage(text=text, user=user, channel=channel)], self.clock())
+        identity = self.identify(who, channel)
+        message = UserMessage(text=text, channel=channel, **said_by(identity, evidence))
+        [event] = stamped([message], self.clock())
         thread = await self.store.create(origin or Origin(channel=channel), [event], thread_id)
         await self._publish(thread, event)
         return thread
@@ -90,21 +128,28 @@ class ThreadService:
         self,
         thread_id: str,
         text: str,
-        user: str,
+        who: Who,
         approval_id: str | None = None,
         approve: bool | None = None,
         channel: str = "api",
+        evidence: str = "",
     ) -> Thread:
+        """Free text, or with `approve` a decision on `approval_id`, from `who`: the policy
+        decides by the person, whichever channel they answer by."""
+        identity = self.identify(who, channel)
+
         def event(thread: Thread) -> Event:
-            return self._response(thread, text, user, approval_id, approve, channel)
+            return self._response(thread, text, identity, approval_id, approve, channel, evidence)
 
         return await self._append(thread_id, event)
 
-    async def cancel(self, thread_id: str, user: str, reason: str = "") -> Thread:
+    async def cancel(self, thread_id: str, who: Who, reason: str = "", channel: str = "api") -> Thread:
+        identity = self.identify(who, channel)
+
         def event(thread: Thread) -> Event:
             if thread.cancelled():
                 raise WrongState(wording.already_cancelled())
-            return Cancelled(user=user, reason=reason)
+            return Cancelled(reason=reason, **said_by(identity))
 
         return await self._append(thread_id, event)
 
@@ -140,9 +185,10 @@ class ThreadService:
         thread = await self.get(thread_id)
         return await self.store.append_fact(thread, stamped(events, self.clock()))
 
-    async def check_decision(self, thread_id: str, approval_id: str, user: str) -> None:
+    async def check_decision(self, thread_id: str, approval_id: str, who: Who, channel: str = "api") -> None:
         """Raise what deciding would raise, without deciding (e.g. before asking for feedback)."""
-        self._decision(await self.get(thread_id), "", user, approval_id, False, "check")
+        identity = self.identify(who, channel)
+        self._decision(await self.get(thread_id), "", identity, approval_id, False, "check")
 
     async def _publish(self, thread: Thread, event: Event) -> None:
         if self.notifier is None:
@@ -156,31 +202,40 @@ class ThreadService:
         self,
         thread: Thread,
         text: str,
-        user: str,
+        who: Identity,
         approval_id: str | None,
         approve: bool | None,
         channel: str,
+        evidence: str = "",
     ) -> Event:
         if thread.cancelled():
             raise WrongState(wording.thread_cancelled())
         pending = thread.pending_approval()
         if approve is not None:
-            return self._decision(thread, text, user, approval_id, approve, channel)
+            return self._decision(thread, text, who, approval_id, approve, channel, evidence)
         if approval_id and (pending is None or pending.approval_id != approval_id):
             raise WrongState(wording.not_the_pending_approval(approval_id))
         if pending and is_approval(text):
             raise WrongState(wording.reply_cannot_approve())
-        if pending and self.policy.may_decide(user, pending) is None:
+        if pending and self.policy.may_decide(who, pending) is None:
             # Free text while an approval waits is feedback: a rejection, never an approval.
             return HumanResponse(
-                text=text, user=user, channel=channel, approval_id=pending.approval_id, approve=False
+                text=text, channel=channel, approval_id=pending.approval_id, approve=False,
+                **said_by(who, evidence),
             )
         if not text.strip():
             raise Invalid(wording.empty_text())
-        return HumanResponse(text=text, user=user, channel=channel)
+        return HumanResponse(text=text, channel=channel, **said_by(who, evidence))
 
     def _decision(
-        self, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool, channel: str
+        self,
+        thread: Thread,
+        text: str,
+        who: Identity,
+        approval_id: str | None,
+        approve: bool,
+        channel: str,
+        evidence: str = "",
     ) -> Event:
         if not approval_id:
             raise Invalid(wording.approval_id_required())
@@ -193,15 +248,15 @@ class ThreadService:
         pending = thread.pending_approval()
         if pending is None or pending.approval_id != approval_id:
             raise WrongState(wording.no_longer_pending(approval_id))
-        why = self.policy.may_decide(user, request)
+        why = self.policy.may_decide(who, request)
         if why:
             raise Forbidden(why)
         if approve and self.clock() > request.expires_at:
             raise WrongState(wording.approval_expired_ask_again(approval_id, request.expires_at))
         return HumanResponse(
             text=text or ("approved" if approve else ""),
-            user=user,
             channel=channel,
             approval_id=approval_id,
             approve=approve,
+            **said_by(who, evidence),
         )

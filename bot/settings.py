@@ -1,9 +1,16 @@
-"""The one place that reads the environment (and an optional .env file).
+"""The one place that reads the environment (and an optional .env file), and deploybot.toml.
 
 The environment is flat (SLACK_BOT_TOKEN, SMTP_HOST, ...), so Settings keeps flat fields;
 each channel or feature is read through its own small model (`settings.slack`,
 `settings.email`, `settings.github`, `settings.llm`: None when it is off). Half a
 configuration is refused when Settings is built, naming the variables that are missing.
+
+People, groups and per-environment rules live in deploybot.toml (./deploybot.toml, or where
+DEPLOYBOT_CONFIG says: bot/settings_file.py), read when Settings is built; together with
+APPROVERS, APPROVER_EMAILS, PROTECTED_ENVIRONMENTS and APPROVER_MUST_DIFFER they make the
+policy (`settings.policy()`, failing closed: bot/people.py). A file that is not valid, a
+setting made both in the file and by a variable, or a protected environment left without
+approvers is refused at start, one line per problem.
 """
 
 from __future__ import annotations
@@ -15,12 +22,15 @@ from pathlib import Path
 from typing import Any, Literal, Self
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot import settings_file
 from bot.deployers.command import DRY_RUN
-from bot.policy import Policy, join_approvers, parse_approvers
+from bot.people import Directory
+from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
+from bot.settings_file import FileConfig, FileError
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
@@ -114,13 +124,16 @@ class Settings(BaseSettings):
     inbound_email_secret: SecretStr | None = None
     email_reply_secret: SecretStr | None = None
     email_allowed_senders: str = Field("", description="addresses and @domain entries")
-    approver_emails: str = Field("", description="like APPROVERS: production:a@x.com,b@x.com")
     email_max_bytes: int = 1_000_000
 
-    environments: str = "development,staging,production"
-    protected_environments: str = "production"
-    approvers: str = "*"
-    approver_must_differ: bool = False
+    # Who may do what. Unset is not the same as a default: with nothing configured anyone
+    # may approve (open mode); with anything configured nobody but those named may.
+    deploybot_config: Path | None = Field(None, description="deploybot.toml elsewhere than ./deploybot.toml")
+    environments: str | None = Field(None, description="unset: development,staging,production")
+    protected_environments: str | None = Field(None, description="unset: production")
+    approvers: str | None = Field(None, description="Slack user ids: U1,U2 or production:U1,U2;staging:*")
+    approver_emails: str | None = Field(None, description="like APPROVERS: production:a@x.com,b@x.com")
+    approver_must_differ: bool | None = Field(None, description="unset: false")
     approval_ttl: int = Field(3600, description="seconds an approval request stays valid")
     max_steps: int = 20
     context_budget: int = Field(
@@ -146,6 +159,14 @@ class Settings(BaseSettings):
         "", description="variables the deploy command gets from the bot's environment, comma-separated"
     )
 
+    # Signing in to the web (personal tokens need none of these).
+    session_secret: SecretStr | None = Field(None, description="signs session cookies; unset: kept under DATA_DIR")
+    session_ttl: int = Field(43200, ge=60, description="seconds a web session lasts")
+    public_url: str | None = Field(None, description="the bot's address in sign-in links; unset: http://HOST:PORT")
+
+    _file: FileConfig | None = PrivateAttr(None)
+    _policy: Policy | None = PrivateAttr(None)
+
     @model_validator(mode="after")
     def _complete(self) -> Self:
         """Refuse half a configuration at start, with every problem at once."""
@@ -155,9 +176,58 @@ class Settings(BaseSettings):
                 read()
             except ConfigError as e:
                 problems.append(str(e))
+        problems += self._read_people()
         if problems:
             raise ConfigError("\n".join(problems))
         return self
+
+    def _read_people(self) -> list[str]:
+        """Read deploybot.toml and build the policy: the problems, one line each."""
+        try:
+            self._file = settings_file.read(self._people_variables(), Path.cwd())
+        except FileError as e:
+            return e.problems
+        if self._file is not None:
+            clashes = settings_file.conflicts(self._file, self._people_variables())
+            if clashes:
+                return clashes
+        try:
+            self._policy = self._build_policy()
+        except PolicyError as e:
+            return e.problems
+        return []
+
+    def _people_variables(self) -> dict[str, str]:
+        """The variables deploybot.toml must not repeat, as set (unset ones left out)."""
+        values = {
+            "DEPLOYBOT_CONFIG": str(self.deploybot_config) if self.deploybot_config else None,
+            "ENVIRONMENTS": self.environments, "PROTECTED_ENVIRONMENTS": self.protected_environments,
+            "APPROVERS": self.approvers, "APPROVER_EMAILS": self.approver_emails,
+            "APPROVER_MUST_DIFFER": None if self.approver_must_differ is None else str(self.approver_must_differ),
+        }
+        return {name: value for name, value in values.items() if value is not None and value.strip()}
+
+    def _build_policy(self) -> Policy:
+        file = self._file
+        named_protected = _words(self.protected_environments) if self.protected_environments is not None else None
+        protected = named_protected if named_protected is not None else frozenset({"production"})
+        if file is not None and file.environments:
+            # The file names the environments (ENVIRONMENTS then stays unset).
+            environments = frozenset(file.environments) | (named_protected or frozenset())
+        else:
+            named = _words(self.environments) if self.environments is not None else DEFAULT_ENVIRONMENTS
+            environments = named | protected
+        return Policy.configured(
+            environments,
+            protected,
+            directory=file.directory() if file is not None else None,
+            written=file.written() if file is not None else None,
+            approvers=self.approvers,
+            approver_emails=self.approver_emails,
+            approver_must_differ=bool(self.approver_must_differ),
+            approval_ttl=timedelta(seconds=self.approval_ttl),
+            max_steps=self.max_steps,
+        )
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A changed copy is validated like new Settings (pydantic's own copy skips that), so
@@ -188,18 +258,26 @@ class Settings(BaseSettings):
         return self.host if self.api_token else "127.0.0.1"
 
     def policy(self) -> Policy:
-        protected = _words(self.protected_environments)
-        # Email approvers add to the chat approvers; addresses compare lower-cased, as
-        # senders are read.
-        chat, mail = parse_approvers(self.approvers), parse_approvers(self.approver_emails.lower())
-        return Policy(
-            environments=_words(self.environments) | protected,
-            protected=protected,
-            approvers=join_approvers(chat, mail),
-            approver_must_differ=self.approver_must_differ,
-            approval_ttl=timedelta(seconds=self.approval_ttl),
-            max_steps=self.max_steps,
-        )
+        """Environments and who may approve, lock and unlock: deploybot.toml and the
+        variables together (built, and checked, when Settings was)."""
+        if self._policy is None:  # built by model_construct, which skips validation
+            self._policy = self._build_policy()
+        return self._policy
+
+    def directory(self) -> Directory:
+        """The people of deploybot.toml (none without it), for channels to know who speaks."""
+        return self.policy().directory
+
+    @property
+    def open_mode(self) -> bool:
+        """Nothing configured (no deploybot.toml, no APPROVERS or APPROVER_EMAILS): anyone may
+        approve, as people.OPEN_MODE_NOTICE says at start."""
+        return self.policy().open_mode
+
+    @property
+    def config_file(self) -> Path | None:
+        """The deploybot.toml read, if any."""
+        return self._file.source if self._file is not None else None
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must never reach the model, a transcript, a log or the deploy command's
@@ -209,7 +287,7 @@ class Settings(BaseSettings):
             v.get_secret_value() for v in (
                 self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
                 self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
-                self.smtp_password, self.inbound_email_secret, self.email_reply_secret,
+                self.smtp_password, self.inbound_email_secret, self.email_reply_secret, self.session_secret,
             ) if v
         ]
         for name in type(self).model_fields:

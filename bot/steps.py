@@ -17,7 +17,8 @@ from bot.events import (
     ShowDeploys,
     UnlockEnvironment,
 )
-from bot.policy import Policy
+from bot.people import Identity
+from bot.policy import Policy, lock_owner
 from bot.ports import Deployer, DeployerError, DeployRecord, History, Lock, Locks
 from bot.thread import Thread
 
@@ -33,14 +34,17 @@ async def run_command(
     step: CommandStep, thread: Thread, locks: Locks, history: History, policy: Policy, now: datetime
 ) -> Event:
     env = step.environment
-    instruction = thread.latest_instruction()
-    user = instruction.user if instruction else ""
+    instruction = thread.latest_instruction()  # who asked: locking is theirs to do, or not
+    who = instruction.identity if instruction else Identity(None, "", "")
     if env not in policy.environments:
         text = wording.no_such_environment(env, policy.environments)
         return CommandResult(step_id=step.id, ok=False, text=text)
     match step:
         case LockEnvironment():
-            holder = await locks.acquire(Lock(env, f"manual:{user}", step.reason, now), ttl_ms=None)
+            why = policy.may_lock(who, env)
+            if why:
+                return CommandResult(step_id=step.id, ok=False, text=wording.not_locked_by(why))
+            holder = await locks.acquire(Lock(env, lock_owner(who), step.reason, now), ttl_ms=None)
             if holder:
                 text = wording.already_locked(holder.describe())
                 return CommandResult(step_id=step.id, ok=False, text=text)
@@ -49,7 +53,7 @@ async def run_command(
             holder = await locks.holder(env)
             if holder is None:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(env))
-            why = policy.may_unlock(user, env, holder.owner)
+            why = policy.may_unlock(who, env, holder.owner)
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
             await locks.release(env, holder.owner)

@@ -31,7 +31,10 @@ from bot.events import (
     RequestMoreInformation,
     Step,
     UserMessage,
+    identity_of,
+    principal_of,
 )
+from bot.people import Identity
 
 Status = Literal[
     "running", "waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"
@@ -59,11 +62,15 @@ class Origin(BaseModel):
 
 
 class Instruction(NamedTuple):
-    """The newest thing a human asked for: where it stands in the thread, what, and who."""
+    """The newest thing a human asked for: where it stands in the thread, what, and who:
+    `user` as the channel named them, `principal` as the rules compare them, `identity` for
+    what they may do (see events.principal_of / identity_of)."""
 
     position: int
     text: str
     user: str
+    principal: str
+    identity: Identity
 
 
 @dataclass(frozen=True)
@@ -139,15 +146,17 @@ class Thread:
         for i in range(len(self.events) - 1, -1, -1):
             e = self.events[i]
             if isinstance(e, UserMessage):
-                return Instruction(i, e.text, e.user)
+                return Instruction(i, e.text, e.user, principal_of(e), identity_of(e))
             if isinstance(e, HumanResponse) and e.approve is not True:
-                return Instruction(i, e.text or "(rejected without feedback)", e.user)
+                text = e.text or "(rejected without feedback)"
+                return Instruction(i, text, e.user, principal_of(e), identity_of(e))
         return None
 
     def requesters(self) -> list[str]:
-        """Everyone who gave instructions in this thread (approvals are not instructions)."""
+        """The principals of everyone who gave instructions in this thread, by whichever
+        channel (approvals are not instructions)."""
         return sorted({
-            e.user for e in self.events
+            principal_of(e) for e in self.events
             if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is None)
         })
 

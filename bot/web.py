@@ -1,23 +1,40 @@
-"""HTTP: the thread API and health. Thin: parse, call the service, hand the thread to a worker."""
+"""HTTP: the thread API, signing in, and health. Thin: parse, call the service, hand the thread
+to a worker.
+
+Who is asking was settled before the body was read (bot.http_limits puts it in
+`scope["state"]["identity"]`); here it meets the body's `user`:
+- a person (a personal API token, a signed-in session): they act as themselves; a `user`
+  naming anyone else is a 403;
+- the service identity (the shared API_TOKEN; or, in local mode with people configured, a
+  request without credentials): may start threads, read, write free text and cancel, its
+  `user` kept only as an unverified label (via "api"); deciding, and the lock and unlock
+  commands, are a 403 that asks for a personal token;
+- None (open mode: nothing configured): the `user` given is trusted, as before.
+"""
 
 from __future__ import annotations
 
 import hmac
+import html
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
+from fastapi.background import BackgroundTasks
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bot import transcript
+from bot import commands, transcript
+from bot.events import LockEnvironment, UnlockEnvironment
+from bot.people import SESSION, TOKEN, Identity
 from bot.policy import Policy
 from bot.ports import Health, History, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
@@ -34,14 +51,17 @@ TEXT_FIELDS = ("message", "text", "reason")
 MAX_LIMIT = 200  # ?limit= on /threads and /deploys
 
 
+# `user`: who is asking, as the API names them. With a personal token or a session it may be
+# left out (or must be that person); in open mode it is trusted; with the shared token it
+# is only a label. Absent in open mode: "api".
 class LaunchBody(BaseModel):
     message: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
-    user: str = Field("api", min_length=1)
+    user: str | None = Field(None, min_length=1)
 
 
 class RespondBody(BaseModel):
     text: str = Field("", max_length=MAX_TEXT_CHARS)
-    user: str = Field(min_length=1)
+    user: str | None = Field(None, min_length=1)
     approval_id: str | None = None
     approve: bool | None = None
 
@@ -51,8 +71,26 @@ class ForkBody(BaseModel):
 
 
 class CancelBody(BaseModel):
-    user: str = "api"
+    user: str | None = Field(None, min_length=1)
     reason: str = Field("", max_length=MAX_TEXT_CHARS)
+
+
+class EmailLinkBody(BaseModel):
+    email: str = Field(min_length=3, max_length=320)
+
+
+# The shared API_TOKEN (bot.http_limits.SERVICE): the bot itself, never a person.
+SERVICE = Identity(None, TOKEN, "api")
+API = "api"  # via: a name the shared token gave, unverified
+USE_A_PERSONAL_TOKEN = (
+    "to {what}, use a personal token (`python -m bot tokens create NAME`) or sign in "
+    "(`python -m bot login-link NAME`): the shared API token speaks for nobody in particular"
+)
+SIGN_IN_FAILED = (
+    "this sign-in link was already used or has expired (links work once, for 10 minutes): ask for a "
+    "new one (`@deploybot login` in Slack, or `python -m bot login-link NAME`)"
+)
+EMAIL_LINK_SENT = "if that address belongs to someone deploybot knows, a sign-in link is on its way"
 
 
 # What each refusal means in HTTP; the service itself knows nothing of HTTP.
@@ -64,6 +102,44 @@ def http_status(refusal: Refused) -> int:
 
 
 Endpoint = Callable[[Request], Awaitable[Any]]
+
+
+class Session(Protocol):
+    """A signed-in session (bot.http_limits.Session)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def person(self) -> str: ...
+
+    @property
+    def expires(self) -> int: ...
+
+
+class SignIn(Protocol):
+    """Signing in and out: bot.http_limits.Auth, given to `create_app` by the root."""
+
+    @property
+    def session_ttl(self) -> int: ...
+
+    @property
+    def secure_cookies(self) -> bool:
+        """True behind https (PUBLIC_URL): the cookie is Secure even if the request came as http."""
+        ...
+
+    async def sign_in(self, code: str) -> tuple[Session, str] | None:
+        """A link's code -> (the session, its cookie's value); None: used or expired."""
+        ...
+
+    async def sign_out(self, session: Any) -> None: ...
+
+    def csrf(self, session: Any) -> str: ...
+
+    async def email_link(self, address: str) -> None: ...
+
+
+SESSION_COOKIE = "deploybot_session"  # bot.http_limits.SESSION_COOKIE
 
 
 class Parts(Protocol):
@@ -112,9 +188,9 @@ class Parts(Protocol):
     async def close(self) -> None: ...
 
 
-def create_app(parts: Parts, worker: bool = True) -> FastAPI:
+def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None) -> FastAPI:
     """`worker=False` (serve --no-worker): this process only records events and hands
-    threads to worker processes."""
+    threads to worker processes. `sign_in` None: no /auth routes."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -125,15 +201,38 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
     def the_app() -> Parts:
         return parts
 
-    def authorized(authorization: str | None = Header(None)) -> None:
+    def authorized(request: Request, authorization: str | None = Header(None)) -> None:
         # The check that counts runs earlier, in bot.http_limits, before a body is read
         # (FastAPI reads and parses the body before it solves dependencies); this one stays
         # so a route is never open because the app was served without that wrapper.
+        if "identity" in request.scope.get("state", {}):
+            return  # bot.http_limits checked it
         token = parts.api_token
         if token and not hmac.compare_digest(
             (authorization or "").encode(), f"Bearer {token}".encode()
         ):
             raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <API_TOKEN>)")
+
+    def acting(
+        request: Request, user: str | None, deciding: bool = False, text: str = "", named: bool = False
+    ) -> Identity:
+        """Who this request acts as: the identity the front door found, and the body's
+        `user` (see the module's doc). `named`: in open mode the body must name someone."""
+        identity: Identity | None = request.scope.get("state", {}).get("identity")
+        if identity is None:  # open mode (or served without bot.http_limits): names are trusted
+            if user is None and named:
+                raise Invalid("say who you are: user (or use a personal token, or sign in)")
+            return parts.service.directory.by_name(user or API)
+        if identity == SERVICE:
+            if deciding:
+                raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="approve or reject"))
+            if isinstance(commands.parse(text), LockEnvironment | UnlockEnvironment):
+                raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="lock or unlock environments"))
+            return Identity(None, API, user) if user else SERVICE
+        if user is not None and user != identity.person:
+            how = "signed in" if identity.via == SESSION else "using a personal token"
+            raise Forbidden(f"you are {identity.label} here ({how}): user must be {identity.label} or left out")
+        return identity
 
     web = FastAPI(title="deploybot", lifespan=lifespan)
     threads = APIRouter(prefix="/threads", dependencies=[Depends(authorized)])
@@ -164,8 +263,9 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
         return await request_validation_exception_handler(request, exc)
 
     @threads.post("", status_code=201)
-    async def launch(body: LaunchBody, a: Parts = Depends(the_app)) -> dict[str, Any]:
-        thread = await a.service.launch(body.message, body.user, channel="api")
+    async def launch(request: Request, body: LaunchBody, a: Parts = Depends(the_app)) -> dict[str, Any]:
+        who = acting(request, body.user, text=body.message)
+        thread = await a.service.launch(body.message, who, channel="api")
         await a.kick(thread.id)
         return {"id": thread.id}
 
@@ -186,17 +286,19 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
         return thread_json(await a.service.get(thread_id), a.service.clock())
 
     @threads.post("/{thread_id}/responses", status_code=202)
-    async def respond(thread_id: str, body: RespondBody, a: Parts = Depends(the_app)) -> dict:
-        thread = await a.service.respond(
-            thread_id, body.text, body.user, body.approval_id, body.approve, channel="api"
-        )
+    async def respond(request: Request, thread_id: str, body: RespondBody, a: Parts = Depends(the_app)) -> dict:
+        who = acting(request, body.user, deciding=body.approve is not None, text=body.text, named=True)
+        thread = await a.service.respond(thread_id, body.text, who, body.approval_id, body.approve, channel="api")
         await a.kick(thread.id)
         return thread_json(thread, a.service.clock())
 
     @threads.post("/{thread_id}/cancel")
-    async def cancel(thread_id: str, body: CancelBody | None = None, a: Parts = Depends(the_app)) -> dict:
+    async def cancel(
+        request: Request, thread_id: str, body: CancelBody | None = None, a: Parts = Depends(the_app)
+    ) -> dict:
         body = body or CancelBody()
-        return thread_json(await a.service.cancel(thread_id, body.user, body.reason), a.service.clock())
+        who = acting(request, body.user)
+        return thread_json(await a.service.cancel(thread_id, who, body.reason), a.service.clock())
 
     @threads.post("/{thread_id}/fork", status_code=201)
     async def fork(thread_id: str, body: ForkBody, a: Parts = Depends(the_app)) -> dict[str, Any]:
@@ -227,9 +329,93 @@ def create_app(parts: Parts, worker: bool = True) -> FastAPI:
         return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.llm_configured else "none"})
 
     web.include_router(threads)
+    if sign_in is not None:
+        web.include_router(auth_routes(sign_in))
     if parts.slack_endpoint:
         web.add_api_route("/slack/events", parts.slack_endpoint, methods=["POST"])
     if parts.email_endpoint:
         web.add_api_route("/email/inbound", parts.email_endpoint, methods=["POST"])
     return web
 
+
+# --- signing in ------------------------------------------------------------------------------
+
+
+def _wants_html(request: Request) -> bool:
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _page(title: str, text: str, status: int) -> HTMLResponse:
+    body = (
+        "<!doctype html><html><head><meta charset=utf-8><title>deploybot</title></head>"
+        f"<body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></body></html>"
+    )
+    return HTMLResponse(body, status_code=status)
+
+
+NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+def auth_routes(sign_in: SignIn) -> APIRouter:
+    """/auth: a sign-in link sets a session cookie; the cookie then stands for its person
+    (bot.http_limits), with a CSRF token for anything that changes something."""
+    router = APIRouter(prefix="/auth")
+
+    def secure(request: Request) -> bool:
+        return sign_in.secure_cookies or request.url.scheme == "https"
+
+    @router.get("/link")
+    async def link(request: Request, code: str = Query("", max_length=200)) -> Response:
+        """Use a one-time sign-in link: sets the session cookie. A link works once, for 10 minutes."""
+        signed = await sign_in.sign_in(code)
+        if signed is None:
+            if _wants_html(request):
+                return _page("Sign-in link not valid", SIGN_IN_FAILED, 400)
+            return JSONResponse({"detail": SIGN_IN_FAILED}, status_code=400, headers=NO_STORE)
+        session, cookie = signed
+        until = datetime.fromtimestamp(session.expires, UTC).isoformat()
+        response: Response
+        if _wants_html(request):
+            response = _page(f"Signed in as {session.person}", f"Your session lasts until {until}.", 200)
+        else:
+            response = JSONResponse({"person": session.person, "expires": until})
+        response.headers.update(NO_STORE)
+        response.set_cookie(
+            SESSION_COOKIE, cookie, max_age=sign_in.session_ttl, path="/", httponly=True, samesite="lax",
+            secure=secure(request),
+        )
+        return response
+
+    @router.post("/email-link", status_code=202)
+    async def email_link(body: EmailLinkBody, background: BackgroundTasks) -> dict[str, str]:
+        """Mail a sign-in link to this address if it is someone's. The answer is the same
+        either way (and comes before anything is looked up)."""
+        background.add_task(sign_in.email_link, body.email)
+        return {"detail": EMAIL_LINK_SENT}
+
+    @router.get("/session")
+    async def current(request: Request) -> JSONResponse:
+        """Who you are signed in as; with a session cookie, the X-CSRF-Token that requests
+        changing anything must carry."""
+        state = request.scope.get("state", {})
+        identity: Identity | None = state.get("identity")
+        if identity is None or not identity.known:
+            return JSONResponse({"detail": "not signed in"}, status_code=401, headers=NO_STORE)
+        answer: dict[str, Any] = {"person": identity.person, "via": identity.via}
+        session = state.get("session")
+        if session is not None:
+            answer["expires"] = datetime.fromtimestamp(session.expires, UTC).isoformat()
+            answer["csrf_token"] = sign_in.csrf(session)
+        return JSONResponse(answer, headers=NO_STORE)
+
+    @router.post("/sign-out")
+    async def sign_out(request: Request) -> JSONResponse:
+        """End this session (its cookie stops working, here and wherever it was copied)."""
+        session = request.scope.get("state", {}).get("session")
+        if session is not None:
+            await sign_in.sign_out(session)
+        response = JSONResponse({"signed_out": session is not None}, headers=NO_STORE)
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=secure(request))
+        return response
+
+    return router

@@ -58,14 +58,6 @@ def rejected(user: str, text: str) -> str:
     return f"Not deployed: {user} rejected it ({text})."
 
 
-def bot_cannot_decide() -> str:
-    return "the bot cannot decide on its own deploys"
-
-
-def not_an_approver(user: str, environment: str) -> str:
-    return f"{user} is not an approver for {environment}"
-
-
 def requester_cannot_approve(user: str) -> str:
     return f"{user} asked for this deploy and cannot also approve it"
 
@@ -187,6 +179,10 @@ def locked(environment: str, reason: str) -> str:
     return f"Locked {environment}: {reason}. No deploy to {environment} starts until it is unlocked."
 
 
+def not_locked_by(why: str) -> str:
+    return f"Not locked: {why}."
+
+
 def not_locked(environment: str) -> str:
     return f"{environment} is not locked."
 
@@ -195,8 +191,8 @@ def not_unlocked(why: str) -> str:
     return f"Not unlocked: {why}."
 
 
-def unlock_not_allowed(environment: str) -> str:
-    return f"only whoever locked {environment} or its approvers can unlock it"
+def unlock_not_allowed(who: str, environment: str, who_can: str) -> str:
+    return f"{who} may not unlock {environment}; whoever locked it or {who_can} may"
 
 
 def unlocked(environment: str, locked_by: str) -> str:

@@ -95,7 +95,7 @@ def test_rejection_closes_the_step_and_the_model_replans():
     t = thread(ask(), step, request, no)
     assert next_action(t, POLICY) == Decide()
     assert t.pending_approval() is None
-    assert t.latest_instruction() == (3, "not today", "bob")
+    assert t.latest_instruction()[:4] == (3, "not today", "bob", "bob")
 
 
 def test_only_the_first_decision_counts():

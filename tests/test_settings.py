@@ -8,14 +8,14 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from bot import __main__ as cli
-from bot.policy import Policy, join_approvers, parse_approvers
+from bot.people import OPEN_MODE_NOTICE, Identity
 from bot.settings import EmailSettings, GitHubSettings, LlmSettings, Settings, SlackSettings, config_problems
 
 SECRETS = {
     "api_token": "s-api-token", "llm_api_key": "s-llm-key", "openai_api_key": "s-openai-key",
     "anthropic_api_key": "s-anthropic-key", "slack_bot_token": "s-xoxb", "slack_signing_secret": "s-signing",
     "slack_app_token": "s-xapp", "github_token": "s-ghp", "smtp_password": "s-smtp-password",
-    "inbound_email_secret": "s-inbound", "email_reply_secret": "s-reply",
+    "inbound_email_secret": "s-inbound", "email_reply_secret": "s-reply", "session_secret": "s-session",
 }
 EMAIL = {"smtp_host": "mail.example.com", "email_from": "bot@example.com",
          "inbound_email_secret": "in", "email_reply_secret": "re"}
@@ -221,43 +221,164 @@ def test_protected_environments_are_always_known_environments():
     assert policy.environments == {"dev", "prod", "eu-prod"} and policy.needs_approval("eu-prod")
 
 
-def test_email_approvers_join_chat_approvers_per_environment():
+def test_nothing_configured_is_open_mode_anyone_may_approve():
+    settings = Settings(_env_file=None)
+    policy = settings.policy()
+    assert settings.open_mode and policy.open_mode and "anyone may approve" in OPEN_MODE_NOTICE
+    assert policy.rules_for("production").approvers == {"*"}
+    assert settings.directory().by_name("alice").person == "alice"  # names are trusted, as before
+
+
+def test_approver_emails_alone_are_exactly_those_approvers():
+    # The issue's case: APPROVERS left at its default no longer adds "anyone".
+    settings = Settings(_env_file=None, approver_emails="production:Alice@Example.com")
+    policy = settings.policy()
+    assert not settings.open_mode
+    assert policy.rules_for("production").approvers == {"email:alice@example.com"}
+    assert policy.email_approvers("production") == [(None, "alice@example.com")]
+    slack_user = Identity(None, "slack", "U9")
+    assert policy.may_lock(slack_user, "production") is not None
+
+
+def test_the_approver_variables_add_up_per_environment_each_falling_back_to_its_own_star():
     policy = Settings(
         _env_file=None, approvers="production:U1;*:U9", approver_emails="Alice@Example.com;staging:b@x.io"
     ).policy()
-    assert policy.approvers_for("production") == {"U1", "alice@example.com"}
-    assert policy.approvers_for("staging") == {"U9", "b@x.io"}
-    assert policy.approvers_for("development") == {"U9", "alice@example.com"}  # the "*" entry
+    assert policy.rules_for("production").approvers == {"slack:U1", "email:alice@example.com"}
+    assert policy.rules_for("staging").approvers == {"slack:U9", "email:b@x.io"}
+    assert policy.rules_for("development").approvers == {"slack:U9", "email:alice@example.com"}
 
 
-def test_each_approver_list_falls_back_to_its_own_star_entry():
-    chat, mail = parse_approvers("production:U1"), parse_approvers("a@x.com;staging:b@x.com")
-    assert join_approvers(chat, mail) == {
-        "production": {"U1", "a@x.com"}, "staging": {"b@x.com"}, "*": {"a@x.com"},
-    }
-    assert join_approvers(parse_approvers("*"), {}) == {"*": {"*"}}
+def test_anyone_only_where_written():
+    policy = Settings(_env_file=None, approvers="production:U1;staging:*").policy()
+    assert policy.rules_for("staging").approvers == {"*"} and policy.rules_for("production").approvers == {"slack:U1"}
+    assert policy.rules_for("development").approvers == frozenset()  # nobody: it needs no approval
 
 
-def test_approvers_for_an_environment_its_entry_else_star_else_nobody():
-    policy = Policy(approvers={"production": frozenset({"bob"}), "*": frozenset({"carol"})})
-    assert policy.approvers_for("production") == {"bob"}
-    assert policy.approvers_for("staging") == {"carol"}
-    assert Policy(approvers={"production": frozenset({"bob"})}).approvers_for("staging") == frozenset()
-    assert Policy().approvers_for("anything") == {"*"}  # the default: anyone
+def test_a_protected_environment_without_approvers_is_a_startup_error():
+    assert refused(approvers="staging:U1") == [
+        "production is protected but has no approvers: list them under [environments.production] "
+        "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
+    ]
+    # Nothing protected: nothing needs approvers.
+    assert Settings(_env_file=None, approvers="staging:U1", protected_environments="").policy().protected == set()
 
 
-def test_one_lookup_decides_approving_and_unlocking():
-    policy = Policy(approvers={"production": frozenset({"bob"}), "*": frozenset({"carol"})})
-    assert policy.may_unlock("bob", "production", "deploy:t1") is None
-    assert policy.may_unlock("carol", "production", "deploy:t1") is not None  # production has its own list
-    assert policy.may_unlock("carol", "staging", "deploy:t1") is None
-    assert policy.may_unlock("eve", "staging", "manual:eve") is None  # whoever locked it
-    assert policy.may_unlock("deploybot", "staging", "deploy:t1") is not None
+# --- deploybot.toml ---------------------------------------------------------------------
+
+TEAM = """
+[people.alice]
+slack = "UALICE"
+email = "alice@example.com"
+
+[people.bob]
+slack = "UBOB"
+email = ["bob@example.com"]
+
+[people.carol]
+email = "carol@example.com"
+
+[groups]
+sre = ["bob", "carol"]
+
+[environments.development]
+
+[environments.staging]
+approvers = ["*"]
+
+[environments.production]
+protected = true
+approvers = ["group:sre"]
+approver_must_differ = true
+may_lock = ["group:sre", "alice"]
+"""
 
 
-def test_a_named_approver_is_named_in_some_list_and_star_names_nobody():
-    policy = Settings(
-        _env_file=None, approvers="production:U1;staging:*", approver_emails="prod:b@x.io"
-    ).policy()
-    assert policy.is_named_approver("U1") and policy.is_named_approver("b@x.io")
-    assert not policy.is_named_approver("eve@x.io")
+def test_deploybot_toml_in_the_working_directory_makes_the_policy(tmp_path):
+    (tmp_path / "deploybot.toml").write_text(TEAM)
+    settings = Settings(_env_file=None)
+    policy = settings.policy()
+    assert not settings.open_mode and settings.config_file == tmp_path / "deploybot.toml"
+    assert policy.environments == {"development", "staging", "production"} and policy.protected == {"production"}
+    people = settings.directory()
+    alice, bob = people.by_slack("UALICE"), people.by_email("bob@example.com")
+    assert (alice.person, bob.person) == ("alice", "bob")
+    assert people.by_name("mallory").person is None  # names are no longer taken on trust
+    assert policy.rules_for("production").approver_must_differ
+    assert policy.may_lock(alice, "production") is None and policy.may_lock(alice, "staging") is None
+    assert policy.email_approvers("production") == [("bob", "bob@example.com"), ("carol", "carol@example.com")]
+
+
+def test_deploybot_config_names_the_file_and_env_only_setups_keep_working(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "etc" / "team.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(TEAM)
+    monkeypatch.setenv("DEPLOYBOT_CONFIG", str(elsewhere))
+    assert Settings(_env_file=None).config_file == elsewhere
+    monkeypatch.delenv("DEPLOYBOT_CONFIG")
+    env_only = Settings(_env_file=None, approvers="production:U1")
+    assert env_only.config_file is None and env_only.policy().rules_for("production").approvers == {"slack:U1"}
+    assert refused(deploybot_config=str(tmp_path / "missing.toml")) == [
+        f"DEPLOYBOT_CONFIG names {tmp_path / 'missing.toml'}, which is not a file"
+    ]
+
+
+def test_a_setting_made_in_the_file_and_by_a_variable_is_a_startup_error_naming_it(tmp_path, monkeypatch):
+    (tmp_path / "deploybot.toml").write_text(TEAM)
+    monkeypatch.setenv("APPROVERS", "production:U1")
+    monkeypatch.setenv("APPROVER_MUST_DIFFER", "false")
+    with pytest.raises(ValidationError) as e:
+        Settings(_env_file=None)
+    assert config_problems(e.value) == [
+        "production's approvers are set in deploybot.toml and by APPROVERS; set them in one place",
+        "production's approver_must_differ is set in deploybot.toml and by APPROVER_MUST_DIFFER; "
+        "set it in one place",
+    ]
+
+
+def test_a_bad_file_is_a_startup_error_one_line_per_problem(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "deploybot.toml"
+    path.write_text(TEAM.replace('approvers = ["group:sre"]', 'approvers = ["group:sre", "bobby"]'))
+    assert refused() == [f"{path}: environments.production.approvers[1]: there is no person 'bobby' under [people] "
+                         "(did you mean bob?)"]
+    path.write_text("[people.alice]\nemail = 'alice@example.com'\n")  # people, but production has no approvers
+    assert refused() == [
+        "production is protected but has no approvers: list them under [environments.production] "
+        "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
+    ]
+    monkeypatch.setenv("APPROVER_EMAILS", "production:alice@example.com")  # the variables may name them
+    assert Settings(_env_file=None).policy().email_approvers("production") == [("alice", "alice@example.com")]
+    monkeypatch.delenv("APPROVER_EMAILS")
+    assert cli.main(["threads", "list"]) == 2
+    assert capsys.readouterr().err.startswith("configuration error: production is protected but has no approvers")
+
+
+def test_a_changed_copy_reads_the_same_file(tmp_path):
+    (tmp_path / "deploybot.toml").write_text(TEAM)
+    copy = Settings(_env_file=None).model_copy(update={"max_steps": 5})
+    assert copy.policy().max_steps == 5 and copy.directory().by_slack("UBOB").person == "bob"
+
+
+def test_the_file_s_environments_are_the_environments(tmp_path):
+    (tmp_path / "deploybot.toml").write_text('[people.ops]\nemail = "ops@example.com"\n'
+                                             '[environments.qa]\n[environments.live]\napprovers = ["ops"]\n')
+    policy = Settings(_env_file=None, protected_environments="live").policy()
+    assert policy.environments == {"qa", "live"} and policy.protected == {"live"}  # no production
+    assert policy.rules_for("live").approvers == {"ops"} and policy.rules_for("qa").approvers == frozenset()
+
+
+def test_the_readme_s_deploybot_toml_is_a_working_configuration(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    example = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)
+    assert example, "README.md: the People and approvers section shows a deploybot.toml"
+    (tmp_path / "deploybot.toml").write_text(example[1])
+    settings = Settings(_env_file=None)
+    policy, people = settings.policy(), settings.directory()
+    assert policy.environments == {"development", "staging", "production"} and policy.protected == {"production"}
+    assert policy.may_lock(people.by_email("carol@example.com"), "production") == (
+        "carol may not lock production; the sre group may"
+    )
+    assert policy.rules_for("production").approver_must_differ

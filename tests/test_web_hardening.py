@@ -17,11 +17,12 @@ import pytest
 import uvicorn
 from slack_sdk.signature import SignatureVerifier
 
-from bot.http_limits import API_MAX_BYTES, SLACK_MAX_BYTES, HttpLimits, RedactQuerySecrets, redact_query
+from bot.app import http_app
+from bot.http_limits import API_MAX_BYTES, SLACK_MAX_BYTES, RedactQuerySecrets, redact_query
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_slack import FakeSlack
-from bot.web import MAX_TEXT_CHARS, create_app
+from bot.web import MAX_TEXT_CHARS
 from tests.helpers import eventually
 
 TOKEN = "api-token-for-hardening"
@@ -210,8 +211,8 @@ async def local(settings, app) -> AsyncIterator[httpx.AsyncClient]:
     """No API_TOKEN (local mode), composed as `serve` composes it."""
     assert settings.api_token is None
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(HttpLimits(create_app(app, worker=False), app.api_token),
-                                           host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(http_app(app, worker=False), host="127.0.0.1", port=port,
+                                           log_level="warning"))
     task = asyncio.create_task(server.serve())
     await eventually(lambda: server.started, every=0.01, message="uvicorn did not start")
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:

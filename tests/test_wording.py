@@ -15,6 +15,7 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 SAMPLES = {
     "by": "by alex since 2026-01-01 10:00 UTC: release freeze",
     "who": "alex",
+    "who_can": "sam or the sre group",
     "since": datetime(2026, 1, 1, 10, 0, tzinfo=UTC),
     "max_steps": 20,
     "count": 3,

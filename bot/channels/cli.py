@@ -21,6 +21,7 @@ from datetime import datetime
 from bot import transcript
 from bot.commands import is_approval
 from bot.events import Event
+from bot.people import Identity
 from bot.service import Refused, ThreadService
 from bot.thread import Thread
 from bot.views import summary_json, thread_json
@@ -57,6 +58,12 @@ def plain(event: Event) -> str:
     return "\n    ".join(lines)
 
 
+def who(term: Terminal, user: str) -> Identity:
+    """`--user NAME`: whoever runs the CLI reaches the store directly, so the name is taken
+    as given; it is the person deploybot.toml names so, or someone unknown."""
+    return term.service.directory.by_name(user)
+
+
 def _now(term: Terminal) -> datetime:
     """The service's clock: an approval that expired shows as waiting for a human."""
     return term.service.clock()
@@ -70,7 +77,7 @@ async def ask(prompt: str) -> str | None:
 
 
 async def chat(term: Terminal, message: str, user: str) -> int:
-    thread = await term.service.launch(message, user, channel="cli")
+    thread = await term.service.launch(message, who(term, user), channel="cli")
     print(f"thread {safe(thread.id, True)}\n  {plain(thread.events[0])}", flush=True)
     while True:
         ran = await term.run(thread.id)
@@ -104,7 +111,7 @@ async def _respond(
     term: Terminal, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool | None
 ) -> None:
     try:
-        answered = await term.service.respond(thread.id, text, user, approval_id, approve, channel="cli")
+        answered = await term.service.respond(thread.id, text, who(term, user), approval_id, approve, channel="cli")
         print(f"  {plain(answered.events[-1])}", flush=True)
     except Refused as e:
         print(f"refused: {safe(e.message)}", file=sys.stderr)
@@ -141,14 +148,14 @@ async def threads(term: Terminal, a: argparse.Namespace) -> int:
             return 0
         case "respond":
             approve = True if a.approve else False if a.reject else None
-            await term.service.respond(a.id, a.text or "", a.user, a.approval_id, approve, "cli")
+            await term.service.respond(a.id, a.text or "", who(term, a.user), a.approval_id, approve, "cli")
             return await _resume(term, a.id)
         case "fork":
             thread = await term.service.fork(a.id, a.at)
             print(safe(f"forked {a.id} at {a.at}: new thread {thread.id}", one_line=True))
             return await _resume(term, thread.id)
         case "cancel":
-            await term.service.cancel(a.id, a.user, a.reason)
+            await term.service.cancel(a.id, who(term, a.user), a.reason)
             print(safe(f"cancelled {a.id}", one_line=True))
             return 0
         case "resume":

@@ -1,13 +1,17 @@
 """Email: requests and replies in over HTTP (raw RFC 822), approvals and updates out by SMTP.
 
 Inbound mail arrives as one raw message per POST, the form inbound-mail services deliver.
-Approval replies carry a signed token (plus-addressed Reply-To, with a copy in the body)
-bound to the approval, the approver's address and an expiry, because a From header alone
-proves nothing: without a valid token, mail from an approver's address is recorded as
-feedback from an "unverified sender", never as a decision (and refused where anyone may
-decide). Nothing is read or written for a stranger's mail, and every header that becomes a
-key or a lookup is bounded. Sends run in the background with retries; one that cannot be
-built, or keeps failing, is a log line and a delivery_failed event on the thread.
+Approval emails go to each approver's addresses (`Policy.email_approvers`: the directory's
+addresses of the people who may approve, and addresses APPROVER_EMAILS lists for nobody).
+Their replies carry a signed token (plus-addressed Reply-To, with a copy in the body) bound
+to the approval, that address and an expiry, because a From header alone proves nothing: a
+valid token proves the address, which is its person's (`directory.by_email`), so alice's
+decision by email is alice's as much as her click in Slack. Without a valid token, mail from
+an approver's address is recorded as feedback from an "unverified sender", who is nobody,
+never as a decision (and refused where anyone may decide). Nothing is read or written for
+a stranger's mail, and every header that becomes a key or a lookup is bounded. Sends run in
+the background with retries; one that cannot be built, or keeps failing, is a log line and a
+delivery_failed event on the thread.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from bot.channels import email_parse as parse
 from bot.channels import email_render as render
 from bot.clock import utcnow
 from bot.events import ApprovalRequested, DeliveryFailed, Event, new_id
+from bot.people import EMAIL, Identity, normalize_email
 from bot.policy import Policy
 from bot.ports import Inbox
 from bot.retry import retrying
@@ -85,7 +90,7 @@ class EmailChannel:
     inbound_secret: str
     reply_secret: str
     allowed: frozenset[str]  # addresses and @domains that may start threads
-    policy: Policy  # who may approve: the entries with an "@" are addresses to ask
+    policy: Policy  # who may approve: `email_approvers` are the addresses to ask
     max_bytes: int = 1_000_000
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -178,19 +183,19 @@ class EmailChannel:
         pending = thread.pending_approval()
         if pending and parse.decision(mail.text)[0]:
             return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
-        user = mail.sender
+        who = self._sender(mail)
         if self._is_approver(mail.sender):
             # Without a valid reply token the From header is all there is, and anyone can
             # write it: an approver's address counts as an unverified sender, never as them.
-            user = unverified(mail.sender)
-            if pending and self.policy.may_decide(user, pending) is None:
+            who = unverified_identity(mail.sender)
+            if pending and self.policy.may_decide(who, pending) is None:
                 # Anyone may decide here ("*"), so even unverified feedback would be a decision.
                 return await self._refuse(
                     mail, "without the approval code a message cannot decide an approval: "
                     "reply to the approval email itself", thread,
                 )
         try:
-            await self.service.respond(thread_id, mail.text, user, channel="email")
+            await self.service.respond(thread_id, mail.text, who, channel="email", evidence=evidence(mail))
         except Refused as e:
             return await self._refuse(mail, e.message, thread)
         await self.inbox.link(names.email_message(mail.message_id), thread_id)
@@ -201,7 +206,9 @@ class EmailChannel:
         origin = Origin(
             channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
         )
-        thread = await self.service.launch(mail.text or mail.subject, mail.sender, "email", origin, new_id())
+        thread = await self.service.launch(
+            mail.text or mail.subject, self._sender(mail), "email", origin, new_id(), evidence=evidence(mail),
+        )
         await self.inbox.link(names.email_message(mail.message_id), thread.id)
         await self.kick(thread.id)
         return "accepted", thread.id
@@ -222,7 +229,10 @@ class EmailChannel:
             return await self._refuse(mail, "the approval code is for another deploy than the email you replied to")
         approve, feedback = parse.decision(mail.text)
         try:
-            await self.service.respond(thread_id, feedback, mail.sender, approval_id, approve, "email")
+            # The token proved the address: its person decides.
+            await self.service.respond(
+                thread_id, feedback, self._sender(mail), approval_id, approve, "email", evidence=evidence(mail),
+            )
         except Refused as e:
             return await self._refuse(mail, e.message, await self.service.get(thread_id))
         await self.inbox.link(names.email_message(mail.message_id), thread_id)
@@ -250,8 +260,22 @@ class EmailChannel:
     def _is_allowed(self, address: str) -> bool:
         return address in self.allowed or f"@{address.rpartition('@')[2]}" in self.allowed
 
+    def _sender(self, mail: parse.Inbound) -> Identity:
+        """The person whose address sent `mail` (unknown: `email:<address>`). Only a valid
+        reply token proves the address; without one this is who the From header claims, good
+        for starting a thread or free text from an allowed sender, never for deciding."""
+        return self.service.directory.by_email(mail.sender)
+
+    def _approver_addresses(self) -> frozenset[str]:
+        return frozenset(
+            normalize_email(address)
+            for environment in self.policy.environments
+            for _, address in self.policy.email_approvers(environment)
+        )
+
     def _is_approver(self, address: str) -> bool:
-        return self.policy.is_named_approver(address)
+        """Whether approval emails go to `address`, for any environment."""
+        return normalize_email(address) in self._approver_addresses()
 
     # --- outbound -----------------------------------------------------------------------
     #
@@ -280,23 +304,25 @@ class EmailChannel:
         await self._send(thread, origin.email_from or "", build)
 
     async def _ask_approvers(self, thread: Thread, request: ApprovalRequested) -> None:
-        people = {p for p in self.policy.approvers_for(request.environment) if "@" in p}
-        if not people:
+        """One email to each approver's address (a Slack-only approver gets none), each with
+        a reply token bound to that address."""
+        addresses = sorted({normalize_email(a) for _, a in self.policy.email_approvers(request.environment)})
+        if not addresses:
             return
         await self.inbox.link(names.email_approval(request.approval_id), thread.id)
-        for person in sorted(people):
-            await self._send(thread, person, functools.partial(self._approval_mail, thread, request, person))
+        for address in addresses:
+            await self._send(thread, address, functools.partial(self._approval_mail, thread, request, address))
 
-    def _approval_mail(self, thread: Thread, request: ApprovalRequested, person: str) -> EmailMessage:
+    def _approval_mail(self, thread: Thread, request: ApprovalRequested, address: str) -> EmailMessage:
         local, _, domain = self.sender.partition("@")
         from_email = thread.origin.channel == "email"
         subject = (
             render.reply_subject(thread.origin.email_subject or "") if from_email
             else f"Approve deploy: {request.service} {request.tag} to {request.environment}?"
         )
-        token = parse.make_token(self.reply_secret, request.approval_id, person, request.expires_at)
+        token = parse.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
         return render.message(
-            self.sender, person, subject, render.approval_text(request, token),
+            self.sender, address, subject, render.approval_text(request, token),
             reply_to=f"{local}+{token}@{domain}",
             in_reply_to=thread.origin.email_root if from_email else None,
         )
@@ -364,6 +390,17 @@ def unverified(address: str) -> str:
     """Who a message from `address` is recorded as when nothing but its From header says
     so: a name no approver entry can be (an address or a chat user id has no spaces)."""
     return f"unverified sender <{address}>"
+
+
+def evidence(mail: parse.Inbound) -> str:
+    """What an event records of the email it came by: the sender's address and its Message-ID."""
+    return f"{mail.sender} {mail.message_id}"
+
+
+def unverified_identity(address: str) -> Identity:
+    """Nobody, whatever person the address is: its principal (`email:unverified sender
+    <...>`) matches no person and no address an approver list names, only `*`."""
+    return Identity(None, EMAIL, unverified(address))
 
 
 def _clean_id(value: str) -> str:

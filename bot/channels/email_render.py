@@ -30,9 +30,9 @@ def text_for(thread: Thread, event: Event) -> str | None:
     """The update a requester gets by email for `event`; None: nothing to say."""
     match event:
         case HumanResponse(approve=True):
-            return f"Approved by {event.user}."
+            return f"Approved by {decider(event)}."
         case HumanResponse(approve=False) if event.approval_id:
-            return f"Rejected by {event.user}" + (f": {event.text}" if event.text else ".")
+            return f"Rejected by {decider(event)}" + (f": {event.text}" if event.text else ".")
         case ApprovalRequested():
             return (
                 f"Deploying {event.service} {event.tag} to {event.environment} needs approval; "
@@ -44,9 +44,22 @@ def text_for(thread: Thread, event: Event) -> str | None:
     return "\n\n".join(part for part in (n.render(), n.url, n.detail) if part)
 
 
+def decider(decision: HumanResponse) -> str:
+    """Who decided, as an email names them: their person (whichever channel they decided
+    by), else the Slack id or address they came with."""
+    return decision.person or decision.user
+
+
+def _named(principal: str) -> str:
+    """A person's name as it is; someone deploybot.toml does not name (`email:<address>`,
+    `slack:<id>`) by the address or id they came with."""
+    via, _, raw = principal.partition(":")
+    return raw if raw and via in ("email", "slack") else principal
+
+
 def approval_text(request: ApprovalRequested, token: str) -> str:
     return "\n".join([
-        f"{cut(request.requested_by, 200) or 'Someone'} asked to deploy:",
+        f"{cut(_named(request.requested_by), 200) or 'Someone'} asked to deploy:",
         "",
         f"  Service:     {request.service}",
         f"  Tag:         {request.tag}",

@@ -1,5 +1,10 @@
 """Slack: mentions and thread replies in, Block Kit approvals and progress out.
 
+Whoever speaks or clicks is the person deploybot.toml gives that Slack user id to
+(`directory.by_slack`), or someone unknown with no powers but `*`. `@deploybot login` (or a
+DM saying "login") answers privately with a one-time sign-in link for the web, and nothing
+else: it neither starts a thread nor enters one.
+
 Listeners run before the HTTP answer (`process_before_response`), so an inbound message is
 stored in its thread before Slack hears "200"; the agent loop itself runs afterwards in the
 worker, so every answer still takes milliseconds, well inside Slack's 3 seconds.
@@ -31,6 +36,7 @@ from starlette.responses import JSONResponse, Response
 
 from bot.channels import slack_blocks as blocks
 from bot.events import ApprovalRequested, Event, HumanResponse, new_id
+from bot.people import Identity
 from bot.ports import Inbox
 from bot.service import Forbidden, NotFound, Refused, ThreadService
 from bot.stores import keys as names
@@ -38,6 +44,8 @@ from bot.thread import Origin, Thread
 
 log = logging.getLogger(__name__)
 EVENT_TTL = 24 * 3600  # Slack retries for a few minutes; a day is plenty to spot a repeat
+# Makes a one-time sign-in link (a URL) for a person: handed in by the composition root.
+SignInLink = Callable[[str], Awaitable[str]]
 
 
 def client(token: str, api_url: str) -> AsyncWebClient:
@@ -184,19 +192,25 @@ def build(
     inbox: Inbox,
     kick: Callable[[str], Awaitable[None]],
     app_token: str | None = None,
+    sign_in_link: SignInLink | None = None,
 ) -> SlackChannel:
+    """`sign_in_link` answers `@deploybot login`; None: sign-in is not set up."""
     # The endpoint verifies signatures before Bolt sees a request (so a forged malformed
     # body is a 401, not a 400); Bolt need not do it again.
     app = AsyncApp(
         signing_secret=signing_secret, client=web, process_before_response=True,
         request_verification_enabled=False,
     )
-    inbound = _Inbound(service, inbox, kick, web)
+    inbound = _Inbound(service, inbox, kick, web, sign_in_link)
 
     @app.event("app_mention")
     async def on_mention(event: dict, body: dict, context: dict) -> None:
         bot_user = context.get("bot_user_id")
-        if _from_a_person(event, bot_user) and (said := _said(event)):
+        if not _from_a_person(event, bot_user) or not (said := _said(event)):
+            return
+        if _asks_to_log_in(said.text, bot_user):
+            await inbound.login(said, body, direct=False)
+        else:
             await inbound.message(said, body, bot_user, may_start=True)
 
     @app.event("message")
@@ -207,7 +221,9 @@ def build(
         direct = event.get("channel_type") == "im"
         if not direct and f"<@{bot_user}>" in said.text:
             return  # app_mention delivers this one
-        if direct or said.in_thread:
+        if direct and _asks_to_log_in(said.text, bot_user):
+            await inbound.login(said, body, direct=True)
+        elif direct or said.in_thread:
             await inbound.message(said, body, bot_user, may_start=direct)
 
     @app.action(blocks.APPROVE)
@@ -223,7 +239,7 @@ def build(
             return
         thread_id, approval_id, user, where = click
         try:
-            await service.check_decision(thread_id, approval_id, user)
+            await service.check_decision(thread_id, approval_id, inbound.who(user))
         except Refused as e:
             await inbound.tell(where, user, _refusal(e))
             return
@@ -261,7 +277,7 @@ def build(
             return
         await ack()
         try:
-            await service.respond(thread_id, feedback, user, approval_id, approve=False, channel="slack")
+            await service.respond(thread_id, feedback, inbound.who(user), approval_id, approve=False, channel="slack")
         except Refused as e:
             await inbound.tell((channel, thread_ts), user, _refusal(e))
             return
@@ -270,6 +286,9 @@ def build(
     return SlackChannel(app, web, signing_secret, app_token)
 
 
+LOGIN_WORDS = ("login", "log in", "sign in")
+SIGN_IN_NOT_SET_UP = "Sign-in is not set up on this deploybot."
+SIGN_IN_FAILED = "deploybot could not make a sign-in link just now; try again in a moment."
 COULD_NOT_OPEN_FORM = "Slack did not open the rejection form; click Reject again."
 STALE_FORM = "This form is out of date or incomplete: click Reject on the approval message again."
 NOT_OUR_BUTTON = "That button is not one deploybot can act on; use the buttons of its latest approval message."
@@ -323,6 +342,28 @@ def _said(event: dict) -> _Said | None:
     return _Said(channel, ts, user, text, thread_ts, files)
 
 
+def _asks_to_log_in(text: str, bot_user: str | None) -> bool:
+    """The message says just "login" (or "log in", "sign in"), the bot's mention aside."""
+    if bot_user:
+        text = text.replace(f"<@{bot_user}>", " ")
+    return " ".join(blocks.unescape(text).lower().split()) in LOGIN_WORDS
+
+
+def not_in_the_directory(user_id: str) -> str:
+    return (
+        f"You are not in deploybot.toml, so there is nothing to sign you in as: ask whoever runs "
+        f"deploybot to add your Slack id {user_id} to your entry under [people]."
+    )
+
+
+def sign_in_text(person: str, url: str) -> str:
+    """mrkdwn: the link is the bot's own markup; the person's name and the URL are escaped."""
+    return (
+        f"Here is your one-time link to sign in to deploybot as *{blocks.escape(person)}*: "
+        f"<{blocks.escape(url)}|sign in>. It works once and soon expires; do not share it."
+    )
+
+
 def _user(body: dict) -> str | None:
     user = body.get("user")
     user_id = user.get("id") if isinstance(user, dict) else None
@@ -348,9 +389,15 @@ def _refusal(e: Refused) -> str:
 
 class _Inbound:
     def __init__(
-        self, service: ThreadService, inbox: Inbox, kick: Callable[[str], Awaitable[None]], web: AsyncWebClient
+        self, service: ThreadService, inbox: Inbox, kick: Callable[[str], Awaitable[None]], web: AsyncWebClient,
+        sign_in_link: SignInLink | None = None,
     ) -> None:
         self.service, self.inbox, self.kick, self.web = service, inbox, kick, web
+        self.sign_in_link = sign_in_link
+
+    def who(self, user_id: str) -> Identity:
+        """The person behind a Slack user id (unknown: `slack:<id>`, with no powers but `*`)."""
+        return self.service.directory.by_slack(user_id)
 
     async def message(self, said: _Said, body: dict, bot_user: str | None, may_start: bool) -> None:
         event_id = body.get("event_id")
@@ -375,8 +422,44 @@ class _Inbound:
             raise
         await self.kick(thread_id)
 
+    async def login(self, said: _Said, body: dict, direct: bool) -> None:
+        """`@deploybot login` or a DM saying "login": a one-time sign-in link for the Slack
+        user's person, told privately (an ephemeral message in a channel, a reply in the DM).
+        Never starts a thread nor enters one; a repeated delivery is answered once."""
+        event_id = body.get("event_id")
+        message_id = event_id if isinstance(event_id, str) and event_id else said.ts
+        scope = names.slack_conversation(said.channel, said.root)
+        fresh, _, _ = await self.inbox.receive(scope, message_id, EVENT_TTL, None)
+        if not fresh:
+            log.info("slack: %s was delivered again; its sign-in link was already sent", message_id)
+            return
+        who = self.who(said.user)
+        if self.sign_in_link is None:
+            text = blocks.escape(SIGN_IN_NOT_SET_UP)
+        elif who.person is None:
+            log.info("slack: %s asked to sign in but is nobody in deploybot.toml", said.user)
+            text = blocks.escape(not_in_the_directory(said.user))
+        else:
+            try:
+                url = await self.sign_in_link(who.person)
+            except Exception:
+                log.exception("slack: could not make a sign-in link for %s", who.person)
+                text = blocks.escape(SIGN_IN_FAILED)
+            else:
+                log.info("slack: sent %s (%s) a sign-in link", who.person, said.user)
+                text = sign_in_text(who.person, url)
+        where = (said.channel, said.thread_ts or "")
+        if direct:  # only they and the bot see a DM: an ordinary reply
+            try:
+                await self.web.chat_postMessage(channel=said.channel, text=text, thread_ts=said.thread_ts)
+            except SlackApiError as e:
+                log.error("slack: could not answer %s in %s: %s", said.user, said.channel, e.response.get("error", e))
+        else:
+            await self.tell_mrkdwn(where, said.user, text)
+
     async def _record(self, said: _Said, thread_id: str, started: bool, bot_user: str | None) -> None:
         channel, root, user, text = said.channel, said.root, said.user, said.text
+        who = self.who(user)
         if bot_user:
             text = re.sub(rf"<@{re.escape(bot_user)}>\s*", "", text)
         text = blocks.unescape(text).strip()  # stored as typed; escaped again on the way out
@@ -385,14 +468,14 @@ class _Inbound:
         origin = Origin(channel="slack", slack_channel=channel, slack_thread_ts=root)
         if not started:
             try:
-                await self.service.respond(thread_id, text, user, channel="slack")
+                await self.service.respond(thread_id, text, who, channel="slack")
                 return
             except NotFound:
                 pass  # bound by a first message whose thread was never stored: start it now
             except Refused as e:
                 await self.tell((channel, root), user, e.message)
                 return
-        await self.service.launch(text or "(empty mention)", user, "slack", origin, thread_id)
+        await self.service.launch(text or "(empty mention)", who, "slack", origin, thread_id)
 
     async def click(self, body: dict, action: object) -> tuple[str, str, str, tuple[str, str]] | None:
         """(thread_id, approval_id, user, where) of a click on an approval button; None (told
@@ -417,7 +500,7 @@ class _Inbound:
             return
         thread_id, approval_id, user, where = click
         try:
-            await self.service.respond(thread_id, "", user, approval_id, approve=approve, channel="slack")
+            await self.service.respond(thread_id, "", self.who(user), approval_id, approve=approve, channel="slack")
         except Refused as e:
             await self.tell(where, user, _refusal(e))
             return
@@ -425,10 +508,14 @@ class _Inbound:
 
     async def tell(self, where: tuple[str, str], user: str, text: str) -> None:
         """An ephemeral note to `user`; `text` is plain (escaped here: it quotes ids and tags)."""
+        await self.tell_mrkdwn(where, user, blocks.escape(text))
+
+    async def tell_mrkdwn(self, where: tuple[str, str], user: str, text: str) -> None:
+        """An ephemeral note to `user`; `text` is mrkdwn, foreign parts already escaped."""
         channel, thread_ts = where
         try:
             await self.web.chat_postEphemeral(
-                channel=channel, user=user, text=blocks.cut(blocks.escape(text), blocks.MESSAGE_TEXT),
+                channel=channel, user=user, text=blocks.cut(text, blocks.MESSAGE_TEXT),
                 thread_ts=thread_ts or None,
             )
         except SlackApiError as e:

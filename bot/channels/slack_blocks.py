@@ -120,8 +120,12 @@ def _when(at: datetime) -> str:
 
 
 def _who(user: str) -> str:
-    """A person the bot names on purpose: a real mention for a Slack user id, else their
-    name (foreign text: escaped)."""
+    """A person the bot names on purpose: a real mention for a Slack user id (as a decision
+    records it, or as `slack:<id>`, the principal of someone deploybot.toml does not name),
+    else their name or address (foreign text: escaped)."""
+    via, _, raw = user.partition(":")
+    if raw and via in ("slack", "email"):
+        user = raw
     return f"<@{user}>" if user[:1] in ("U", "W") and user.isalnum() else escape(user)
 
 
@@ -161,11 +165,14 @@ def approval_request(thread_id: str, r: ApprovalRequested) -> list[dict[str, Any
 
 def decided(r: ApprovalRequested, decision: HumanResponse, thread_id: str = "") -> list[dict[str, Any]]:
     where = in_thread(thread_id) if thread_id else IN_THE_THREAD
+    # A click in Slack names its Slack user (a mention); a decision by another channel names
+    # its person, else the address or name it came with.
+    by = _who(decision.user if decision.via == "slack" else decision.person or decision.user)
     if decision.approve:
-        outcome = f":white_check_mark: Approved by {_who(decision.user)} at {_when(decision.at)}"
+        outcome = f":white_check_mark: Approved by {by} at {_when(decision.at)}"
     else:
         feedback = f": {escape(decision.text)}" if decision.text else ""
-        outcome = f":x: Rejected by {_who(decision.user)}{feedback}"
+        outcome = f":x: Rejected by {by}{feedback}"
     return [_summary(r, where), {"type": "context", "elements": [mrkdwn(outcome, SECTION_TEXT, where)]}]
 
 

@@ -160,3 +160,13 @@ class RedisCredentials:
 
     async def session_ended(self, session_id: str) -> bool:
         return bool(await self.redis.exists(self.keys.ended_session(session_id)))
+
+    # --- how often a sign-in link is mailed ---------------------------------------------------
+
+    async def first_link_in(self, person: str, seconds: int) -> bool:
+        """Whether no link was mailed to `person` in the last `seconds` (and now one is):
+        POST /auth/email-link asks for no credentials, so this keeps it from flooding a
+        mailbox. Kept under the sign-in links' keys, by a hash of the name (codes hash to
+        hex, so the two never meet)."""
+        key = self.keys.sign_in_link(f"mailed:{_digest(person)}")
+        return bool(await self.redis.set(key, "1", ex=max(1, int(seconds)), nx=True))

@@ -31,6 +31,14 @@ from bot.testing.cluster import ledger_lines
 from bot.testing.fake_llm import FakeLlm
 
 APPROVER = "alice"
+APPROVER_SLACK = "UALICE"
+
+
+def people_file(workdir: Path) -> Path:
+    """The approver is a person (decisions are made by people, with their own token)."""
+    path = workdir / "deploybot.toml"
+    path.write_text(f'[people.{APPROVER}]\nslack = "{APPROVER_SLACK}"\n')
+    return path
 SETTLED = {"done", "waiting_for_human"}
 TOKEN = "chaos-token"
 
@@ -84,6 +92,7 @@ class Run:
     inbound: list[Inbound] = field(default_factory=list)
     threads: dict[str, str] = field(default_factory=dict)  # id -> scenario
     rejected: set[str] = field(default_factory=set)
+    approver_token: str = ""  # the approver's personal API token: the shared one never decides
 
     def launch(self, number: int, environments: tuple[str, str]) -> str:
         scenario = ("staging", "production", "reject", "garbled")[number % 4]
@@ -100,8 +109,8 @@ class Run:
         approve = not (self.threads[thread["id"]] == "reject" and thread["id"] not in self.rejected)
         text = "" if approve else "not that one, use v1.2.2"
         self._post(f"/threads/{thread['id']}/responses", {
-            "user": APPROVER, "approval_id": pending["approval_id"], "approve": approve, "text": text,
-        }, ok_conflict=True)
+            "approval_id": pending["approval_id"], "approve": approve, "text": text,
+        }, ok_conflict=True, token=self.approver_token)
         self.rejected.add(thread["id"])
         self.inbound.append(Inbound(thread["id"], "decision", text=text, approval_id=pending["approval_id"]))
 
@@ -115,10 +124,13 @@ class Run:
                 pass
             time.sleep(0.2)
 
-    def _post(self, path: str, body: dict[str, Any], ok_conflict: bool = False) -> dict[str, Any]:
+    def _post(
+        self, path: str, body: dict[str, Any], ok_conflict: bool = False, token: str | None = None
+    ) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else None
         for _ in range(20):  # 503: nothing was acknowledged, so a sender tries again
             with self.quiet:
-                r = self.api.post(path, json=body)
+                r = self.api.post(path, json=body, headers=headers)
             if r.status_code != 503:
                 break
             time.sleep(0.5)
@@ -147,14 +159,16 @@ def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> di
         "DEPLOY_COMMAND": cluster.deploy_command(workdir, ledger), "FAKE_DEPLOY_SECONDS": "0.3",
         "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "chaos", "LLM_API_KEY": "unused",
         "ENVIRONMENTS": ",".join(staging), "PROTECTED_ENVIRONMENTS": ",".join(production),
-        "APPROVERS": APPROVER, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
+        "APPROVERS": APPROVER_SLACK, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
+        "DEPLOYBOT_CONFIG": str(people_file(workdir)),
     })
     logs = workdir / "logs"
     logs.mkdir(exist_ok=True)
     web = cluster.web(env, logs / "web.log", "--no-worker")
     workers = [cluster.worker(env, logs / f"worker{i}.log") for i in range(2)]
     run = Run(httpx.Client(base_url=f"http://127.0.0.1:{env['PORT']}", timeout=10,
-                           headers={"Authorization": f"Bearer {TOKEN}"}), threading.Lock())
+                           headers={"Authorization": f"Bearer {TOKEN}"}), threading.Lock(),
+              approver_token=cluster.bot_command(env, "tokens", "create", APPROVER).strip())
     killed, down, stop = [0], [0.0], threading.Event()
 
     def chaos() -> None:

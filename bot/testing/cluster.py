@@ -185,3 +185,13 @@ def web(env: dict[str, str], log: Path, *args: str) -> BotProcess:
         if not process.alive() or time.monotonic() > deadline:
             raise RuntimeError(f"serve did not become healthy: {log.read_text()[-3000:]}")
         time.sleep(0.05)
+
+
+def bot_command(env: dict[str, str], *args: str, timeout: float = 60) -> str:
+    """`python -m bot <args>` to the end: its standard output (a failure raises, saying why)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", *args], env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"python -m bot {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return done.stdout

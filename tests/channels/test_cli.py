@@ -113,3 +113,30 @@ def test_lock_and_unlock_from_the_terminal(shared_env, ledger):
 def test_serve_refuses_an_open_thread_api_when_slack_or_email_is_on(env):
     out = bot({**env, "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}, "serve", check=False)
     assert out.returncode == 2 and "set API_TOKEN" in out.stderr
+
+
+def test_user_names_a_person_of_deploybot_toml(shared_env, tmp_path, ledger):
+    """`--user NAME` is the person the file names so: approvers decide by name, anyone else
+    (a name the file does not know included) is refused, and so is the requester."""
+    config = tmp_path / "deploybot.toml"
+    config.write_text(
+        '[people.alice]\nslack = "UALICE"\n\n[people.bob]\nemail = "bob@example.com"\n\n'
+        '[people.dave]\nslack = "UDAVE"\n\n[groups]\nsre = ["alice", "bob"]\n\n'
+        '[environments.production]\nprotected = true\napprovers = ["group:sre"]\napprover_must_differ = true\n'
+    )
+    env = {**shared_env, "DEPLOYBOT_CONFIG": str(config)}
+    out = bot(env, "chat", "deploy backend v1.2.3 to production", "--user", "alice", stdin="")
+    thread_id = re.search(r"thread (\w+)", out.stdout)[1]
+    approval_id = json.loads(bot(env, "threads", "show", thread_id).stdout)["pending_approval"]["approval_id"]
+    for user, why in (("dave", "dave is not an approver for production; the sre group may approve"),
+                      ("mallory", "mallory is not an approver for production"),
+                      ("alice", "alice asked for this deploy and cannot also approve it")):
+        refused = bot(env, "threads", "respond", thread_id, "--approve", "--approval-id", approval_id,
+                      "--user", user, check=False)
+        assert refused.returncode == 1 and why in refused.stderr, (user, refused.stderr)
+    assert ledger_lines(ledger) == []
+    out = bot(env, "threads", "respond", thread_id, "--approve", "--approval-id", approval_id, "--user", "bob")
+    assert "deployed: backend v1.2.3 to production" in out.stdout and len(ledger_lines(ledger)) == 1
+    decision = next(e for e in json.loads(bot(env, "threads", "show", thread_id).stdout)["events"]
+                    if e["type"] == "human_response")
+    assert (decision["person"], decision["via"]) == ("bob", "name")

@@ -70,6 +70,7 @@ def settings(settings, smtp_port, inbox):
         "email_from": "deploybot@example.com", "inbound_email_secret": SECRET,
         "email_reply_secret": "reply-secret", "email_allowed_senders": "alice@example.com,@corp.example",
         "approver_emails": "production:bob@example.com,carol@example.com",
+        "approvers": "production:UAPPROVER",  # and a Slack approver, who gets no email
     })
 
 
@@ -194,7 +195,8 @@ async def test_decided_in_slack_then_replied_by_email_is_already_decided(api, ap
     thread, _, approvals = await start(api, app, inbox)
     approval_id = thread["pending_approval"]["approval_id"]
     # What a click on the Slack Approve button does:
-    await app.service.respond(thread["id"], "", "UAPPROVER", approval_id, approve=True, channel="slack")
+    approver = app.service.directory.by_slack("UAPPROVER")
+    await app.service.respond(thread["id"], "", approver, approval_id, approve=True, channel="slack")
     await app.kick(thread["id"])
     await settle(api, thread["id"])
     r = await post(api, gmail_reply(approvals["carol@example.com"], "no, wait", "carol@example.com"))

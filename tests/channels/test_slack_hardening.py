@@ -140,8 +140,9 @@ async def test_an_approvers_free_text_reply_is_escaped_in_the_updated_message(ap
 
 
 async def test_lock_reasons_are_escaped_and_what_people_typed_is_stored_as_typed(app, slack, fake_slack):
-    # Slack delivers a typed "R&D" as "R&amp;D", and an @channel as "<!channel>".
-    _, root = await slack.mention("lock production: <!channel> R&amp;D <@UVICTIM>")
+    # Slack delivers a typed "R&D" as "R&amp;D", and an @channel as "<!channel>". (Whoever
+    # may approve production may lock it.)
+    _, root = await slack.mention("lock production: <!channel> R&amp;D <@UVICTIM>", user=APPROVER)
     thread = await settled(app, root)
     lock = next(e for e in thread.events if e.type == "lock_environment")
     assert lock.reason == "<!channel> R&D <@UVICTIM>"  # stored as typed, not as Slack escaped it

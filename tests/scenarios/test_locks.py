@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bot.clock import utcnow
 from bot.ports import Lock
 from tests.helpers import eventually, ledger_lines, settle, types
 
-
-@pytest.fixture
-def settings(settings):
-    return settings.model_copy(update={"approvers": "production:bob;staging:*"})
+# Open mode (nothing configured): the API's `user` is trusted and anyone may lock, unlock
+# and approve. Who may lock where people are configured: tests/unit/test_identities.py (and,
+# over HTTP with personal tokens, the people API tests).
 
 
 async def chat(api, text: str, user: str = "alice") -> dict:
@@ -29,16 +26,13 @@ async def test_a_locked_environment_is_not_deployed_and_the_holder_is_named(api,
     assert "production is locked by carol since" in message and "release freeze" in message
     assert ledger_lines(ledger) == []
 
-    refused = await chat(api, "unlock production", user="mallory")
-    assert refused["events"][-1]["message"] == (
-        "Not unlocked: only whoever locked production or its approvers can unlock it."
-    )
     unlocked = await chat(api, "unlock production", user="carol")
     assert unlocked["events"][-1]["message"].startswith("Unlocked production; it had been locked by carol since")
     assert await app.environments.holder("production") is None
 
     await chat(api, "lock production: incident 42", user="carol")
     assert (await chat(api, "unlock production", user="bob"))["events"][-1]["message"].startswith("Unlocked")
+    assert await app.environments.holder("production") is None
 
 
 async def test_a_lock_taken_after_approval_stops_the_deploy(api, app, ledger):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.people import Directory, Identity, Person, Written
 from bot.policy import Policy
 from bot.service import ThreadService
 from bot.testing.memory import (
@@ -28,6 +29,29 @@ from bot.testing.memory import (
 NOW = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 TAGS = {"v1.2.3": "c" * 40, "v1.2.2": "b" * 40, "v1.2.1": "a" * 40}  # newest first
 APPROVERS = ("bob", "carol")
+# The people the fast layer's tests name: each known by Slack and by email (carol by email
+# only); anyone else ("mallory") is someone unknown.
+PEOPLE = Directory([
+    Person("alice", ("UALICE",), ("alice@example.com",)),
+    Person("bob", ("UBOB",), ("bob@example.com",)),
+    Person("carol", (), ("carol@example.com",)),
+])
+
+
+def who(name: str) -> Identity:
+    """Someone named by something trusted (as the CLI's --user): a person of PEOPLE, else
+    someone unknown."""
+    return PEOPLE.by_name(name)
+
+
+def team_policy(**changes: object) -> Policy:
+    """bob and carol approve (and lock) production; anyone staging and development."""
+    written = {
+        "production": Written(approvers=APPROVERS),
+        "staging": Written(approvers=("*",)),
+        "development": Written(approvers=("*",)),
+    }
+    return Policy.configured(directory=PEOPLE, written=written, **changes)  # type: ignore[arg-type]
 
 
 class WallClock:
@@ -49,9 +73,7 @@ class Parts:
 
     clock: WallClock = field(default_factory=WallClock)
     monotonic: ManualClock = field(default_factory=ManualClock)  # lease and lock TTLs
-    policy: Policy = field(default_factory=lambda: Policy(
-        approvers={"production": frozenset(APPROVERS), "*": frozenset({"*"})}
-    ))
+    policy: Policy = field(default_factory=team_policy)
     model: ScriptedModel = field(default_factory=ScriptedModel)
     deployer: MemoryDeployer = field(default_factory=lambda: MemoryDeployer(TAGS))
     notifier: RecordingNotifier = field(default_factory=RecordingNotifier)

@@ -11,7 +11,7 @@ import pytest
 
 from bot.channels import cli
 from bot.events import DeployBackend, DoneForNow, GitTag, GitTagsResult, ListGitTags
-from tests.unit.conftest import Parts
+from tests.unit.conftest import Parts, who
 
 ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m\r\x9b31m\u202eevil"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
@@ -75,7 +75,7 @@ async def test_the_approval_question_and_git_tags_are_printed_safely(parts, serv
 
 async def test_an_expired_approval_is_listed_as_waiting_for_a_human(parts, service, term, capsys):
     parts.model.script(ListGitTags(), DeployBackend(tag="v1.2.3", environment="production"))
-    thread = await service.launch("ship the newest backend", "alice")
+    thread = await service.launch("ship the newest backend", who("alice"))
     await term.run(thread.id)
     capsys.readouterr()
     assert await cli.threads(term, args("list")) == 0

@@ -11,7 +11,7 @@ from bot.events import DeployBackend, DoneForNow, HumanResponse, ListGitTags
 from bot.prompt import CONTEXT_BUDGET, estimate_tokens
 from bot.thread import Thread
 from bot.views import summary_json, thread_json
-from tests.unit.conftest import NOW, Parts, make_runner
+from tests.unit.conftest import NOW, Parts, make_runner, who
 
 HUGE = "please deploy the newest backend to production " + "and also read this " * 1_000_000  # 19 MB
 
@@ -19,7 +19,7 @@ HUGE = "please deploy the newest backend to production " + "and also read this "
 async def launch(parts: Parts, text: str) -> Thread:
     from bot.service import ThreadService
 
-    return await ThreadService(parts.store, parts.policy, None, parts.clock).launch(text, "alice")
+    return await ThreadService(parts.store, parts.policy, None, parts.clock).launch(text, who("alice"))
 
 
 # --- the context budget -------------------------------------------------------------------
@@ -80,10 +80,10 @@ async def test_the_reducer_never_deploys_an_expired_approval_and_a_reply_replans
     assert next_action(thread, parts.policy) == Stop("waiting_for_approval")  # nothing runs
 
     # What waiting for a human means here: an approver's reply is feedback, and the bot re-plans.
-    replied = await service.respond(thread.id, "still wanted, propose it again", "bob")
+    replied = await service.respond(thread.id, "still wanted, propose it again", who("bob"))
     assert replied.events[-1] == HumanResponse(
         id=replied.events[-1].id, at=parts.clock(), text="still wanted, propose it again", user="bob",
-        approval_id=request.approval_id, approve=False,
+        approval_id=request.approval_id, approve=False, person="bob", via="name", evidence="bob",
     )
     parts.model.script(DeployBackend(tag="v1.2.3", environment="production"))
     again = await make_runner(parts).run(thread.id)

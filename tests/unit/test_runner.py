@@ -20,7 +20,7 @@ from bot.events import (
 from bot.ports import DeployerError, DeployOutcome, DeployRequest, LlmError, Lock
 from bot.testing.memory import Crash
 from bot.thread import Origin, Thread
-from tests.unit.conftest import NOW, TAGS, Parts, die, make_runner
+from tests.unit.conftest import NOW, TAGS, Parts, die, make_runner, who
 
 ASK = "ship the newest backend please"  # free text: the model decides (not an exact command)
 
@@ -32,13 +32,13 @@ def types(thread: Thread) -> list[str]:
 async def launch(parts: Parts, text: str = ASK, user: str = "alice") -> Thread:
     from bot.service import ThreadService
 
-    return await ThreadService(parts.store, parts.policy, None, parts.clock).launch(text, user)
+    return await ThreadService(parts.store, parts.policy, None, parts.clock).launch(text, who(user))
 
 
 async def approve(service, thread: Thread, user: str = "bob", approve: bool = True, text: str = "") -> Thread:
     pending = (await service.get(thread.id)).pending_approval()
     assert pending is not None
-    return await service.respond(thread.id, text, user, approval_id=pending.approval_id, approve=approve)
+    return await service.respond(thread.id, text, who(user), approval_id=pending.approval_id, approve=approve)
 
 
 def prod(tag: str = "v1.2.3") -> DeployBackend:
@@ -328,7 +328,7 @@ async def test_what_arrives_while_a_run_holds_the_thread_is_not_missed(parts, ru
     thread = await launch(parts, "hello")
 
     async def a_message_arrives_meanwhile(context: str):
-        await service.respond(thread.id, "and what about frontend?", "alice")
+        await service.respond(thread.id, "and what about frontend?", who("alice"))
         assert await make_runner(parts, name="kicked-meanwhile").run(thread.id) is None  # busy
         return DoneForNow(message="hi")
 
@@ -342,7 +342,7 @@ async def test_a_lost_race_rereads_and_decides_again(parts, runner, service):
     thread = await launch(parts)
 
     async def someone_writes_while_the_model_thinks(context: str):
-        await service.respond(thread.id, "frontend, not backend", "bob")
+        await service.respond(thread.id, "frontend, not backend", who("bob"))
         return ListGitTags()
 
     parts.model.script(someone_writes_while_the_model_thinks, RequestMoreInformation(message="Which tag?"))

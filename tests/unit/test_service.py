@@ -22,7 +22,7 @@ from bot.events import (
 from bot.policy import Policy, args_hash
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, WrongState
 from bot.thread import Origin, Thread
-from tests.unit.conftest import NOW, TAGS, Parts
+from tests.unit.conftest import NOW, TAGS, Parts, who
 
 
 async def awaiting_approval(parts: Parts, requested_by: str = "alice") -> tuple[Thread, ApprovalRequested]:
@@ -48,7 +48,7 @@ async def stored(parts: Parts, thread: Thread) -> Thread:
 
 async def test_launch_stores_the_message_stamped_and_tells_the_channel(parts, service):
     parts.clock.advance(minutes=3)
-    thread = await service.launch("hello there", "alice", channel="slack",
+    thread = await service.launch("hello there", who("alice"), channel="slack",
                                   origin=Origin(channel="slack", slack_channel="C1"))
     [event] = (await stored(parts, thread)).events
     assert isinstance(event, UserMessage)
@@ -59,13 +59,13 @@ async def test_launch_stores_the_message_stamped_and_tells_the_channel(parts, se
 
 
 async def test_launch_with_a_chosen_id(parts, service):
-    thread = await service.launch("hello", "alice", thread_id="slack-1")
+    thread = await service.launch("hello", who("alice"), thread_id="slack-1")
     assert thread.id == "slack-1" and (await stored(parts, thread)).version == 1
 
 
 async def test_an_empty_message_starts_nothing(parts, service):
     with pytest.raises(Invalid):
-        await service.launch("   ", "alice")
+        await service.launch("   ", who("alice"))
     assert await parts.store.recent(10) == [] and parts.notifier.published == []
 
 
@@ -73,13 +73,13 @@ async def test_unknown_threads_are_not_found(service):
     with pytest.raises(NotFound):
         await service.get("nope")
     with pytest.raises(NotFound):
-        await service.respond("nope", "hi", "alice")
+        await service.respond("nope", "hi", who("alice"))
     with pytest.raises(NotFound):
-        await service.cancel("nope", "alice")
+        await service.cancel("nope", who("alice"))
 
 
 async def test_recent_filters_by_status_and_checks_the_status(parts, service):
-    running = await service.launch("hello", "alice")
+    running = await service.launch("hello", who("alice"))
     waiting, _ = await awaiting_approval(parts)
     assert {t.id for t in await service.recent()} == {running.id, waiting.id}
     assert [t.id for t in await service.recent("waiting_for_approval")] == [waiting.id]
@@ -91,9 +91,9 @@ async def test_recent_filters_by_status_and_checks_the_status(parts, service):
 
 
 async def test_a_reply_is_a_human_response(parts, service):
-    thread = await service.launch("hello", "alice")
+    thread = await service.launch("hello", who("alice"))
     parts.clock.advance(seconds=30)
-    answered = await service.respond(thread.id, "staging please", "alice", channel="email")
+    answered = await service.respond(thread.id, "staging please", who("alice"), channel="email")
     reply = answered.events[-1]
     assert isinstance(reply, HumanResponse) and reply.approve is None and reply.channel == "email"
     assert reply.at == NOW + timedelta(seconds=30) and await stored(parts, thread) == answered
@@ -101,7 +101,7 @@ async def test_a_reply_is_a_human_response(parts, service):
 
 async def test_approve_records_one_decision(parts, service):
     thread, request = await awaiting_approval(parts)
-    decided = await service.respond(thread.id, "", "bob", approval_id=request.approval_id, approve=True)
+    decided = await service.respond(thread.id, "", who("bob"), approval_id=request.approval_id, approve=True)
     decision = decided.events[-1]
     assert isinstance(decision, HumanResponse) and decision.approve is True and decision.user == "bob"
     assert decided.decision_for(request.approval_id) == decision and decided.pending_approval() is None
@@ -110,7 +110,7 @@ async def test_approve_records_one_decision(parts, service):
 
 async def test_reject_with_feedback_closes_the_step(parts, service):
     thread, request = await awaiting_approval(parts)
-    decided = await service.respond(thread.id, "breaks logins", "bob",
+    decided = await service.respond(thread.id, "breaks logins", who("bob"),
                                     approval_id=request.approval_id, approve=False)
     step = decided.events[1]
     assert decided.outcome(step) == decided.events[-1] and decided.events[-1].text == "breaks logins"
@@ -118,21 +118,21 @@ async def test_reject_with_feedback_closes_the_step(parts, service):
 
 async def test_free_text_from_an_approver_while_approval_waits_is_a_rejection(parts, service):
     thread, request = await awaiting_approval(parts)
-    answered = await service.respond(thread.id, "not this one", "carol")
+    answered = await service.respond(thread.id, "not this one", who("carol"))
     assert answered.events[-1].approve is False and answered.events[-1].approval_id == request.approval_id
 
 
 async def test_free_text_from_someone_else_while_approval_waits_is_just_a_message(parts, service):
     thread, _ = await awaiting_approval(parts)
-    answered = await service.respond(thread.id, "any news?", "alice")
+    answered = await service.respond(thread.id, "any news?", who("alice"))
     assert answered.events[-1].approve is None and answered.pending_approval() is not None
 
 
 async def test_two_approvals_at_once_yield_exactly_one_decision(parts, service):
     thread, request = await awaiting_approval(parts)
     results = await asyncio.gather(
-        service.respond(thread.id, "", "bob", approval_id=request.approval_id, approve=True),
-        service.respond(thread.id, "", "carol", approval_id=request.approval_id, approve=True),
+        service.respond(thread.id, "", who("bob"), approval_id=request.approval_id, approve=True),
+        service.respond(thread.id, "", who("carol"), approval_id=request.approval_id, approve=True),
         return_exceptions=True,
     )
     winners = [r for r in results if isinstance(r, Thread)]
@@ -147,8 +147,8 @@ async def test_two_approvals_at_once_yield_exactly_one_decision(parts, service):
 async def test_an_approval_racing_a_rejection_yields_one_decision(parts, service):
     thread, request = await awaiting_approval(parts)
     results = await asyncio.gather(
-        service.respond(thread.id, "no", "carol", approval_id=request.approval_id, approve=False),
-        service.respond(thread.id, "", "bob", approval_id=request.approval_id, approve=True),
+        service.respond(thread.id, "no", who("carol"), approval_id=request.approval_id, approve=False),
+        service.respond(thread.id, "", who("bob"), approval_id=request.approval_id, approve=True),
         return_exceptions=True,
     )
     assert sum(isinstance(r, Thread) for r in results) == 1
@@ -157,8 +157,8 @@ async def test_an_approval_racing_a_rejection_yields_one_decision(parts, service
 
 
 async def test_concurrent_replies_all_land(parts, service):
-    thread = await service.launch("hello", "alice")
-    await asyncio.gather(*(service.respond(thread.id, f"m{n}", "alice") for n in range(10)))
+    thread = await service.launch("hello", who("alice"))
+    await asyncio.gather(*(service.respond(thread.id, f"m{n}", who("alice")) for n in range(10)))
     texts = [e.text for e in (await stored(parts, thread)).events[1:]]
     assert sorted(texts) == sorted(f"m{n}" for n in range(10))
 
@@ -182,7 +182,7 @@ async def test_a_refused_answer_appends_nothing(parts, service, case):
     thread, request = await awaiting_approval(parts)
     args = {"text": "", "approval_id": request.approval_id, **kwargs}
     with pytest.raises(error) as refused:
-        await service.respond(thread.id, args.pop("text"), args.pop("user"), **args)
+        await service.respond(thread.id, args.pop("text"), who(args.pop("user")), **args)
     assert isinstance(refused.value, Refused) and refused.value.message
     assert await stored(parts, thread) == thread and parts.notifier.published == []
 
@@ -191,39 +191,39 @@ async def test_an_expired_approval_cannot_be_approved_but_can_be_rejected(parts,
     thread, request = await awaiting_approval(parts)
     parts.clock.advance(hours=1, seconds=1)
     with pytest.raises(WrongState, match="expired"):
-        await service.respond(thread.id, "", "bob", approval_id=request.approval_id, approve=True)
+        await service.respond(thread.id, "", who("bob"), approval_id=request.approval_id, approve=True)
     assert await stored(parts, thread) == thread
-    rejected = await service.respond(thread.id, "too late", "bob",
+    rejected = await service.respond(thread.id, "too late", who("bob"),
                                      approval_id=request.approval_id, approve=False)
     assert rejected.events[-1].approve is False
 
 
 async def test_a_second_decision_is_refused_and_names_the_first(parts, service):
     thread, request = await awaiting_approval(parts)
-    decided = await service.respond(thread.id, "", "bob", approval_id=request.approval_id, approve=True)
+    decided = await service.respond(thread.id, "", who("bob"), approval_id=request.approval_id, approve=True)
     for approve in (True, False):
         with pytest.raises(WrongState, match="already approved by bob at 2026-11-05 12:00:00 UTC"):
-            await service.respond(thread.id, "", "carol", approval_id=request.approval_id, approve=approve)
+            await service.respond(thread.id, "", who("carol"), approval_id=request.approval_id, approve=approve)
     with pytest.raises(WrongState, match="already approved by bob"):
-        await service.check_decision(thread.id, request.approval_id, "carol")
+        await service.check_decision(thread.id, request.approval_id, who("carol"))
     assert await stored(parts, thread) == decided
 
 
 async def test_a_requester_may_not_approve_their_own_deploy_when_the_policy_says_so(parts):
-    strict = Policy(approvers={"*": frozenset({"*"})}, approver_must_differ=True)
+    strict = Policy(approver_must_differ=True)  # open mode: anyone may approve, but not their own
     service = ThreadService(parts.store, strict, parts.notifier, parts.clock)
     thread, request = await awaiting_approval(parts, requested_by="bob")
     with pytest.raises(Forbidden, match="cannot also approve"):
-        await service.respond(thread.id, "", "bob", approval_id=request.approval_id, approve=True)
+        await service.respond(thread.id, "", who("bob"), approval_id=request.approval_id, approve=True)
     assert await stored(parts, thread) == thread
-    await service.respond(thread.id, "", "carol", approval_id=request.approval_id, approve=True)
+    await service.respond(thread.id, "", who("carol"), approval_id=request.approval_id, approve=True)
 
 
 async def test_check_decision_refuses_what_deciding_would_and_appends_nothing(parts, service):
     thread, request = await awaiting_approval(parts)
-    await service.check_decision(thread.id, request.approval_id, "bob")  # bob may decide
+    await service.check_decision(thread.id, request.approval_id, who("bob"))  # bob may decide
     with pytest.raises(Forbidden):
-        await service.check_decision(thread.id, request.approval_id, "mallory")
+        await service.check_decision(thread.id, request.approval_id, who("mallory"))
     assert await stored(parts, thread) == thread
 
 
@@ -232,14 +232,14 @@ async def test_check_decision_refuses_what_deciding_would_and_appends_nothing(pa
 
 async def test_cancel_once_then_everything_is_refused(parts, service):
     thread, request = await awaiting_approval(parts)
-    cancelled = await service.cancel(thread.id, "alice", "changed my mind")
+    cancelled = await service.cancel(thread.id, who("alice"), "changed my mind")
     assert isinstance(cancelled.events[-1], Cancelled) and cancelled.status() == "cancelled"
     with pytest.raises(WrongState):
-        await service.cancel(thread.id, "bob")
+        await service.cancel(thread.id, who("bob"))
     with pytest.raises(WrongState):
-        await service.respond(thread.id, "hello?", "alice")
+        await service.respond(thread.id, "hello?", who("alice"))
     with pytest.raises(WrongState):
-        await service.respond(thread.id, "", "bob", approval_id=request.approval_id, approve=True)
+        await service.respond(thread.id, "", who("bob"), approval_id=request.approval_id, approve=True)
     assert await stored(parts, thread) == cancelled
 
 
