@@ -164,29 +164,34 @@ class Deploying:
         ))
         deploying = asyncio.ensure_future(self._deploy(step, started, action.decision))
         stopping = False
-        while True:
-            try:
-                result = await asyncio.shield(deploying)
-                break
-            except asyncio.CancelledError:
-                # A worker stopping (SIGTERM) never abandons a deploy: handing it to another
-                # worker would only get it reported as interrupted. It finishes, is recorded,
-                # and then the run stops.
-                stopping = True
-                if deploying.done():
-                    result = deploying.result()
-                    break
-                log.warning("thread %s: stopping after deploy %s finishes", thread.id, started.deploy_id)
         try:
+            while True:
+                try:
+                    result = await asyncio.shield(deploying)
+                    break
+                except asyncio.CancelledError:
+                    # A worker stopping (SIGTERM) never abandons a deploy: handing it to another
+                    # worker would only get it reported as interrupted. It finishes, is
+                    # recorded, and then the run stops.
+                    stopping = True
+                    if deploying.done():
+                        result = deploying.result()
+                        break
+                    log.warning("thread %s: stopping after deploy %s finishes", thread.id, started.deploy_id)
             thread = await journal.fact(thread, [result])
-        finally:
-            # Held until the result is recorded, so nobody deploys there before it is known.
+        except BaseException:
+            # The outcome is unknown or unrecorded: the lock stays until it expires (within
+            # LOCK_TTL_MS), so nobody deploys there before someone has looked.
             renewing.cancel()
-            try:
-                await self.locks.release(step.environment, started.deploy_id)
-            except Exception:  # it expires by itself within LOCK_TTL_MS
-                log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
-        recorded = thread.events[-1]
+            log.error("thread %s: deploy %s ended without a recorded result", thread.id, started.deploy_id)
+            raise
+        # Held until the result is recorded, so nobody deploys there before it is known.
+        renewing.cancel()
+        try:
+            await self.locks.release(step.environment, started.deploy_id)
+        except Exception:  # it expires by itself within LOCK_TTL_MS
+            log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
+        recorded = next(e for e in reversed(thread.events) if e.id == result.id)
         if isinstance(recorded, DeployResult):
             await self._remember(thread, recorded)
         if stopping:
@@ -199,6 +204,9 @@ class Deploying:
             outcome = await self.deployer.deploy(request)
         except DeployerError as e:
             return Error(kind="deployer", step_id=step.id, message=wording.deploy_could_not_run(e))
+        except Exception as e:  # a bug in a deployer: it may have started something, so say so
+            log.exception("deploy %s: the deployer failed", started.deploy_id)
+            return Error(kind="deployer", step_id=step.id, message=wording.deployer_broke(e))
         return DeployResult(
             step_id=step.id,
             deploy_id=started.deploy_id,

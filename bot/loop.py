@@ -32,6 +32,7 @@ from bot.deploying import Deploying, keep_renewing
 from bot.events import Error, Event, RequestMoreInformation, new_id, stamped
 from bot.policy import Policy
 from bot.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore
+from bot.prompt import redact
 from bot.retry import retrying
 from bot.thread import Thread
 
@@ -129,14 +130,23 @@ class Runner:
 
 @dataclass
 class RunJournal:
-    """Records for one run: every event is stamped with the runner's clock, decisions are
-    fenced by the run's lease (`owner`), and the channels hear of each event once stored."""
+    """Records for one run: every event is stamped with the runner's clock, error messages
+    are redacted (a deployer's or a bug's text can hold a secret, and it is shown in chat, the
+    API and the model's context), decisions are fenced by the run's lease (`owner`), and the
+    channels hear of each event once stored."""
 
     runner: Runner
     owner: str
 
+    def _recorded(self, events: Sequence[Event]) -> list[Event]:
+        clean = [
+            e.model_copy(update={"message": redact(e.message, self.runner.secrets)}) if isinstance(e, Error) else e
+            for e in events
+        ]
+        return stamped(clean, self.runner.clock())
+
     async def decide(self, thread: Thread, events: Sequence[Event]) -> Thread:
-        events = stamped(events, self.runner.clock())
+        events = self._recorded(events)
         thread = await self.runner.store.append(thread, events, self.owner)
         await self._publish(thread, events)
         return thread
@@ -144,7 +154,7 @@ class RunJournal:
     async def fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """It must land whatever else did, so it waits out a store that is briefly
         unreachable (appending is idempotent: a resent append recognises itself)."""
-        events = stamped(events, self.runner.clock())
+        events = self._recorded(events)
         async for attempt in retrying(FACT_RETRY_WAITS, self.runner.transient, f"recording {events[0].type}"):
             with attempt:
                 thread = await self.runner.store.append_fact(thread, events)

@@ -38,6 +38,8 @@ class Notice:
     def render(self, who: Callable[[str], str] = str) -> str:
         # Only the first "{who}": the template's own, which comes before any text a person
         # wrote (a cancel reason saying "{who}" must not turn into a mention).
+        if not self.who:  # only a notice naming someone has the placeholder; "{who}" elsewhere is text
+            return self.text
         return self.text.replace("{who}", who(self.who), 1)
 
 

@@ -71,7 +71,10 @@ _SECRET_PATTERNS = [
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{12,}"), r"\1 " + REDACTED),
     (
         re.compile(
-            r"(?i)\b((?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d|pwd)[\w-]*"
+            # A prefix is allowed: AWS_SECRET_ACCESS_KEY=, DB_PASSWORD=, GITHUB_TOKEN=.
+            # (Bounded pieces: an unbounded [\w-]* on both sides is quadratic on "a-a-a-...".)
+            r"(?i)\b((?:[a-z0-9]{1,40}[_-]){0,4}(?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d|pwd)"
+            r"[a-z0-9]{0,40}(?:[_-][a-z0-9]{1,40}){0,4}"
             r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+"
         ),
         r"\1" + REDACTED,

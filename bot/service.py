@@ -217,8 +217,11 @@ class ThreadService:
             raise WrongState(wording.not_the_pending_approval(approval_id))
         if pending and is_approval(text):
             raise WrongState(wording.reply_cannot_approve())
-        if pending and self.policy.may_decide(who, pending) is None:
+        lapsed = pending is not None and self.clock() > pending.expires_at
+        if pending and (lapsed or self.policy.may_decide(who, pending) is None):
             # Free text while an approval waits is feedback: a rejection, never an approval.
+            # Once the approval has lapsed, anyone's reply (the requester's, usually) closes
+            # it the same way, so the model re-plans instead of the thread waiting on nobody.
             return HumanResponse(
                 text=text, channel=channel, approval_id=pending.approval_id, approve=False,
                 **said_by(who, evidence),

@@ -15,6 +15,7 @@ approvers is refused at start, one line per problem.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from datetime import timedelta
@@ -22,11 +23,20 @@ from pathlib import Path
 from typing import Any, Literal, Self
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot import settings_file
-from bot.deployers.command import DRY_RUN
+from bot.deployers.command import DRY_RUN, command_argv
 from bot.people import Directory
 from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
@@ -101,7 +111,7 @@ class Settings(BaseSettings):
     host: str = "0.0.0.0"
     port: int = 8000
     api_token: SecretStr | None = None
-    log_level: str = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 
     llm_provider: str | None = None
     llm_model: str | None = None
@@ -134,7 +144,7 @@ class Settings(BaseSettings):
     approvers: str | None = Field(None, description="Slack user ids: U1,U2 or production:U1,U2;staging:*")
     approver_emails: str | None = Field(None, description="like APPROVERS: production:a@x.com,b@x.com")
     approver_must_differ: bool | None = Field(None, description="unset: false")
-    approval_ttl: int = Field(3600, description="seconds an approval request stays valid")
+    approval_ttl: int = Field(3600, gt=0, description="seconds an approval request stays valid")
     max_steps: int = 20
     context_budget: int = Field(
         CONTEXT_BUDGET, ge=MIN_BUDGET, description="estimated tokens of a thread the model reads (docs/context.md)"
@@ -149,7 +159,7 @@ class Settings(BaseSettings):
     github_workflow_backend: str | None = None
     github_workflow_frontend: str | None = None
     github_ref: str = Field("main", description='a branch, or "{tag}" to dispatch on the tag itself')
-    github_poll_seconds: float = 5.0
+    github_poll_seconds: float = Field(5.0, gt=0)
     github_commit_input: str = Field("commit", description="the workflow input given the approved commit")
 
     git_repo: Path = Path(".")
@@ -166,6 +176,17 @@ class Settings(BaseSettings):
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("deploy_command")
+    @classmethod
+    def _command(cls, value: str) -> str:
+        command_argv(value)
+        return value
 
     @model_validator(mode="after")
     def _complete(self) -> Self:
@@ -294,6 +315,9 @@ class Settings(BaseSettings):
             value = getattr(self, name)
             if isinstance(value, str):
                 values += [p for p in url_passwords(value) if p not in values]
+        # What the deploy command is handed from the bot's environment is what it most often
+        # prints back (`env`, `set -x`): redacted like the bot's own secrets.
+        values += [v for n in self.deploy_passthrough() if (v := os.environ.get(n)) and v not in values]
         return tuple(values)
 
     def deploy_passthrough(self) -> tuple[str, ...]:

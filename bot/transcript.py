@@ -56,9 +56,16 @@ class _Style:
 
 def _fence(output: str) -> str:
     lines = [CONTROL.sub("", line) for line in output.splitlines()]
-    longest = max((len(run) for run in re.findall(r"`+", output)), default=0)
+    # Counted on the cleaned lines: "``\x00``" becomes four backticks once cleaned.
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
     fence = "`" * max(3, longest + 1)
     return "\n" + "\n".join([fence, *lines, fence])
+
+
+def one_line(text: str) -> str:
+    """`text` on one line with no control characters: for a log line, which a person's
+    newline or terminal escape must not forge or hijack."""
+    return " ".join(CONTROL.sub("", line) for line in str(text).splitlines())
 
 
 def escape(text: str) -> str:

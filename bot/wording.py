@@ -125,6 +125,13 @@ def deploy_could_not_run(error: object) -> str:
     return f"the deploy could not run: {error}"
 
 
+def deployer_broke(error: BaseException) -> str:
+    return (
+        f"the deployer failed while deploying ({type(error).__name__}: {error}); whether anything "
+        "was deployed is unknown, so it was not tried again: please check"
+    )
+
+
 def interrupted_deploy(what: str, deploy_id: str) -> str:
     return (
         f"the deploy of {what} (deploy id {deploy_id}) was interrupted before "

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import pytest
+
 from bot.events import DeployBackend, Error, GitTag, GitTagsResult, HumanResponse, UserMessage
-from bot.prompt import redact, render
+from bot.prompt import REDACTED, redact, render
 from bot.thread import Thread
 
 
@@ -65,3 +67,22 @@ def test_many_key_headers_without_an_end_are_read_once():
     started = time.perf_counter()
     assert redact("-----BEGIN RSA PRIVATE KEY-----" * 20_000) == "[redacted]"
     assert time.perf_counter() - started < 2  # was quadratic: minutes
+
+
+@pytest.mark.parametrize("line, shown", [
+    ("AWS_SECRET_ACCESS_KEY=abcd1234efgh", "AWS_SECRET_ACCESS_KEY="),
+    ("DB_PASSWORD=hunter22x", "DB_PASSWORD="),
+    ("GITHUB_TOKEN: ghx_123456789", "GITHUB_TOKEN: "),
+    ("NPM_TOKEN=npm_abcdef123", "NPM_TOKEN="),
+    ("x-api-key: abcdefgh", "x-api-key: "),
+    ("SECRETKEY=abcdefgh", "SECRETKEY="),
+])
+def test_secret_looking_assignments_with_a_prefixed_name_are_redacted(line, shown):
+    assert redact(line) == shown + REDACTED
+
+
+def test_redaction_stays_linear_on_hyphenated_junk():
+    # An unbounded [\w-]* on both sides of the keyword was quadratic here (hours at this size);
+    # pytest-timeout fails the test if that comes back.
+    junk = "a-" * 200_000 + "token-" * 20_000
+    assert redact(junk) == junk

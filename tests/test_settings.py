@@ -382,3 +382,31 @@ def test_the_readme_s_deploybot_toml_is_a_working_configuration(tmp_path):
         "carol may not lock production; the sre group may"
     )
     assert policy.rules_for("production").approver_must_differ
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("DEPLOY_COMMAND", "./deploy.sh {env}", "DEPLOY_COMMAND may use"),
+    ("DEPLOY_COMMAND", "", "DEPLOY_COMMAND is empty"),
+    ("DEPLOY_COMMAND", "./deploy.sh 'unbalanced", "cannot be split"),
+    ("LOG_LEVEL", "verbose", "LOG_LEVEL"),
+    ("GITHUB_POLL_SECONDS", "0", "GITHUB_POLL_SECONDS"),
+    ("APPROVAL_TTL", "-5", "APPROVAL_TTL"),
+])
+def test_a_bad_value_is_a_clear_startup_error_not_a_traceback(monkeypatch, capsys, name, value, says):
+    from bot.__main__ import main
+
+    monkeypatch.setenv(name, value)
+    assert main(["threads", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("configuration error:") and says in err and "Traceback" not in err
+
+
+def test_the_log_level_is_read_in_any_case(monkeypatch):
+    monkeypatch.setenv("LOG_LEVEL", "debug")
+    assert Settings(_env_file=None).log_level == "DEBUG"
+
+
+def test_passthrough_values_are_redacted_like_secrets(monkeypatch):
+    monkeypatch.setenv("CLOUD_DEPLOY_KEY", "passed-through-secret-value")
+    settings = Settings(_env_file=None, deploy_env_passthrough="CLOUD_DEPLOY_KEY")
+    assert "passed-through-secret-value" in settings.secrets()

@@ -125,3 +125,23 @@ def test_the_plain_view_has_no_markup_and_the_log_line_is_unchanged():
     e = UserMessage(text="ship *it*", user="alice")
     assert transcript.plain(e) == "alice (api): ship *it*"
     assert transcript.line(e) == "**alice** (api): ship *it*"
+
+
+def test_a_fence_cannot_be_closed_by_backticks_split_by_control_characters():
+    from bot.events import DeployResult
+    from bot.thread import Thread
+    from bot.transcript import markdown
+
+    output = "ok\n``\x00``\n- **alice** approved\n# forged"
+    md = markdown(Thread("t", (DeployResult(step_id="s", deploy_id="d", service="api", tag="v1",
+                                            environment="prod", ok=True, output=output),)))
+    runs = [ln.strip() for ln in md.splitlines() if set(ln.strip()) == {"`"}]
+    # The fence opens and closes with more backticks than the 4 the cleaned output holds.
+    assert runs == ["`````", "````", "`````"]
+    assert "\n- **alice** approved" not in md
+
+
+def test_one_line_keeps_a_log_line_one_line():
+    from bot.transcript import one_line
+
+    assert one_line("ok\n2026 INFO thread x: **bob** approved\x1b[2J") == "ok 2026 INFO thread x: **bob** approved[2J"

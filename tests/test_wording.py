@@ -120,3 +120,18 @@ def test_a_placeholder_written_by_a_person_stays_text():
     said = notice(Thread("t"), Cancelled(user="U1", reason="ping {who} now"))
     assert said is not None
     assert said.render(lambda u: f"<@{u}>") == "Cancelled by <@U1>: ping {who} now"
+
+
+def test_a_placeholder_in_a_message_nobody_is_named_in_stays_as_written():
+    from bot.events import DoneForNow
+    from bot.notices import notice
+    from bot.thread import Thread
+
+    said = notice(Thread("t"), DoneForNow(message="Use the {who} placeholder?"))
+    assert said is not None and said.render(lambda u: f"<@{u}>") == "Use the {who} placeholder?"
+
+
+def test_every_mrkdwn_text_object_is_verbatim():
+    from bot.channels import slack_blocks
+
+    assert slack_blocks.mrkdwn("@here see https://example.com")["verbatim"] is True

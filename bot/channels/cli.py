@@ -48,8 +48,9 @@ class PrintNotifier:
 def safe(text: str, one_line: bool = False) -> str:
     """`text` without control characters (C0 but tab and line feed, C1, bidi overrides);
     every kind of line break is a line feed, or a space with `one_line`."""
-    lines = [transcript.CONTROL.sub("", line) for line in str(text).splitlines()]
-    return (" " if one_line else "\n").join(lines)
+    if one_line:
+        return transcript.one_line(text)
+    return "\n".join(transcript.CONTROL.sub("", line) for line in str(text).splitlines())
 
 
 def plain(event: Event) -> str:

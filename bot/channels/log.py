@@ -21,4 +21,4 @@ class LogNotifier:
         if not log.isEnabledFor(logging.INFO):
             return
         for event in new:
-            log.info("thread %s: %s", thread.id, redact(transcript.line(event), self.secrets))
+            log.info("thread %s: %s", thread.id, transcript.one_line(redact(transcript.line(event), self.secrets)))

@@ -173,6 +173,8 @@ def _well_formed(body: bytes, content_type: str) -> bool:
             data = json.loads(parse_qs(body.decode())["payload"][0])
         if not (isinstance(data, dict) and isinstance(data.get("type"), str)):
             return False
+        if data["type"].startswith("view_") and not isinstance(data.get("view"), dict):
+            return False  # Bolt reads view.callback_id before any listener runs
         if data["type"] == "block_actions":
             # Bolt matches listeners on actions[].action_id before any of ours runs: a signed
             # payload without them would raise inside Bolt (a 500) instead of being refused.

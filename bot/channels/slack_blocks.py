@@ -78,8 +78,10 @@ def cut(text: str, limit: int, where: str = IN_THE_THREAD) -> str:
 
 
 def mrkdwn(text: str, limit: int = SECTION_TEXT, where: str = IN_THE_THREAD) -> dict[str, Any]:
-    """A mrkdwn text object; `text` is Slack markup (foreign parts already escaped)."""
-    return {"type": "mrkdwn", "text": cut(text, limit, where)}
+    """A mrkdwn text object; `text` is Slack markup (foreign parts already escaped).
+    `verbatim`: Slack would otherwise turn a bare @here, @channel or URL in it into a mention
+    or link; the bot's own mentions are written as <@U…> and still work."""
+    return {"type": "mrkdwn", "text": cut(text, limit, where), "verbatim": True}
 
 
 def plain_text(text: str, limit: int, where: str = IN_THE_THREAD) -> dict[str, Any]:

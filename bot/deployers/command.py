@@ -26,6 +26,25 @@ _FIELDS = "%(refname:short)%09%(objectname)%09%(*objectname)%09%(creatordate:iso
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR")
 
 
+def command_argv(command: str) -> list[str]:
+    """DEPLOY_COMMAND as argv, or a ValueError saying what is wrong with it: checked when the
+    settings are read, so a typo such as {env} is caught at start, not at the first deploy."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:  # "No closing quotation"
+        raise ValueError(f"DEPLOY_COMMAND cannot be split into arguments: {e}") from None
+    if not argv:
+        raise ValueError("DEPLOY_COMMAND is empty")
+    try:
+        for arg in argv:
+            arg.format(service="", tag="", environment="", commit="")
+    except (KeyError, IndexError, ValueError) as e:
+        raise ValueError(
+            f"DEPLOY_COMMAND may use {{service}}, {{tag}}, {{environment}}, {{commit}} only: {e!r}"
+        ) from None
+    return argv
+
+
 class CommandDeployer:
     resumable = False  # a command cannot be asked whether it already ran for a deploy id
 
@@ -34,16 +53,8 @@ class CommandDeployer:
     ) -> None:
         self.repo = repo
         self.passthrough = tuple(passthrough)  # DEPLOY_ENV_PASSTHROUGH
-        self.argv = shlex.split(command)
+        self.argv = command_argv(command)
         self.timeout = timeout
-        if not self.argv:
-            raise ValueError("DEPLOY_COMMAND is empty")
-        try:  # catch a typo such as {env} at start, not at the first deploy
-            [arg.format(service="", tag="", environment="", commit="") for arg in self.argv]
-        except (KeyError, IndexError, ValueError) as e:
-            raise ValueError(
-                f"DEPLOY_COMMAND may use {{service}}, {{tag}}, {{environment}}, {{commit}} only: {e}"
-            ) from e
 
     async def list_tags(self) -> list[GitTag]:
         out = await self._git("for-each-ref", "--sort=-creatordate", f"--format={_FIELDS}", "refs/tags")

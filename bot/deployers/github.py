@@ -98,12 +98,19 @@ class GitHubDeployer:
             inputs = {"tag": request.tag, "environment": request.environment, "deploy_id": request.deploy_id}
             if self.commit_input:
                 inputs[self.commit_input] = request.commit
-            await self._call(
-                "POST",
-                f"/repos/{self.repository}/actions/workflows/{workflow}/dispatches",
-                what="workflow",
-                json={"ref": request.tag if on_tag else self.ref, "inputs": inputs},
-            )
+            try:
+                await self._call(
+                    "POST",
+                    f"/repos/{self.repository}/actions/workflows/{workflow}/dispatches",
+                    what="workflow",
+                    json={"ref": request.tag if on_tag else self.ref, "inputs": inputs},
+                    once=True,
+                )
+            except _Unsure as e:
+                # GitHub may have started the run before the answer was lost: sending the
+                # dispatch again could start a second one. Look for it instead.
+                log.warning("deploy %s: the dispatch may or may not have reached GitHub (%s); "
+                            "looking for its run instead of sending it again", request.deploy_id, e)
             run = await self._wait_for_run(workflow, request.deploy_id)
         else:
             log.info("deploy %s: following run %s started earlier", request.deploy_id, run["id"])
@@ -174,9 +181,11 @@ class GitHubDeployer:
             run = (await self._call("GET", f"/repos/{self.repository}/actions/runs/{run['id']}", what="run")).json()
         return run
 
-    async def _call(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
+    async def _call(self, method: str, url: str, what: str, once: bool = False, **kwargs: Any) -> httpx.Response:
         """One API call with retries for network failures, 5xx and rate limits; every other
-        failure becomes a DeployerError that says what to fix."""
+        failure becomes a DeployerError that says what to fix. `once`: a call that must not run
+        twice (a dispatch) is retried only where GitHub surely did not act on it (the connection
+        was never made, or a rate limit refused it); otherwise it raises _Unsure."""
         backoff = [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
         try:
             async for attempt in retrying(
@@ -184,10 +193,19 @@ class GitHubDeployer:
                 wait_for=lambda e: e.wait if isinstance(e, _Again) else None,
             ):
                 with attempt:
-                    response = await self.http.request(method, url, **kwargs)
+                    try:
+                        response = await self.http.request(method, url, **kwargs)
+                    except (httpx.ConnectError, httpx.ConnectTimeout):
+                        raise
+                    except httpx.TransportError as e:
+                        if once:
+                            raise _Unsure(repr(e)) from e
+                        raise
                     if response.status_code < 300:
                         return response
                     wait = _rate_limit_wait(response)
+                    if once and wait is None and response.status_code >= 500:
+                        raise _Unsure(f"{response.status_code} from GitHub")
                     if wait is not None or response.status_code >= 500:
                         raise _Again(response, wait)
                     raise self._error(response, what)
@@ -229,6 +247,10 @@ class GitHubDeployer:
 
 class _Missing(Exception):
     """An unknown ref: not an error, just no such tag."""
+
+
+class _Unsure(Exception):
+    """A call that must not run twice failed in a way that leaves open whether GitHub acted."""
 
 
 class _Again(Exception):

@@ -39,6 +39,7 @@ class FakeGitHub:
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str, Answer]] = field(default_factory=list)
+    failures_after: list[tuple[str, str, Answer]] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -52,6 +53,12 @@ class FakeGitHub:
         """The next request matching `method` and the regex `path_pattern` gets this answer."""
         with self._lock:
             self.failures.append((method, path_pattern, (status, body, headers or {})))
+
+    def fail_after(self, method: str, path_pattern: str, status: int, body: Any) -> None:
+        """The next matching request is carried out, and then answered with this error (the
+        answer a dispatch gets when GitHub started the run but a proxy failed on the way back)."""
+        with self._lock:
+            self.failures_after.append((method, path_pattern, (status, body, {})))
 
     def move_tag(self, name: str, sha: str) -> None:
         with self._lock:
@@ -84,7 +91,12 @@ class FakeGitHub:
             prefix = f"/repos/{self.repository}"
             if not path.startswith(prefix + "/"):
                 return 404, {"message": "Not Found"}, {}
-            return self._route(method, path[len(prefix):], query, body)
+            answer = self._route(method, path[len(prefix):], query, body)
+            for i, (m, pattern, failure) in enumerate(self.failures_after):
+                if m == method and re.search(pattern, path):
+                    del self.failures_after[i]
+                    return failure
+            return answer
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Answer:
         if method == "GET" and path == "/tags":

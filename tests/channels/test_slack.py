@@ -252,6 +252,9 @@ async def test_malformed_payloads_are_400_and_logged(slack, caplog):
         # Signed clicks Bolt could not match to a listener (it raised inside Bolt: a 500).
         ("payload=" + quote(json.dumps({"type": "block_actions", **actions})), "application/x-www-form-urlencoded")
         for actions in ({}, {"actions": []}, {"actions": [{}]}, {"actions": "x"}, {"actions": [{"action_id": 1}]})
+    ] + [
+        ("payload=" + quote(json.dumps({"type": kind, "view": "x"})), "application/x-www-form-urlencoded")
+        for kind in ("view_submission", "view_closed")
     ]:
         assert (await slack.post(body, content_type)).status_code == 400, body
     assert "malformed payload" in caplog.text

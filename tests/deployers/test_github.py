@@ -189,3 +189,16 @@ async def test_a_run_that_cannot_be_cancelled_is_reported_for_a_human_to_stop(gi
     outcome = await on_tag.deploy(REQUEST)
     assert not outcome.ok and "cancelling it failed, stop it by hand" in outcome.output
     assert "needs actions:write" in outcome.output
+
+
+async def test_a_dispatch_whose_answer_was_lost_is_not_sent_again(github, deployer):
+    # GitHub started the run, and a proxy answered 502: a second dispatch would start a
+    # second run of the same deploy.
+    github.fail_after("POST", r"/dispatches$", 502, {"message": "Bad Gateway"})
+    outcome = await deployer.deploy(REQUEST)
+    assert outcome.ok and len(github.dispatches) == 1
+
+
+async def test_a_dispatch_refused_outright_is_tried_again(github, deployer):
+    github.fail("POST", r"/dispatches$", 429, {"message": "secondary rate limit"}, {"retry-after": "0"})
+    assert (await deployer.deploy(REQUEST)).ok and len(github.dispatches) == 1

@@ -90,3 +90,17 @@ async def test_the_reducer_never_deploys_an_expired_approval_and_a_reply_replans
     fresh = again.pending_approval(parts.clock())
     assert fresh is not None and fresh.approval_id != request.approval_id
     assert again.status(parts.clock()) == "waiting_for_approval" and parts.deployer.deploys == []
+
+
+async def test_after_an_approval_lapsed_the_requesters_own_reply_replans_too(parts, service):
+    thread = await paused_for_approval(parts)
+    request = thread.pending_approval()
+    parts.clock.advance(hours=2)
+    # alice asked, and is no approver: before the expiry her reply is plain text (the approval
+    # still waits for bob or carol); after it, nobody is left to wait for, so it closes it.
+    replied = await service.respond(thread.id, "yes please, still wanted", "alice")
+    assert replied.events[-1].approval_id == request.approval_id and replied.events[-1].approve is False
+    parts.model.script(DeployBackend(tag="v1.2.3", environment="production"))
+    again = await make_runner(parts).run(thread.id)
+    fresh = again.pending_approval(parts.clock())
+    assert fresh is not None and fresh.approval_id != request.approval_id and parts.deployer.deploys == []

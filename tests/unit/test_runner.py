@@ -349,3 +349,27 @@ async def test_a_lost_race_rereads_and_decides_again(parts, runner, service):
     done = await runner.run(thread.id)
     assert types(done) == ["user_message", "human_response", "request_more_information"]
     assert "frontend, not backend" in parts.model.contexts[1]
+
+
+async def test_a_deployer_bug_is_an_error_event_and_the_lock_is_not_left_behind(parts, runner):
+    import asyncio
+
+    parts.deployer.script(ValueError("Retry-After: Wed, 21 Oct 2026 07:28:00 GMT"))
+    parts.model.script(DeployBackend(tag="v1.2.2", environment="staging"), DoneForNow(message="it broke"))
+    thread = await runner.run((await launch(parts)).id)
+    error = next(e for e in thread.events if isinstance(e, Error))
+    assert error.kind == "deployer" and "ValueError" in error.message and "unknown" in error.message
+    assert thread.status() == "done"
+    assert await parts.environments.holder("staging") is None  # released: the result is recorded
+    renewals = [t for t in asyncio.all_tasks() if "keep_renewing" in repr(t.get_coro()) and not t.done()]
+    assert renewals == []
+
+
+async def test_error_messages_are_redacted_before_they_are_recorded(parts):
+    runner = make_runner(parts)
+    runner.secrets = ("hunter2-the-db-password",)
+    parts.deployer.script(DeployerError("push refused: postgres://app:hunter2-the-db-password@db/app"))
+    parts.model.script(DeployBackend(tag="v1.2.2", environment="staging"), DoneForNow(message="no"))
+    thread = await runner.run((await launch(parts)).id)
+    error = next(e for e in thread.events if isinstance(e, Error))
+    assert "hunter2" not in error.message and "[redacted]" in error.message
