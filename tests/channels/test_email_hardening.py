@@ -84,14 +84,16 @@ def spy(app) -> CountingInbox:
 
 
 async def keys(redis) -> dict[bytes, int]:
-    """Every key (but chores' turn keys) -> a stream's length, or the key's type."""
+    """Every key (but chores' turn keys) -> a stream's length, or the key's type. An empty
+    stream is left out: a worker creates the handoff stream on its first read, whenever that
+    happens to be, and it holds nothing."""
     found = {}
     for key in await redis.keys("*"):
         if TURN.search(key):
             continue
         kind = (await redis.type(key)).decode()
         found[key] = await redis.xlen(key) if kind == "stream" else kind
-    return found
+    return {key: value for key, value in found.items() if value != 0}
 
 
 def mime(body: str = "hello", **headers: str) -> bytes:
