@@ -4,10 +4,13 @@ Inbound mail arrives as one raw message per POST, the form inbound-mail services
 Approval replies carry a signed token (plus-addressed Reply-To, with a copy in the body)
 bound to the approval, the approver's address and an expiry, because a From header alone
 proves nothing: without a valid token, mail from an approver's address is recorded as
-feedback from an "unverified sender", never as a decision (and refused where anyone may
-decide). Nothing is read or written for a stranger's mail, and every header that becomes a
-key or a lookup is bounded. Sends run in the background with retries; one that cannot be
-built, or keeps failing, is a log line and a delivery_failed event on the thread.
+feedback from an "unverified sender", never as a decision, and only when the address is
+also an allowed sender (else it is ignored). A reply without a token that would decide the
+pending approval (its sender may decide it) is refused, whoever it claims to be from.
+Nothing is read or written for a stranger's mail, nor for automatic mail (out-of-office
+replies, bounces), and every header that becomes a key or a lookup is bounded. Sends run in
+the background with retries; one that cannot be built, or keeps failing, is a log line and
+a delivery_failed event on the thread.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ import functools
 import hmac
 import logging
 import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -42,7 +44,6 @@ from bot.thread import Origin, Thread
 log = logging.getLogger(__name__)
 SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
 MAX_MESSAGE_ID = render.MAX_MESSAGE_ID  # characters; a longer one is refused (it would be a key)
-MAX_REFERENCES = 20  # In-Reply-To and References looked up, newest first
 MAX_ADDRESS = render.MAX_ADDRESS  # a longer From address is nobody we know
 MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
 
@@ -126,6 +127,11 @@ class EmailChannel:
 
     async def receive(self, mail: parse.Inbound) -> tuple[str, str]:
         mail = bounded(mail)
+        if mail.automatic:
+            # An out-of-office reply or a bounce is no feedback, and answering it could loop
+            # (the bot mails the thread's starter on every event): nothing is stored or sent.
+            log.info("email: ignored an automatic message from %s (%s)", _short(mail.sender), mail.automatic)
+            return "ignored", f"an automatic message ({mail.automatic})"
         # Who sent it, before anything is read or written: a stranger is only logged.
         approval_id, token_error = self._check_token(mail)
         known = self._is_allowed(mail.sender) or self._is_approver(mail.sender)
@@ -140,14 +146,16 @@ class EmailChannel:
             return "ignored", "not an allowed sender"
         if mail.cut:
             log.info("email: cut oversize headers of %s: %s", _short(mail.message_id), "; ".join(mail.cut))
-        if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
-            return await self._refuse(mail, mail.refusal)
         if not mail.message_id or len(mail.message_id) > MAX_MESSAGE_ID:
             return await self._refuse(mail, f"its Message-ID is empty or longer than {MAX_MESSAGE_ID} characters")
+        # A replay is caught before anything else is said about the message: each copy of a
+        # refused one would otherwise be refused (and answered) as if it were new.
         fresh, _, _ = await self.inbox.receive(names.EMAIL_INBOUND, mail.message_id, SEEN_TTL, None)
         if not fresh:
             return await self._refuse(mail, f"message {mail.message_id} was already received")
         try:
+            if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
+                return await self._refuse(mail, mail.refusal)
             return await self._handle(mail, approval_id, token_error)
         except Exception:
             # A retry must not look like a replay.
@@ -178,17 +186,18 @@ class EmailChannel:
         pending = thread.pending_approval()
         if pending and parse.decision(mail.text)[0]:
             return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
-        user = mail.sender
-        if self._is_approver(mail.sender):
-            # Without a valid reply token the From header is all there is, and anyone can
-            # write it: an approver's address counts as an unverified sender, never as them.
-            user = unverified(mail.sender)
-            if pending and self.policy.may_decide(user, pending) is None:
-                # Anyone may decide here ("*"), so even unverified feedback would be a decision.
-                return await self._refuse(
-                    mail, "without the approval code a message cannot decide an approval: "
-                    "reply to the approval email itself", thread,
-                )
+        # Without a valid reply token the From header is all there is, and anyone can write
+        # it: an approver's address counts as an unverified sender, never as them.
+        user = unverified(mail.sender) if self._is_approver(mail.sender) else mail.sender
+        open_approval = thread.pending_approval(self.service.clock())
+        if open_approval and self.policy.may_decide(user, open_approval) is None:
+            # Feedback from someone who may decide is a rejection (anyone may, where the
+            # approvers are "*"): a forged From must not reject it. Once the approval has
+            # lapsed, a reply only closes what can no longer be approved (see the service).
+            return await self._refuse(
+                mail, "without the approval code a message cannot decide an approval: "
+                "reply to the approval email itself", thread,
+            )
         try:
             await self.service.respond(thread_id, mail.text, user, channel="email")
         except Refused as e:
@@ -198,6 +207,10 @@ class EmailChannel:
         return "accepted", thread_id
 
     async def _start(self, mail: parse.Inbound) -> tuple[str, str]:
+        if not (mail.text or mail.subject).strip():
+            return await self._refuse(
+                mail, "the email has neither a subject nor any new text: say what should be deployed",
+            )
         origin = Origin(
             channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
         )
@@ -220,6 +233,10 @@ class EmailChannel:
         replied_to = await self._thread_of(mail)
         if replied_to is not None and replied_to != thread_id:
             return await self._refuse(mail, "the approval code is for another deploy than the email you replied to")
+        if not mail.text.strip():  # only the quoted approval email, or HTML that shows nothing
+            return await self._refuse(
+                mail, "the reply has no text of its own: reply approve, or say what should change",
+            )
         approve, feedback = parse.decision(mail.text)
         try:
             await self.service.respond(thread_id, feedback, mail.sender, approval_id, approve, "email")
@@ -230,9 +247,9 @@ class EmailChannel:
         return "accepted", thread_id
 
     async def _thread_of(self, mail: parse.Inbound) -> str | None:
-        """The thread of the newest referenced message the bot knows: at most
-        MAX_REFERENCES lookups (`bounded` cut the list), In-Reply-To first."""
-        for ref in mail.references[:MAX_REFERENCES]:
+        """The thread of the newest referenced message the bot knows, In-Reply-To first: at
+        most parse.MAX_REFERENCES lookups (the parser keeps no more)."""
+        for ref in mail.references:
             if thread_id := await self.inbox.lookup(names.email_message(ref)):
                 return thread_id
         return None
@@ -348,15 +365,12 @@ class EmailChannel:
 
 
 def bounded(mail: parse.Inbound) -> parse.Inbound:
-    """`mail` with every header that becomes a key or a lookup bounded: its Message-ID
-    without control characters or whitespace (one longer than MAX_MESSAGE_ID is kept, and
-    refused by the caller), at most MAX_REFERENCES references, each at most MAX_MESSAGE_ID
-    long, and a bounded subject. The parser may cap these too; this holds whatever it does."""
-    message_id = mail.message_id if len(mail.message_id) > MAX_MESSAGE_ID else _clean_id(mail.message_id)
-    refs = (_clean_id(r) for r in mail.references[:MAX_REFERENCES] if len(r) <= MAX_MESSAGE_ID)
+    """`mail` with its Message-ID (it becomes a key) without control characters or
+    whitespace (one longer than MAX_MESSAGE_ID is kept, and refused by the caller) and a
+    bounded subject. The references are bounded and cleaned by the parser."""
+    message_id = mail.message_id if len(mail.message_id) > MAX_MESSAGE_ID else parse.clean_id(mail.message_id)
     return dataclasses.replace(
-        mail, message_id=message_id, references=tuple(dict.fromkeys(r for r in refs if r)),
-        subject=render.header(mail.subject[:MAX_SUBJECT * 2], MAX_SUBJECT),
+        mail, message_id=message_id, subject=render.header(mail.subject[:MAX_SUBJECT * 2], MAX_SUBJECT),
     )
 
 
@@ -364,10 +378,6 @@ def unverified(address: str) -> str:
     """Who a message from `address` is recorded as when nothing but its From header says
     so: a name no approver entry can be (an address or a chat user id has no spaces)."""
     return f"unverified sender <{address}>"
-
-
-def _clean_id(value: str) -> str:
-    return "".join(c for c in value if not c.isspace() and unicodedata.category(c) not in ("Cc", "Zl", "Zp"))
 
 
 def _short(text: str, limit: int = 120) -> str:
