@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from bot.events import (
     DeployBackend,
@@ -46,18 +47,31 @@ EXAMPLES = (
 # The only words that approve, in every channel (the CLI prompt, a signed email reply) and the
 # only ones a plain reply is refused for (it must not look like it approved anything).
 APPROVE_WORDS = frozenset({"y", "yes", "approve", "approved", "lgtm", "ship it"})
-# A question is never an answer: "Approve?", "yes?", "Ship it?!" ask, they do not approve.
-_QUESTION = re.compile(r"[?¿？⸮‽⁇⁈⁉؟;]")
+# An allow-list: the whole first line is one of the words, with nothing after it but "." or "!".
+_APPROVAL = re.compile(
+    "(?:" + "|".join(re.escape(w) for w in sorted(APPROVE_WORDS, key=len, reverse=True)) + ")[.!]*", re.I
+)
 
 
 def is_approval(text: str) -> bool:
-    """True when the first line is just an approval word, not asked as a question: the only
-    text that may approve, and only where a verified decision is possible (a button, a signed
-    email reply, the API). Other punctuation ("Approved!", "Ship it.") does not matter."""
-    first = text.strip().partition("\n")[0]
-    if _QUESTION.search(first):
-        return False
-    return " ".join(re.sub(r"[^\w\s]", " ", first).lower().split()) in APPROVE_WORDS
+    """True when the first line is just an approval word ("Approved!", "Ship it.": after NFKC
+    normalization, one of APPROVE_WORDS with only "." or "!" after it) and no later line asks
+    a question: the only text that may approve, and only where a verified decision is
+    possible (a button, a signed email reply, the API). "approve\nbut is the migration done?"
+    is feedback, never an approval: its condition would be lost."""
+    first, _, rest = text.strip().partition("\n")
+    return bool(_APPROVAL.fullmatch(" ".join(unicodedata.normalize("NFKC", first).split()))) and not asks(rest)
+
+
+def asks(text: str) -> bool:
+    """Whether `text` has a question mark in it: "?" or any other Unicode one ("？", "﹖",
+    "❓", "؟", "‽", the Greek one that NFKC turns into ";"), before or after NFKC."""
+    return "?" in unicodedata.normalize("NFKC", text) or any(_question_mark(c) for c in set(text) if not c.isascii())
+
+
+def _question_mark(c: str) -> bool:
+    name = unicodedata.name(c, "")
+    return "QUESTION MARK" in name or "INTERROBANG" in name
 
 
 def parse(text: str) -> Step | None:

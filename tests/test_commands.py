@@ -32,14 +32,29 @@ def test_free_text_is_not_a_command(text):
     assert parse(text) is None
 
 
-@pytest.mark.parametrize("text", ["y", "Yes!", "approve", "Approved.", "LGTM", "ship it", "Ship  it!\nthanks"])
+@pytest.mark.parametrize("text", [
+    "y", "Yes!", "approve", "Approved.", "LGTM", "ship it", "Ship  it!\nthanks", "  approve!!.\n\nthanks!",
+    "ＡＰＰＲＯＶＥ", "lgtm！",  # NFKC: full-width letters and "!" are the same words
+])
 def test_approval_words(text):
     assert is_approval(text)
 
 
-@pytest.mark.parametrize("text", ["yes, but after 5pm", "ship it tomorrow", "no", "", "please approve"])
+@pytest.mark.parametrize("text", [
+    "yes, but after 5pm", "ship it tomorrow", "no", "", "please approve", "approve :)", "approve, thanks",
+    "approve\u200b",  # an invisible character is not nothing
+    # a question, on the first line or any later one, in any script: never an approval
+    "approve\nbut is the migration done?", "approve❓", "approve﹖", "yes︖", "lgtm ❔", "approve\nok\u037e",
+    "approve\n\nwait⁈", "ship it\nreally‽", "approve\n¿seguro", "yes\nهل انتهى الترحيل؟",
+])
 def test_anything_else_is_not_an_approval(text):
     assert not is_approval(text)
+
+
+@pytest.mark.parametrize("word", sorted(APPROVE_WORDS))
+def test_every_approval_word_approves_and_asked_does_not(word):
+    assert is_approval(word) and is_approval(f"{word.upper()}!") and is_approval(f"{word}\nthanks")
+    assert not is_approval(f"{word}?") and not is_approval(f"{word}\nsure?") and not is_approval(f"{word} now")
 
 
 def test_one_set_of_approval_words_for_every_channel():

@@ -8,10 +8,13 @@ to the approval, that address and an expiry, because a From header alone proves 
 valid token proves the address, which is its person's (`directory.by_email`), so alice's
 decision by email is alice's as much as her click in Slack. Without a valid token, mail from
 an approver's address is recorded as feedback from an "unverified sender", who is nobody,
-never as a decision (and refused where anyone may decide). Nothing is read or written for
-a stranger's mail, and every header that becomes a key or a lookup is bounded. Sends run in
-the background with retries; one that cannot be built, or keeps failing, is a log line and a
-delivery_failed event on the thread.
+never as a decision, and only when the address is also an allowed sender (else it is
+ignored). A reply without a token that would decide the pending approval (its sender may
+decide it) is refused, whoever it claims to be from. Nothing is read or written for a
+stranger's mail, nor for automatic mail (out-of-office replies, bounces), and every header
+that becomes a key or a lookup is bounded. Sends run in the background with retries; one
+that cannot be built, or keeps failing, is a log line and a delivery_failed event on the
+thread.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import functools
 import hmac
 import logging
 import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -47,7 +49,6 @@ from bot.thread import Origin, Thread
 log = logging.getLogger(__name__)
 SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
 MAX_MESSAGE_ID = render.MAX_MESSAGE_ID  # characters; a longer one is refused (it would be a key)
-MAX_REFERENCES = 20  # In-Reply-To and References looked up, newest first
 MAX_ADDRESS = render.MAX_ADDRESS  # a longer From address is nobody we know
 MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
 
@@ -131,6 +132,11 @@ class EmailChannel:
 
     async def receive(self, mail: parse.Inbound) -> tuple[str, str]:
         mail = bounded(mail)
+        if mail.automatic:
+            # An out-of-office reply or a bounce is no feedback, and answering it could loop
+            # (the bot mails the thread's starter on every event): nothing is stored or sent.
+            log.info("email: ignored an automatic message from %s (%s)", _short(mail.sender), mail.automatic)
+            return "ignored", f"an automatic message ({mail.automatic})"
         # Who sent it, before anything is read or written: a stranger is only logged.
         approval_id, token_error = self._check_token(mail)
         known = self._is_allowed(mail.sender) or self._is_approver(mail.sender)
@@ -145,14 +151,16 @@ class EmailChannel:
             return "ignored", "not an allowed sender"
         if mail.cut:
             log.info("email: cut oversize headers of %s: %s", _short(mail.message_id), "; ".join(mail.cut))
-        if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
-            return await self._refuse(mail, mail.refusal)
         if not mail.message_id or len(mail.message_id) > MAX_MESSAGE_ID:
             return await self._refuse(mail, f"its Message-ID is empty or longer than {MAX_MESSAGE_ID} characters")
+        # A replay is caught before anything else is said about the message: each copy of a
+        # refused one would otherwise be refused (and answered) as if it were new.
         fresh, _, _ = await self.inbox.receive(names.EMAIL_INBOUND, mail.message_id, SEEN_TTL, None)
         if not fresh:
             return await self._refuse(mail, f"message {mail.message_id} was already received")
         try:
+            if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
+                return await self._refuse(mail, mail.refusal)
             return await self._handle(mail, approval_id, token_error)
         except Exception:
             # A retry must not look like a replay.
@@ -183,17 +191,18 @@ class EmailChannel:
         pending = thread.pending_approval()
         if pending and parse.decision(mail.text)[0]:
             return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
-        who = self._sender(mail)
-        if self._is_approver(mail.sender):
-            # Without a valid reply token the From header is all there is, and anyone can
-            # write it: an approver's address counts as an unverified sender, never as them.
-            who = unverified_identity(mail.sender)
-            if pending and self.policy.may_decide(who, pending) is None:
-                # Anyone may decide here ("*"), so even unverified feedback would be a decision.
-                return await self._refuse(
-                    mail, "without the approval code a message cannot decide an approval: "
-                    "reply to the approval email itself", thread,
-                )
+        # Without a valid reply token the From header is all there is, and anyone can write
+        # it: an approver's address counts as an unverified sender, who is nobody.
+        who = unverified_identity(mail.sender) if self._is_approver(mail.sender) else self._sender(mail)
+        open_approval = thread.pending_approval(self.service.clock())
+        if open_approval and self.policy.may_decide(who, open_approval) is None:
+            # Feedback from someone who may decide is a rejection (anyone may, where the
+            # approvers are "*"): a forged From must not reject it. Once the approval has
+            # lapsed, a reply only closes what can no longer be approved (see the service).
+            return await self._refuse(
+                mail, "without the approval code a message cannot decide an approval: "
+                "reply to the approval email itself", thread,
+            )
         try:
             await self.service.respond(thread_id, mail.text, who, channel="email", evidence=evidence(mail))
         except Refused as e:
@@ -203,6 +212,10 @@ class EmailChannel:
         return "accepted", thread_id
 
     async def _start(self, mail: parse.Inbound) -> tuple[str, str]:
+        if not (mail.text or mail.subject).strip():
+            return await self._refuse(
+                mail, "the email has neither a subject nor any new text: say what should be deployed",
+            )
         origin = Origin(
             channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
         )
@@ -227,6 +240,10 @@ class EmailChannel:
         replied_to = await self._thread_of(mail)
         if replied_to is not None and replied_to != thread_id:
             return await self._refuse(mail, "the approval code is for another deploy than the email you replied to")
+        if not mail.text.strip():  # only the quoted approval email, or HTML that shows nothing
+            return await self._refuse(
+                mail, "the reply has no text of its own: reply approve, or say what should change",
+            )
         approve, feedback = parse.decision(mail.text)
         try:
             # The token proved the address: its person decides.
@@ -240,9 +257,9 @@ class EmailChannel:
         return "accepted", thread_id
 
     async def _thread_of(self, mail: parse.Inbound) -> str | None:
-        """The thread of the newest referenced message the bot knows: at most
-        MAX_REFERENCES lookups (`bounded` cut the list), In-Reply-To first."""
-        for ref in mail.references[:MAX_REFERENCES]:
+        """The thread of the newest referenced message the bot knows, In-Reply-To first: at
+        most parse.MAX_REFERENCES lookups (the parser keeps no more)."""
+        for ref in mail.references:
             if thread_id := await self.inbox.lookup(names.email_message(ref)):
                 return thread_id
         return None
@@ -374,15 +391,12 @@ class EmailChannel:
 
 
 def bounded(mail: parse.Inbound) -> parse.Inbound:
-    """`mail` with every header that becomes a key or a lookup bounded: its Message-ID
-    without control characters or whitespace (one longer than MAX_MESSAGE_ID is kept, and
-    refused by the caller), at most MAX_REFERENCES references, each at most MAX_MESSAGE_ID
-    long, and a bounded subject. The parser may cap these too; this holds whatever it does."""
-    message_id = mail.message_id if len(mail.message_id) > MAX_MESSAGE_ID else _clean_id(mail.message_id)
-    refs = (_clean_id(r) for r in mail.references[:MAX_REFERENCES] if len(r) <= MAX_MESSAGE_ID)
+    """`mail` with its Message-ID (it becomes a key) without control characters or
+    whitespace (one longer than MAX_MESSAGE_ID is kept, and refused by the caller) and a
+    bounded subject. The references are bounded and cleaned by the parser."""
+    message_id = mail.message_id if len(mail.message_id) > MAX_MESSAGE_ID else parse.clean_id(mail.message_id)
     return dataclasses.replace(
-        mail, message_id=message_id, references=tuple(dict.fromkeys(r for r in refs if r)),
-        subject=render.header(mail.subject[:MAX_SUBJECT * 2], MAX_SUBJECT),
+        mail, message_id=message_id, subject=render.header(mail.subject[:MAX_SUBJECT * 2], MAX_SUBJECT),
     )
 
 
@@ -401,10 +415,6 @@ def unverified_identity(address: str) -> Identity:
     """Nobody, whatever person the address is: its principal (`email:unverified sender
     <...>`) matches no person and no address an approver list names, only `*`."""
     return Identity(None, EMAIL, unverified(address))
-
-
-def _clean_id(value: str) -> str:
-    return "".join(c for c in value if not c.isspace() and unicodedata.category(c) not in ("Cc", "Zl", "Zp"))
 
 
 def _short(text: str, limit: int = 120) -> str:

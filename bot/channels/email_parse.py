@@ -16,7 +16,14 @@ the bot and to the person who wrote it.
 
 The MIME parse is bounded: at most MAX_PARTS parts; every header is cut before the stdlib
 parses it, or read raw (see `_BoundedPolicy`); References and the Message-ID are capped, with
-the reason in `Inbound.cut`. A hostile message of a megabyte costs well under a second.
+the reason in `Inbound.cut`. The new text is read from the first MAX_READ characters of the
+body only (a reply's new text is at the top; the code is searched for in all of it), with
+HTML read by a tokenizer of our own that never looks at a character twice (the stdlib's
+HTMLParser rescans to the end of the input for every unclosed tag: minutes for 100 KB). A
+hostile message of a megabyte costs well under a second.
+
+Automatic mail (out-of-office replies, bounces, list mail: `Inbound.automatic`) is flagged,
+so the channel can leave it be: it is no feedback, and answering it could loop.
 """
 
 from __future__ import annotations
@@ -24,13 +31,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy as email_policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
-from html.parser import HTMLParser
+from html import unescape
 from typing import Any
 
 from bot.channels.email_render import MAX_MESSAGE_ID
@@ -40,11 +48,12 @@ REJECT_WORDS = {"no", "reject", "rejected", "stop"}
 TOKEN = r"[0-9a-f]{16}\.\d{10}\.[0-9a-f]{16}"
 
 MAX_PARTS = 100  # MIME parts (nested ones included); a message with more is refused
-MAX_REFERENCES = 50  # the newest References kept (In-Reply-To first)
+MAX_REFERENCES = 20  # the newest References kept (In-Reply-To first): the lookups the channel makes
 MAX_REFERENCE = MAX_MESSAGE_ID  # characters of one reference; a longer one is dropped
 MAX_HEADER = 10_000  # characters of one address or subject header read; the rest is not parsed
 MAX_PARSED_HEADER = 256  # characters of any other header the stdlib parses (Content-Type, ...)
 MAX_HEADERS_READ = 10  # occurrences of one recipient header read (To, Cc, Delivered-To, ...)
+MAX_READ = 64 * 1024  # characters of the body (plain text or HTML) the new text is read from
 
 HTML_ONLY_APPROVAL = (
     "an approval is only taken from an email with a plain-text part, and yours is HTML only "
@@ -81,6 +90,7 @@ class Inbound:
     html_only: bool = False  # the text was read from HTML: the email has no plain-text part
     refusal: str | None = None  # why the bot must not act on it, in words for the sender
     cut: tuple[str, ...] = field(default=())  # what was cut from oversize headers, for the log
+    automatic: str | None = None  # what marks it as automatic mail (an out-of-office reply, a bounce)
 
 
 def parse(raw: bytes) -> Inbound:
@@ -102,14 +112,16 @@ def read(raw: bytes) -> Inbound:
         message_id, cut = _message_id(msg)
         if "@" not in sender or not message_id:
             raise MalformedEmail("an email needs a From address and a Message-ID")
-        content, html_only = _body(msg)
-        text = new_text(html_to_text(content) if html_only else content)
+        body, content, html_only = _body(msg)
+        head = _head(content)  # the new text is at the top; the code may be anywhere
+        text = new_text(html_to_text(head) if html_only else head)
         subject = " ".join(_header(msg, "Subject", decoded=True).split())  # no folded or encoded newlines
         recipients = " ".join(a for _, a in getaddresses(
             [v for h in ("To", "Cc", "Delivered-To", "X-Original-To") for v in _headers(msg, h)]
         ))
         references, refs_cut = _references(msg)
-        token = re.search(rf"\+({TOKEN})@", recipients) or _token_in_body(msg, content)
+        token = re.search(rf"\+({TOKEN})@", recipients) or _token_in_body(msg, body, content)
+        automatic = _automatic(msg)
     except MalformedEmail:
         raise
     except Exception as e:  # the stdlib parser raises many kinds on broken input
@@ -120,7 +132,7 @@ def read(raw: bytes) -> Inbound:
     refusal = HTML_ONLY_APPROVAL if html_only and token and is_approval(text) else None
     return Inbound(
         sender, message_id, subject, text, references, token[1] if token else None,
-        html_only=html_only, refusal=refusal, cut=cut + refs_cut,
+        html_only=html_only, refusal=refusal, cut=cut + refs_cut, automatic=automatic,
     )
 
 
@@ -213,7 +225,8 @@ def _message_id(msg: EmailMessage) -> tuple[str, tuple[str, ...]]:
 
 def _references(msg: EmailMessage) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """In-Reply-To, then References newest first: at most MAX_REFERENCES, each at most
-    MAX_REFERENCE characters (a longer one cannot be a Message-ID the bot knows)."""
+    MAX_REFERENCE characters (a longer one cannot be a Message-ID the bot knows) and
+    `clean_id`: the channel looks each one up as it is."""
     def ids(name: str) -> list[str]:
         return re.findall(r"<[^<>\s]+>", (_raw_headers(msg, name) or [""])[0])
 
@@ -222,18 +235,53 @@ def _references(msg: EmailMessage) -> tuple[tuple[str, ...], tuple[str, ...]]:
     cut = [f"references longer than {MAX_REFERENCE} characters were dropped"] if len(kept) < len(found) else []
     if len(kept) > MAX_REFERENCES:
         cut.append(f"{len(kept)} references were cut to the newest {MAX_REFERENCES}")
-    return tuple(kept[:MAX_REFERENCES]), tuple(cut)
+    return tuple(dict.fromkeys(clean_id(r) for r in kept[:MAX_REFERENCES])), tuple(cut)
 
 
-def _body(msg: EmailMessage) -> tuple[str, bool]:
-    """(the body, whether it is HTML). The plain-text part when there is one with any text:
-    what the sender's client wrote for readers without HTML, with nothing hidden in it."""
+def clean_id(value: str) -> str:
+    """A Message-ID as a key: without whitespace, control characters or line separators."""
+    return "".join(c for c in value if not c.isspace() and unicodedata.category(c) not in ("Cc", "Zl", "Zp"))
+
+
+def _automatic(msg: EmailMessage) -> str | None:
+    """What marks `msg` as automatic mail, or None: `Auto-Submitted` other than "no" (RFC
+    3834), `Precedence: bulk|junk|list|auto_reply`, `X-Autoreply` or `X-Autorespond`, an
+    empty `Return-Path: <>` (a bounce) or a delivery report (multipart/report)."""
+    submitted = re.split(r"[\s;(]", _header(msg, "Auto-Submitted").strip(), maxsplit=1)[0].lower()
+    if submitted and submitted != "no":
+        return f"Auto-Submitted: {submitted[:40]}"
+    precedence = re.split(r"[\s;(]", _header(msg, "Precedence").strip(), maxsplit=1)[0].lower()
+    if precedence in ("bulk", "junk", "list", "auto_reply"):
+        return f"Precedence: {precedence}"
+    for name in ("X-Autoreply", "X-Autorespond"):
+        if _raw_headers(msg, name):
+            return name
+    if any("".join(v[:MAX_PARSED_HEADER].split()) == "<>" for v in _raw_headers(msg, "Return-Path")):
+        return "Return-Path: <>"
+    if msg.get_content_type() == "multipart/report":
+        return "a delivery report"
+    return None
+
+
+def _head(content: str) -> str:
+    """The first MAX_READ characters of a body, up to a line end where there is one."""
+    if len(content) <= MAX_READ:
+        return content
+    head = content[:MAX_READ]
+    end = head.rfind("\n")
+    return head[:end] if end > 0 else head
+
+
+def _body(msg: EmailMessage) -> tuple[EmailMessage, str, bool]:
+    """(the body's part, its text, whether it is HTML). The plain-text part when there is one
+    with any text: what the sender's client wrote for readers without HTML, with nothing
+    hidden in it."""
     plain = msg.get_body(preferencelist=("plain",))
     html = msg.get_body(preferencelist=("html",))
     if isinstance(plain, EmailMessage) and ((content := _content(plain)).strip() or html is None):
-        return content, False
+        return plain, content, False
     if isinstance(html, EmailMessage):
-        return _content(html), True
+        return html, _content(html), True
     raise MalformedEmail("the email has no text or HTML body")
 
 
@@ -251,13 +299,14 @@ def _content(part: EmailMessage) -> str:
     return content
 
 
-def _token_in_body(msg: EmailMessage, content: str) -> re.Match[str] | None:
-    """The code in the body read, or else in any other text part (an HTML alternative)."""
+def _token_in_body(msg: EmailMessage, body: EmailMessage, content: str) -> re.Match[str] | None:
+    """The code in the body read (`content`, the text of part `body`), or else in any other
+    text part (an HTML alternative)."""
     if found := re.search(rf"\b({TOKEN})\b", content):
         return found
     for part in msg.walk():
-        if (part.get_content_type() in ("text/plain", "text/html") and part.get_content_disposition() != "attachment"
-                and isinstance(part, EmailMessage)):
+        if (part is not body and part.get_content_type() in ("text/plain", "text/html")
+                and part.get_content_disposition() != "attachment" and isinstance(part, EmailMessage)):
             if found := re.search(rf"\b({TOKEN})\b", _content(part)):
                 return found
     return None
@@ -268,26 +317,35 @@ def unflow(text: str, delsp: bool = False) -> str:
     Apple Mail send it): a line ending in a space continues on the next one of the same
     quote depth. Quoted lines keep a `>` prefix per level."""
     out: list[str] = []
-    pending: str | None = None
+    pending: list[str] = []  # the pieces of a flowed line so far, joined once it ends
     pending_depth = 0
     for line in text.split("\n"):
-        depth = len(line) - len(line.lstrip(">"))
-        body = line[depth:]
+        body = line.lstrip(">")
+        depth = len(line) - len(body)
         if body.startswith(" "):
             body = body[1:]  # space-stuffing
         flowed = body.endswith(" ") and body.rstrip() != "--"
         if flowed and delsp:
             body = body[:-1]
-        if pending is not None and depth == pending_depth:
-            body = pending + body
-        elif pending is not None:
-            out.append(">" * pending_depth + (" " if pending_depth else "") + pending)
-        pending, pending_depth = (body, depth) if flowed else (None, 0)
-        if not flowed:
-            out.append(">" * depth + (" " if depth else "") + body)
-    if pending is not None:
-        out.append(">" * pending_depth + (" " if pending_depth else "") + pending)
+        if pending and depth != pending_depth:  # a flowed line ends where the quote depth changes
+            out.append(_quote(pending_depth, "".join(pending)))
+            pending = []
+        if flowed:
+            pending.append(body)
+            pending_depth = depth
+        elif pending:
+            pending.append(body)
+            out.append(_quote(depth, "".join(pending)))
+            pending = []
+        else:
+            out.append(_quote(depth, body))
+    if pending:
+        out.append(_quote(pending_depth, "".join(pending)))
     return "\n".join(out)
+
+
+def _quote(depth: int, line: str) -> str:
+    return f"{'>' * depth} {line}" if depth else line
 
 
 # --- the new text of a reply --------------------------------------------------------------
@@ -298,12 +356,10 @@ _WROTE = (
     r"wrote|writes|schrieb|a\s+écrit|escribió|escreveu|ha\s+scritto|schreef|skrev"
     r"|написал\(?а?\)?|написала|пишет|napisał\(?a?\)?|napisała|pisze"
 )
-_ATTRIBUTION = re.compile(
-    rf"(?:.*\b(?:{_WROTE})(?:\s(?:[^:]|\d:\d){{0,200}})?\s?"  # ... wrote: / a écrit : / schrieb Bob <bob@x>:
-    r"|.*\d{1,2}:\d{2}.*@[^\s<>()]+>?\)?\s?)"  # ... 10:00, Bob <bob@x>: (Gmail in Russian, Mail.ru)
-    r":",
-    re.I,
-)
+# ... wrote: / a écrit : / schrieb Bob <bob@x>:
+_ATTRIBUTION = re.compile(rf".*\b(?:{_WROTE})(?:\s(?:[^:]|\d:\d){{0,200}})?\s?:", re.I)
+_TIME = re.compile(r"\d{1,2}:\d{2}")
+_ATTRIBUTION_HINT = re.compile(rf"{_WROTE}|@", re.I)  # what every attribution has: a quick first test
 # How an attribution starts: a word ("On <date>", "Am <date>", ...), a weekday or a date.
 # One that shares its line with the reply ("approve On Wed, ... wrote:") is found by these.
 _OPENER_WORDS = r"On|Am|Le|El|Em|Il|Op|Den|På|W\s+dniu|Dnia"
@@ -414,17 +470,36 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
         if not lines[last].endswith(":"):
             continue
         joined = " ".join(line.strip() for line in lines[i:last + 1])
+        if not _ATTRIBUTION_HINT.search(joined, max(0, len(joined) - _MAX_ATTRIBUTION)):
+            continue
         after = _next_text(lines, last + 1)
         quote_follows = after < len(lines) and _quoted(lines[after])
         openers = _OPENER.finditer(first, max(0, len(joined) - _MAX_ATTRIBUTION))
         for start in [*(m.start() for m, _ in zip(openers, range(5), strict=False)), 0]:
             candidate = joined[start:]
-            if len(candidate) <= _MAX_ATTRIBUTION and _ATTRIBUTION.fullmatch(candidate) and (
-                quote_follows or re.search(r"\d", candidate)
+            if len(candidate) <= _MAX_ATTRIBUTION and (quote_follows or re.search(r"\d", candidate)) and (
+                _ATTRIBUTION.fullmatch(candidate) or _dated_address(candidate)
             ):
                 lead = joined[:start].strip()
                 return ("" if _OPENER_WORD.fullmatch(lead) else lead), last
     return None
+
+
+def _dated_address(line: str) -> bool:
+    """`line` has a time and ends in the address after it and a colon: "<date> 10:00,
+    Bob <bob@x>:" (Gmail in Russian, Mail.ru). What `.*\\d{1,2}:\\d{2}.*@[^\\s<>()]+>?\\)?\\s?:`
+    would fullmatch, read from the end in linear time (that regex took minutes a megabyte)."""
+    if not line.endswith(":"):
+        return False
+    end = len(line) - 1  # the address ends before an optional ">", ")" and one space
+    for optional in (str.isspace, ")".__eq__, ">".__eq__):
+        if end and optional(line[end - 1]):
+            end -= 1
+    start = end
+    while start and not (line[start - 1].isspace() or line[start - 1] in "<>()"):
+        start -= 1
+    at = line.rfind("@", start, end - 1)  # "@" and at least one character of the address after it
+    return at >= 0 and _TIME.search(line, 0, at) is not None
 
 
 def _history_starts(lines: list[str], i: int) -> bool:
@@ -514,7 +589,28 @@ def _hides(style: str) -> bool:
     )
 
 
-class _Text(HTMLParser):
+# The tokenizer (HTML5's rules, simplified). Every pattern is possessive, and whatever it
+# searches for is searched for once: a tag, comment or declaration that the end of the input
+# cuts off ends the reading (HTML5 drops it too), so no character is looked at twice.
+_START_TAG = re.compile(r"<([a-zA-Z][^\s/>]*+)((?:[^>=]++|=\s*+(?:\"[^\"]*+\"|'[^']*+')|=)*+)>")
+_END_TAG = re.compile(r"</([a-zA-Z][^\s/>]*+)[^>]*+>")
+_ATTRIBUTE = re.compile(r"([^\s/>=]++)(?:\s*+=\s*+(\"[^\"]*+\"|'[^']*+'|[^\s>]*+))?")
+_RAW_TEXT = {  # their content is text up to their end tag, never markup
+    name: re.compile(rf"</{name}(?=[\s/>])", re.I) for name in ("script", "style")
+}
+
+
+def _attributes(text: str) -> list[tuple[str, str | None]]:
+    found: list[tuple[str, str | None]] = []
+    for m in _ATTRIBUTE.finditer(text):
+        value = m[2]
+        if value is not None and len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]:
+            value = value[1:-1]
+        found.append((m[1].lower(), None if value is None else unescape(value)))
+    return found
+
+
+class _Text:
     """HTML mail -> the text a mail client shows, without quote blocks.
 
     Left out: what a client never shows (head, style, script), elements hidden by their own
@@ -523,7 +619,6 @@ class _Text(HTMLParser):
     background's colour, CSS classes) is not detected: HTML-only mail never approves."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.skip_tag: str | None = None
         self.skip_depth = 0
@@ -584,11 +679,54 @@ class _Text(HTMLParser):
         if self.parts and not self.parts[-1].endswith("\n"):
             self.parts.append("\n")
 
+    def read(self, doc: str) -> None:
+        """Tokenize `doc` and hand its tags and text to the methods above, in one pass."""
+        i, n = 0, len(doc)
+        while i < n and not self.done:
+            j = doc.find("<", i)
+            j = n if j < 0 else j
+            if i < j:
+                self.handle_data(unescape(doc[i:j]))
+            i = self._markup(doc, j) if j < n else n
+
+    def _markup(self, doc: str, i: int) -> int:
+        """Read the markup at doc[i] ("<"); where the text after it starts."""
+        n = len(doc)
+        after = doc[i + 1:i + 2]
+        if after.isascii() and after.isalpha():
+            if not (tag := _START_TAG.match(doc, i)):
+                return n  # cut off by the end of the input: nothing more is shown
+            name = tag[1].lower()
+            self.handle_starttag(name, _attributes(tag[2]))
+            if name not in _RAW_TEXT:
+                return tag.end()
+            closing = _RAW_TEXT[name].search(doc, tag.end())
+            stop = closing.start() if closing else n
+            self.handle_data(doc[tag.end():stop])
+            return stop
+        if doc.startswith("</", i):
+            if (tag := _END_TAG.match(doc, i)) is not None:
+                self.handle_endtag(tag[1].lower())
+                return tag.end()
+            if doc[i + 2:i + 3].isascii() and doc[i + 2:i + 3].isalpha():
+                return n  # cut off by the end of the input
+        elif doc.startswith("<!--", i):
+            for empty in ("<!-->", "<!--->"):
+                if doc.startswith(empty, i):
+                    return i + len(empty)
+            end = doc.find("-->", i + 4)
+            return n if end < 0 else end + 3
+        elif not doc.startswith(("<!", "<?"), i):
+            self.handle_data("<")  # "a < b": text
+            return i + 1
+        # "</>", "</ ...>", "<!DOCTYPE ...>", "<?xml ...>": a declaration or a bogus comment
+        end = doc.find(">", i + 2)
+        return n if end < 0 else end + 1
+
 
 def html_to_text(html: str) -> str:
     parser = _Text()
-    parser.feed(html)
-    parser.close()
+    parser.read(html)
     lines = [line.strip(" \t") for line in "".join(parser.parts).split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 

@@ -1,8 +1,10 @@
 """What deploybot says by email, as ready-to-send messages (plain text + HTML). Pure.
 
 Every header built from input (a subject, an address, a Message-ID from an inbound mail) is
-sanitized: no CR, LF or other control characters, and bounded. A body longer than
-MAX_BODY is cut, with a marker: the full text stays in the thread's events.
+sanitized: no CR, LF or other control characters, no bidi or other format characters
+(U+202E would show a subject or an address reversed), and bounded. A body longer than
+MAX_BODY is cut, with a marker: the full text stays in the thread's events. Every mail says
+it is automatic (`Auto-Submitted: auto-replied`, RFC 3834), so auto-responders leave it be.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ MAX_ADDRESS = 254  # RFC 5321's limit on a forward path
 MAX_MESSAGE_ID = 255
 _MSG_ID = re.compile(r"<[^<>\s]+>")
 _BREAKS = ("Cc", "Zl", "Zp")  # control characters (CR, LF, NUL, NEL, ...) and line separators
+_INVISIBLE = "Cf"  # format characters: bidi overrides and isolates (U+202E, ...), zero-width ones
 
 
 def text_for(thread: Thread, event: Event) -> str | None:
@@ -91,6 +94,7 @@ def message(
     msg["To"] = to
     msg["Subject"] = header(subject, MAX_SUBJECT)
     msg["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+    msg["Auto-Submitted"] = "auto-replied"  # RFC 3834: out-of-office replies and the like stay quiet
     if reply_to:
         msg["Reply-To"] = address(reply_to)
     if in_reply_to and (ref := message_id(in_reply_to)):
@@ -114,8 +118,9 @@ def reply_subject(subject: str) -> str:
 
 def header(value: str, limit: int) -> str:
     """`value` fit for one header line: control characters (CR and LF among them) and line
-    separators become spaces, whitespace runs collapse, and it is cut to `limit` characters."""
-    cleaned = "".join(" " if unicodedata.category(c) in _BREAKS else c for c in value)
+    separators become spaces, format characters (bidi overrides, zero-width ones) are left
+    out, whitespace runs collapse, and it is cut to `limit` characters."""
+    cleaned = "".join(_clean(c, " ") for c in value)
     return " ".join(cleaned.split())[:limit].strip()
 
 
@@ -127,10 +132,17 @@ def address(value: str) -> str:
 def message_id(value: str) -> str | None:
     """`value` as one Message-ID (`<left@right>`) with nothing that could break a header,
     or None when it is not one or is too long."""
-    cleaned = "".join(c for c in value if unicodedata.category(c) not in _BREAKS).strip()
+    cleaned = "".join(_clean(c, "") for c in value).strip()
     if len(cleaned) > MAX_MESSAGE_ID or not _MSG_ID.fullmatch(cleaned):
         return None
     return cleaned
+
+
+def _clean(c: str, space: str) -> str:
+    """One character of a header: a control character or line separator -> `space`, a
+    format character -> nothing."""
+    category = unicodedata.category(c)
+    return space if category in _BREAKS else "" if category == _INVISIBLE else c
 
 
 def cut(text: str, limit: int) -> str:

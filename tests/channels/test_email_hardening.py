@@ -16,10 +16,10 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from bot.channels import email_parse, email_render
-from bot.channels.email import MAX_MESSAGE_ID, MAX_REFERENCES
-from bot.channels.email_parse import MAX_PARTS
+from bot.channels.email import MAX_MESSAGE_ID
+from bot.channels.email_parse import MAX_PARTS, MAX_REFERENCES
 from bot.testing.cluster import free_port
-from tests.channels.test_email import SECRET, Inbox, _field, post, raw_mail, start
+from tests.channels.test_email import SECRET, Inbox, _field, gmail_reply, post, raw_mail, start
 from tests.helpers import eventually, ledger_lines, reply, settle
 
 TURN = re.compile(rb":turn:")  # periodic chores' turn keys come and go on their own
@@ -274,7 +274,93 @@ async def test_a_spoofed_approver_without_a_token_is_refused_where_anyone_may_de
     assert now["version"] == version and now["status"] == "waiting_for_approval"
 
 
+async def test_a_plain_reply_that_could_decide_is_refused_whoever_it_claims_to_be_from(api, app, inbox, ledger):
+    # Anyone may decide here ("*"): a plain reply from any allowed sender, who is no approver,
+    # would be a rejection of the pending approval, on the strength of a From header alone.
+    thread, _, _ = await start(api, app, inbox)
+    update = (await inbox.wait_for(to="alice@example.com", body="needs approval"))[0]
+    r = await post(api, raw_mail("No, v1.2.3 breaks checkout.", sender="dave@corp.example",
+                                 subject="Re: Deploy please", in_reply_to=str(update["Message-ID"])))
+    assert r.json()["status"] == "refused" and "approval code" in r.json()["detail"]
+    told = (await inbox.wait_for(to="dave@corp.example", body="I did not act on your message"))[0]
+    assert "reply to the approval email itself" in _field(told, "body")
+    now = (await api.get(f"/threads/{thread['id']}")).json()
+    assert now["version"] == thread["version"] and now["status"] == "waiting_for_approval"
+    assert ledger_lines(ledger) == []
+
+
+async def test_an_approver_who_is_no_allowed_sender_is_ignored_without_a_code(api, app, inbox, redis):
+    # carol approves, but may not write to the bot: without a code her From proves nothing
+    thread, _, _ = await start(api, app, inbox)
+    update = (await inbox.wait_for(to="alice@example.com", body="needs approval"))[0]
+    counting = spy(app)
+    r = await post(api, raw_mail("No, v1.2.3 breaks checkout.", sender="carol@example.com",
+                                 subject="Re: Deploy please", in_reply_to=str(update["Message-ID"])))
+    assert r.json() == {"status": "ignored", "detail": "not an allowed sender"}
+    await app.email.drain()
+    assert counting.calls == [] and not [m for m in inbox.messages if "did not act" in _field(m, "body")]
+    assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == thread["version"]
+
+
+async def test_a_reply_with_a_valid_code_and_no_text_of_its_own_is_refused(api, app, inbox, ledger):
+    thread, _, approvals = await start(api, app, inbox)
+    r = await post(api, gmail_reply(approvals["bob@example.com"], "", "bob@example.com"))  # only the quote
+    assert r.json()["status"] == "refused" and "reply approve, or say what should change" in r.json()["detail"]
+    assert await inbox.wait_for(to="bob@example.com", body="reply approve, or say what should change")
+    now = (await api.get(f"/threads/{thread['id']}")).json()
+    assert now["version"] == thread["version"] and now["status"] == "waiting_for_approval"
+
+
+async def test_a_new_email_with_neither_subject_nor_text_is_refused(api, app, inbox):
+    r = await post(api, raw_mail("> deploy backend v1.2.3\n> to production", subject=""))
+    assert r.status_code == 200 and r.json()["status"] == "refused"
+    assert "neither a subject nor any new text" in r.json()["detail"]
+    assert await inbox.wait_for(to="alice@example.com", body="neither a subject nor any new text")
+    assert (await api.get("/threads")).json()["threads"] == []
+
+
+# --- automatic mail: never feedback, never answered (it could loop) ------------------------
+
+
+async def test_out_of_office_replies_and_bounces_are_ignored_and_leave_nothing(api, app, inbox, redis, caplog):
+    caplog.set_level(logging.INFO)
+    thread, root, approvals = await start(api, app, inbox)
+    bob = approvals["bob@example.com"]
+    update = (await inbox.wait_for(to="alice@example.com", body="needs approval"))[0]
+    await app.email.drain()
+    sent, counting, before = len(inbox.messages), spy(app), await keys(redis)
+    automatic = [
+        # bob's out-of-office answers the approval email: its Reply-To carries his valid code
+        mime("I am out of the office until Monday.", From="bob@example.com", To=str(bob["Reply-To"]),
+             In_Reply_To=str(bob["Message-ID"]), Subject="Automatic reply: hi", Auto_Submitted="auto-replied",
+             Message_ID="<ooo-1@mail.example.com>"),
+        mime("Delivery to a@x failed.", From="alice@example.com", In_Reply_To=str(update["Message-ID"]),
+             Return_Path="<>", Message_ID="<bounce-1@mail.example.com>"),
+        mime("Away.", From="alice@example.com", In_Reply_To=root, Precedence="auto_reply",
+             Message_ID="<ooo-2@mail.example.com>"),
+        mime("Away.", From="alice@example.com", In_Reply_To=root, X_Autoreply="yes",
+             Message_ID="<ooo-3@mail.example.com>"),
+    ]
+    for raw in automatic:
+        r = await post(api, raw)
+        assert r.json()["status"] == "ignored" and "automatic" in r.json()["detail"], r.text
+    await app.email.drain()
+    assert counting.calls == [] and await keys(redis) == before and len(inbox.messages) == sent
+    assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == thread["version"]
+    assert "automatic message" in caplog.text
+    # and every mail the bot sent says it is automatic, so auto-responders do not answer it
+    assert inbox.messages and all(str(m["Auto-Submitted"]) == "auto-replied" for m in inbox.messages)
+
+
 # --- 5: headers from input are sanitized; a mail that cannot be built is recorded ----------
+
+
+def test_format_characters_are_left_out_of_headers():
+    msg = email_render.message("deploy\u200bbot@example.com", "alice@example.com",
+                               "Deploy \u202egnp.exe\u202c please\u2066", "hi", in_reply_to="<a\u202eb@x>")
+    assert str(msg["Subject"]) == "Deploy gnp.exe please" and str(msg["From"]) == "deploybot@example.com"
+    assert str(msg["In-Reply-To"]) == "<ab@x>" and str(msg["Auto-Submitted"]) == "auto-replied"
+    assert email_render.reply_subject("\u200f\u202e") == "Re: deploybot"
 
 
 async def test_a_message_id_with_encoded_crlf_still_gets_the_approval_emails_out(api, app, inbox):
@@ -362,3 +448,9 @@ async def test_an_html_only_approval_is_refused_with_a_plain_text_hint_and_decid
     shown = (await api.get(f"/threads/{thread['id']}")).json()
     assert shown["status"] == "waiting_for_approval" and shown["version"] == thread["version"]
     assert ledger_lines(ledger) == []
+
+    # A replay of it is a replay: refused as one, not refused (and answered) as if it were new.
+    replay = await post(api, bytes(msg))
+    assert replay.json()["status"] == "refused" and "already received" in replay.json()["detail"]
+    await app.email.drain()
+    assert len([m for m in inbox.messages if "plain text" in _field(m, "body")]) == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import re
 import time
 from datetime import timedelta
 from email.message import EmailMessage
@@ -11,10 +13,12 @@ import pytest
 from bot.channels.email_parse import (
     HTML_ONLY_APPROVAL,
     MAX_PARTS,
+    MAX_READ,
     MAX_REFERENCES,
     MalformedEmail,
     RefusedEmail,
     TokenError,
+    _dated_address,
     check_token,
     decision,
     html_to_text,
@@ -22,6 +26,7 @@ from bot.channels.email_parse import (
     new_text,
     parse,
     read,
+    unflow,
 )
 from bot.channels.email_render import MAX_MESSAGE_ID
 from bot.clock import utcnow
@@ -110,6 +115,9 @@ def test_malformed_mail_is_refused(raw):
     ("Approve?", (False, "Approve?")), ("yes?", (False, "yes?")), ("Ship it?!", (False, "Ship it?!")),
     ("¿approve?", (False, "¿approve?")), ("LGTM？", (False, "LGTM？")),
     ("approve ?\nsure?", (False, "approve ?\nsure?")),
+    # an approval with a question under it is feedback: its condition must not be lost
+    ("approve\nbut is the migration done?", (False, "approve\nbut is the migration done?")),
+    ("approve❓", (False, "approve❓")), ("yes︖", (False, "yes︖")),
 ])
 def test_the_first_line_decides_and_only_an_approval_word_approves(text, expected):
     assert decision(text) == expected
@@ -254,3 +262,98 @@ def test_an_encoded_newline_in_the_subject_is_folded_away():
     raw = (b"From: alice@example.com\r\nTo: deploybot@example.com\r\nMessage-ID: <s@x>\r\n"
            b"Subject: =?utf-8?q?deploy=0Aplease?=\r\n\r\nhi\r\n")
     assert parse(raw).subject == "deploy please"
+
+
+# --- automatic mail: out-of-office replies and bounces are flagged --------------------------
+
+
+@pytest.mark.parametrize("headers, automatic", [
+    ({"Auto_Submitted": "auto-replied"}, "Auto-Submitted: auto-replied"),
+    ({"Auto_Submitted": "Auto-Generated (vacation)"}, "Auto-Submitted: auto-generated"),
+    ({"Precedence": "bulk"}, "Precedence: bulk"), ({"Precedence": "Junk"}, "Precedence: junk"),
+    ({"Precedence": "list"}, "Precedence: list"), ({"Precedence": "auto_reply"}, "Precedence: auto_reply"),
+    ({"X_Autoreply": "yes"}, "X-Autoreply"), ({"X_Autorespond": "1"}, "X-Autorespond"),
+    ({"Auto_Submitted": "no"}, None), ({"Precedence": "first-class"}, None), ({}, None),
+])
+def test_automatic_mail_is_flagged(headers, automatic):
+    assert read(mail("I am out of the office until Monday.", **headers)).automatic == automatic
+
+
+def test_a_bounce_is_flagged():
+    bounce = HEAD + b"Return-Path: <>\r\n\r\nDelivery failed.\r\n"
+    report = HEAD + (b"Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n"
+                     b"--b\r\nContent-Type: text/plain\r\n\r\nDelivery failed.\r\n--b--\r\n")
+    assert read(bounce).automatic == "Return-Path: <>"
+    assert read(report).automatic == "a delivery report"
+    assert read(HEAD + b"Return-Path: <bob@example.com>\r\n\r\nhi\r\n").automatic is None
+
+
+def test_references_are_bounded_and_cleaned_once_here():
+    # the channel looks up what the parser keeps, as it is: at most MAX_REFERENCES, no control characters
+    raw = HEAD + b"In-Reply-To: <a\x7fb@x>\r\nReferences: <c\x01d@x> <a\x7fb@x>\r\n\r\nhi\r\n"
+    assert parse(raw).references == ("<ab@x>", "<cd@x>")
+    assert MAX_REFERENCES == 20
+
+
+# --- hostile bodies: each of these took from seconds to hours (pytest-timeout fails a blow-up)
+
+
+def test_a_megabyte_of_near_attributions_is_read_in_linear_time():
+    # `.*\d{1,2}:\d{2}.*@[^\s<>()]+>?\)?\s?:` was cubic on such lines: 226 s a megabyte
+    line = ("a On On On On On " + "12:34@" * 63)[:395] + "<:"
+    assert new_text("\n".join([line] * 2500)).startswith(line)  # new_text has no bound of its own
+
+
+OLD_DATED_ADDRESS = re.compile(r".*\d{1,2}:\d{2}.*@[^\s<>()]+>?\)?\s?:")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_dated_address_check_reads_what_the_regex_it_replaced_read(seed):
+    rnd = random.Random(seed)
+    pieces = ["1", "12", ":", "34", "@", "x", " ", "  ", "<", ">", "(", ")", "\t", "é", ","]
+    for _ in range(5000):
+        line = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 16))) + ":"
+        assert _dated_address(line) == bool(OLD_DATED_ADDRESS.fullmatch(line)), line
+    assert _dated_address("пн, 23 нояб. 2026 г. в 10:00, deploybot <deploybot@example.com>:")
+    assert _dated_address("23.11.2026, 10:00, deploybot (deploybot@example.com) :")
+
+
+@pytest.mark.parametrize("unit", [
+    "<a ", "</", "<!", "<!--a>", "<![CDATA[>", "<?", '<a x="', "<a x='y' ", "<a =", "&#", "&", "<script>",
+    "<div hidden>", "<div>", "<p style='display:none'>",
+])
+def test_a_megabyte_of_hostile_html_is_read_in_linear_time(unit):
+    # the stdlib's HTMLParser took 52 s for 100 KB of "<a ", 67 s for a megabyte of "</"
+    html_to_text(unit * (1_000_000 // len(unit)))
+
+
+@pytest.mark.parametrize("html, text", [
+    ("<style>p {}</style><script>if (a < b) w('<div>approve</div>')</script><p>shown</p>", "shown"),
+    ("<!-- <p>approve</p> --><p>wait</p>", "wait"),
+    ("<!DOCTYPE html><?xml version='1.0'?><![CDATA[x]]><p>wait</p>", "wait"),
+    ('<p title="a > b" data-x=\'1>2\'>wait</p>', "wait"),
+    ("<p>a &lt; b &amp;&amp; c < d</p>", "a < b && c < d"),
+    ("<p>wait</p><p hidden", "wait"),  # a tag the end cuts off: dropped, as HTML5 does
+    ("<p>wait</p><!-- never closed <p>approve</p>", "wait"),
+    ("<P STYLE='DISPLAY:NONE'>approve</P><p>no</p>", "no"),
+    ('<div style = "display: none">approve</div><p class=x>no</p>', "no"),
+    ("line one<br/>line two</ p>", "line one\nline two"),
+    ("<div hidden/>approve</div>no", "no"),  # "/>" does not close a div (HTML5)
+])
+def test_html_is_read_as_a_browser_reads_it(html, text):
+    assert html_to_text(html) == text
+
+
+def test_format_flowed_is_joined_in_linear_time():
+    # `pending + body` for each line was quadratic: 3 s for a megabyte of "a \n", minutes for eight
+    assert unflow("a \n" * 2_700_000 + "end") == "a " * 2_700_000 + "end"
+
+
+def test_the_new_text_is_read_from_the_top_of_the_body_and_the_code_from_all_of_it():
+    rest = ("x" * 80 + "\n") * 20_000
+    parsed = read(mail(f"no, wait for the fix\n{rest}approval code: {TOKEN}\n"))
+    assert parsed.token == TOKEN and parsed.text.startswith("no, wait for the fix\nxx")
+    assert len(parsed.text) <= MAX_READ and parsed.text.endswith("x")  # cut at a line end
+    html = read(mail(html=f"<p>no, wait</p>{'<p>x</p>' * 200_000}<blockquote>{TOKEN}</blockquote>"))
+    assert html.html_only and html.token == TOKEN and len(html.text) <= MAX_READ
+    assert html.text.startswith("no, wait\nx")
