@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from types import MappingProxyType
 
+from bot import wording
+
 ANYONE = "*"
 GROUP = "group:"
 
@@ -206,9 +208,9 @@ def _no_powers(identity: Identity, what: str) -> str | None:
     """Why `identity` can do nothing that needs a person: the bot, nobody at all, or the
     shared API token (or a token whose person is gone)."""
     if not _is_someone(identity):
-        return f"the bot cannot {what}"
+        return wording.bot_cannot(what)
     if identity.via == TOKEN and identity.person is None:
-        return f"the shared API token cannot {what}: use a personal token"
+        return wording.shared_token_cannot(what)
     return None
 
 
@@ -239,16 +241,16 @@ def may_approve(identity: Identity, rules: Rules, requesters: Iterable[Identity 
     approver_must_differ nobody who asked for the deploy approves it, by any channel.
     `requesters` are identities or principals (what an approval request records)."""
     if not _is_someone(identity):
-        return "the bot cannot decide on its own requests"
+        return wording.bot_cannot("decide on its own requests")
     refused = _no_powers(identity, "decide on deploys")
     if refused:
         return refused
     if not _admits(rules.approvers, identity):
         who = describe(rules.approvers_as_written or sorted(rules.approvers))
-        return f"{identity.label} is not an approver for {_where(rules)}; {who} may approve"
+        return wording.not_an_approver_here(identity.label, _where(rules), who)
     asked = {r if isinstance(r, str) else r.principal for r in requesters}
     if rules.approver_must_differ and identity.principal in asked:
-        return f"{identity.label} asked for this deploy and cannot also approve it"
+        return wording.requester_cannot_approve(identity.label)
     return None
 
 
@@ -256,13 +258,13 @@ def may_lock(identity: Identity, rules: Rules) -> str | None:
     """Why `identity` may not lock (or unlock) the environment, or None when they may. By
     default whoever may approve may lock; the refusal names who can."""
     if not _is_someone(identity):
-        return "the bot cannot lock environments on its own"
+        return wording.bot_cannot("lock environments on its own")
     refused = _no_powers(identity, "lock or unlock environments")
     if refused:
         return refused
     if not _admits(rules.lockers, identity):
         who = describe(rules.lockers_as_written or sorted(rules.lockers))
-        return f"{identity.label} may not lock {_where(rules)}; {who} may"
+        return wording.may_not_lock(identity.label, _where(rules), who)
     return None
 
 

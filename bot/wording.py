@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from bot.events import GitTag
+if TYPE_CHECKING:  # only a type here: events imports people, which imports wording
+    from bot.events import GitTag
 
 
 def _exit_code(code: int | None) -> str:
@@ -56,6 +58,22 @@ def interrupted_ask(what: str, deploy_id: str) -> str:
 
 def rejected(user: str, text: str) -> str:
     return f"Not deployed: {user} rejected it ({text})."
+
+
+def bot_cannot(what: str) -> str:
+    return f"the bot cannot {what}"
+
+
+def shared_token_cannot(what: str) -> str:
+    return f"the shared API token cannot {what}: use a personal token"
+
+
+def not_an_approver_here(who: str, where: str, approvers: str) -> str:
+    return f"{who} is not an approver for {where}; {approvers} may approve"
+
+
+def may_not_lock(who: str, where: str, lockers: str) -> str:
+    return f"{who} may not lock {where}; {lockers} may"
 
 
 def requester_cannot_approve(user: str) -> str:
