@@ -9,7 +9,8 @@ it in plain text or as its HTML reads once converted) or an "Original Message" s
 the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out.
 
 The first line of the new text decides an approval, and only an unambiguous approval word
-approves (`bot.commands.is_approval`): anything else is feedback. An approval is never taken
+approves (`bot.commands.is_approval`), with no question anywhere under it: anything else is
+feedback. An approval is never taken
 from an HTML-only email (`Inbound.refusal`): HTML can hide text (display:none, zero size, the
 background's colour) that a mail client does not show, and only plain text reads the same to
 the bot and to the person who wrote it.
@@ -113,7 +114,7 @@ def read(raw: bytes) -> Inbound:
         if "@" not in sender or not message_id:
             raise MalformedEmail("an email needs a From address and a Message-ID")
         body, content, html_only = _body(msg)
-        head = _head(content)  # the new text is at the top; the code may be anywhere
+        head = _head(content, html_only)  # the new text is at the top; the code may be anywhere
         text = new_text(html_to_text(head) if html_only else head)
         subject = " ".join(_header(msg, "Subject", decoded=True).split())  # no folded or encoded newlines
         recipients = " ".join(a for _, a in getaddresses(
@@ -263,12 +264,13 @@ def _automatic(msg: EmailMessage) -> str | None:
     return None
 
 
-def _head(content: str) -> str:
-    """The first MAX_READ characters of a body, up to a line end where there is one."""
+def _head(content: str, html: bool) -> str:
+    """The first MAX_READ characters of a body, up to its last line end (plain text) or the
+    end of its last tag (HTML) where there is one: no line or tag is read cut in half."""
     if len(content) <= MAX_READ:
         return content
     head = content[:MAX_READ]
-    end = head.rfind("\n")
+    end = head.rfind(">") + 1 if html else head.rfind("\n")
     return head[:end] if end > 0 else head
 
 
@@ -539,9 +541,9 @@ def _header_block(lines: list[str], i: int) -> bool:
 
 
 def decision(text: str) -> tuple[bool, str]:
-    """(approve, feedback). The first line approves only if it is just an approval word,
-    not a question (`is_approval`); "no", "reject" or "stop" first is a rejection with the
-    rest as feedback; anything else is feedback as it is."""
+    """(approve, feedback). The first line approves only if it is just an approval word and
+    no line asks a question (`is_approval`); "no", "reject" or "stop" first is a rejection
+    with the rest as feedback; anything else is feedback as it is."""
     first, _, rest = text.strip().partition("\n")
     words = re.sub(r"[^\w\s]", " ", first).lower().split()
     if is_approval(text):

@@ -358,3 +358,4 @@ def test_the_new_text_is_read_from_the_top_of_the_body_and_the_code_from_all_of_
     html = read(mail(html=f"<p>no, wait</p>{'<p>x</p>' * 200_000}<blockquote>{TOKEN}</blockquote>"))
     assert html.html_only and html.token == TOKEN and len(html.text) <= MAX_READ
     assert html.text.startswith("no, wait\nx")
+    assert read(mail(html="<p>no, wait</p>" + "<div>" * 20_000)).text == "no, wait"  # no tag cut in half
