@@ -20,16 +20,25 @@ import logging
 import re
 import time
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
-from bot.events import GitTag
-from bot.ports import DeployerError, DeployOutcome, DeployRequest
+from bot.deployers.command import commit_summary
+from bot.events import CommitSummary, GitTag
+from bot.ports import Check, CheckState, Comparison, DeployerError, DeployOutcome, DeployRequest
 from bot.retry import retrying
 
 log = logging.getLogger(__name__)
 RETRIES = 4
 TAG_REF = "{tag}"  # GITHUB_REF: dispatch on the tag being deployed
+# A commit status's state, and a completed check run's conclusion, as a Check's state. A
+# conclusion not named here (stale, startup_failure, one GitHub adds later) is no pass.
+STATUS_STATES: dict[str, CheckState] = {"success": "success", "pending": "pending", "error": "failure",
+                                        "failure": "failure"}
+CONCLUSIONS: dict[str, CheckState] = {"success": "success", "neutral": "success", "skipped": "success",
+                                      "failure": "failure", "cancelled": "failure", "timed_out": "failure",
+                                      "action_required": "failure"}
 
 
 def version_key(name: str) -> list[tuple[int, int | str]]:
@@ -85,6 +94,49 @@ class GitHubDeployer:
         except _Missing:
             return None
         return response.json()["sha"]
+
+    async def compare(self, base: str, head: str, limit: int) -> Comparison:
+        """GitHub's compare of base...head for the counts and the commits added; for the
+        commits removed (a rollback), the compare the other way round. Asked without paging,
+        GitHub lists up to 250 commits oldest first, the last being the newest of all."""
+        forward = await self._compare(base, head)
+        ahead, behind = int(forward.get("ahead_by") or 0), int(forward.get("behind_by") or 0)
+        added = _newest(forward.get("commits") or [], limit) if ahead else ()
+        removed: tuple[CommitSummary, ...] = ()
+        if behind and limit > 0:
+            removed = _newest((await self._compare(head, base)).get("commits") or [], limit)
+        return Comparison(ahead=ahead, behind=behind, added=added, removed=removed)
+
+    async def _compare(self, base: str, head: str) -> dict[str, Any]:
+        path = f"/repos/{self.repository}/compare/{quote(base, safe='/')}...{quote(head, safe='/')}"
+        response = await self._call("GET", path, what=f"commit {base[:40]!r} or {head[:40]!r}")
+        return response.json()
+
+    async def checks(self, commit: str) -> list[Check]:
+        """Every commit status context (the combined status: the latest state of each) and
+        every check run (the latest of each name) on `commit`; [] when it has none."""
+        ref = quote(commit, safe="/")
+        found = []
+        for status in await self._pages(f"/repos/{self.repository}/commits/{ref}/status", "statuses", "statuses"):
+            found.append(Check(name=str(status.get("context") or "status"),
+                               state=STATUS_STATES.get(status.get("state") or "", "failure")))
+        for run in await self._pages(f"/repos/{self.repository}/commits/{ref}/check-runs", "check_runs",
+                                     "check runs"):
+            state: CheckState = "pending"
+            if run.get("status") == "completed":
+                state = CONCLUSIONS.get(run.get("conclusion") or "", "failure")
+            found.append(Check(name=str(run.get("name") or "check run"), state=state))
+        return found
+
+    async def _pages(self, path: str, field: str, what: str) -> list[dict[str, Any]]:
+        """The `field` lists of every page of `path`, following the `next` links."""
+        items: list[dict[str, Any]] = []
+        url: str | None = f"{path}?per_page=100"
+        while url:
+            response = await self._call("GET", url, what=what)
+            items += response.json().get(field) or []
+            url = response.links.get("next", {}).get("url")
+        return items
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         workflow = self.workflows.get(request.service)
@@ -223,10 +275,19 @@ class GitHubDeployer:
             message = response.text[:200]
         if status == 401:
             return DeployerError(f"GitHub rejected GITHUB_TOKEN (401 {message}); check the token")
+        if status == 403 and what in ("statuses", "check runs"):
+            return DeployerError(
+                f"GitHub refused (403 {message}): reading {what} needs the token to have "
+                f"{'statuses' if what == 'statuses' else 'checks'}:read on {self.repository}"
+            )
         if status == 403:
             return DeployerError(
                 f"GitHub refused (403 {message}): the token needs actions:write and contents:read "
                 f"on {self.repository}"
+            )
+        if status == 404 and what.startswith("commit "):
+            return DeployerError(
+                f"GitHub found no {what} in {self.repository} (404): check the commits and GITHUB_REPOSITORY"
             )
         if status == 404:
             return DeployerError(
@@ -243,6 +304,19 @@ class GitHubDeployer:
         if status == 422:
             return DeployerError(f"GitHub rejected the request (422): {message}")
         return DeployerError(f"GitHub answered {status}: {message}")
+
+
+def _newest(commits: list[dict[str, Any]], limit: int) -> tuple[CommitSummary, ...]:
+    """A compare's commits (oldest first) as summaries, newest first, at most `limit`."""
+    newest = list(reversed(commits))[: max(limit, 0)]
+    return tuple(
+        commit_summary(
+            str(c.get("sha") or ""),
+            ((c.get("commit") or {}).get("author") or {}).get("name") or (c.get("author") or {}).get("login") or "",
+            (c.get("commit") or {}).get("message") or "",
+        )
+        for c in newest
+    )
 
 
 class _Missing(Exception):

@@ -6,6 +6,12 @@ dispatched ref (a branch or a tag) points to then; each read of a run moves it o
 (queued -> in_progress -> completed) unless runs are held; a run can be cancelled. Inputs the
 workflow does not declare are refused, as GitHub does; tags can be set to move the moment a
 run is dispatched (the race a queued run is exposed to). Failures can be scripted.
+
+Commits form one linear history (`commits`, oldest first; add to it with `commit()`), which
+the compare endpoint answers from: a commit later in the history is ahead of an earlier one.
+With no commits given, the history is the tags' commits, oldest tag first (one commit per
+tag, as a repository that tags every release). Commit statuses and check runs are set per
+commit (`set_status()`, `add_check_run()`) and served, paginated, as GitHub does.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from bot.testing.http import serve, stop, url
 
@@ -40,6 +46,10 @@ class FakeGitHub:
     requests: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str, Answer]] = field(default_factory=list)
     failures_after: list[tuple[str, str, Answer]] = field(default_factory=list)
+    # The linear history, oldest first: {"sha", "message", "author" (name), "login" (or None)}.
+    commits: list[dict[str, Any]] = field(default_factory=list)
+    statuses: dict[str, dict[str, str]] = field(default_factory=dict)  # sha -> context -> state
+    check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> runs, in order
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -63,6 +73,34 @@ class FakeGitHub:
     def move_tag(self, name: str, sha: str) -> None:
         with self._lock:
             self.tags = [(n, sha if n == name else s) for n, s in self.tags]
+
+    def commit(
+        self, message: str, author: str = "Dev Eloper", login: str | None = "dev", sha: str | None = None,
+        tag: str | None = None,
+    ) -> str:
+        """Add a commit on top of the history (tagged `tag`, as the newest tag); its sha."""
+        with self._lock:
+            if not self.commits:
+                self.commits = self._history()
+            sha = sha or f"{len(self.commits) + 1:040x}"
+            self.commits.append({"sha": sha, "message": message, "author": author, "login": login})
+            if tag:
+                self.tags = [(tag, sha), *((n, s) for n, s in self.tags if n != tag)]
+            return sha
+
+    def set_status(self, sha: str, context: str, state: str) -> None:
+        """The latest commit status of `context` on `sha` (success, pending, failure, error)."""
+        with self._lock:
+            self.statuses.setdefault(sha, {})[context] = state
+
+    def add_check_run(self, sha: str, name: str, status: str = "completed", conclusion: str | None = "success") -> None:
+        """A check run on `sha`; one of the same name replaces it (GitHub lists the latest)."""
+        with self._lock:
+            runs = [r for r in self.check_runs.get(sha, []) if r["name"] != name]
+            run_id = 5000 + sum(len(r) for r in self.check_runs.values())
+            runs.append({"id": run_id, "head_sha": sha, "name": name, "status": status,
+                         "conclusion": conclusion if status == "completed" else None})
+            self.check_runs[sha] = runs
 
     def release_runs(self) -> None:
         self.hold_runs = False
@@ -101,6 +139,10 @@ class FakeGitHub:
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Answer:
         if method == "GET" and path == "/tags":
             return self._tags(int(query.get("per_page", 30)), int(query.get("page", 1)))
+        if method == "GET" and (m := re.fullmatch(r"/compare/(.+?)\.\.\.(.+)", path)):
+            return self._compare(unquote(m[1]), unquote(m[2]), query)
+        if method == "GET" and (m := re.fullmatch(r"/commits/(.+)/(status|check-runs)", path)):
+            return self._checks(unquote(m[1]), m[2], int(query.get("per_page", 30)), int(query.get("page", 1)))
         if method == "GET" and (m := re.fullmatch(r"/commits/(?:refs/tags/)?(.+)", path)):
             sha = dict(self.tags).get(m[1])
             if sha is None:
@@ -129,6 +171,70 @@ class FakeGitHub:
             nxt = f"{self.api_url}/repos/{self.repository}/tags?per_page={per_page}&page={page + 1}"
             headers["Link"] = f'<{nxt}>; rel="next"'
         return 200, [{"name": n, "commit": {"sha": s}} for n, s in chunk], headers
+
+    def _history(self) -> list[dict[str, Any]]:
+        """The commits, oldest first: those given, or else one per tag (oldest tag first)."""
+        if self.commits:
+            return self.commits
+        history, seen = [], set()
+        for name, sha in reversed(self.tags):
+            if sha not in seen:
+                seen.add(sha)
+                history.append({"sha": sha, "message": f"release {name}", "author": "t", "login": None})
+        return history
+
+    def _compare(self, base: str, head: str, query: dict[str, str]) -> Answer:
+        history = self._history()
+        index = {c["sha"]: i for i, c in enumerate(history)}
+        b, h = (index.get(self._ref_sha(ref) or ref) for ref in (base, head))
+        if b is None or h is None:
+            return 404, {"message": "Not Found"}, {}
+        commits = history[b + 1 : h + 1]  # what head has that base lacks (none when behind)
+        if "per_page" in query or "page" in query:
+            per_page, page = int(query.get("per_page", 30)), int(query.get("page", 1))
+            commits = commits[(page - 1) * per_page : page * per_page]
+        else:
+            commits = commits[-250:]  # unpaged: up to 250, the last being the newest
+        status = "identical" if b == h else "ahead" if h > b else "behind"
+        return 200, {
+            "status": status,
+            "ahead_by": max(h - b, 0),
+            "behind_by": max(b - h, 0),
+            "total_commits": max(h - b, 0),
+            "base_commit": self._commit_json(history[b]),
+            "merge_base_commit": self._commit_json(history[min(b, h)]),
+            "commits": [self._commit_json(c) for c in commits],
+        }, {}
+
+    def _commit_json(self, commit: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "sha": commit["sha"],
+            "commit": {"message": commit["message"],
+                       "author": {"name": commit["author"], "email": "dev@example.com"}},
+            "author": {"login": commit["login"]} if commit.get("login") else None,
+        }
+
+    def _checks(self, ref: str, kind: str, per_page: int, page: int) -> Answer:
+        sha = self._ref_sha(ref) or ref
+        known = {c["sha"] for c in self._history()} | {s for _, s in self.tags} | set(self.branches.values())
+        if sha not in known:
+            return 422, {"message": f"No commit found for SHA: {ref}"}, {}
+        per_page = min(per_page, 100)
+        if kind == "status":
+            items: list[dict[str, Any]] = [{"context": c, "state": s} for c, s in self.statuses.get(sha, {}).items()]
+        else:
+            items = list(self.check_runs.get(sha, []))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(items):
+            nxt = f"{self.api_url}/repos/{self.repository}/commits/{ref}/{kind}?per_page={per_page}&page={page + 1}"
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        if kind == "check-runs":
+            return 200, {"total_count": len(items), "check_runs": chunk}, headers
+        states = [s["state"] for s in items]
+        combined = ("failure" if {"failure", "error"} & set(states)
+                    else "pending" if not states or "pending" in states else "success")
+        return 200, {"state": combined, "sha": sha, "total_count": len(items), "statuses": chunk}, headers
 
     def _dispatch(self, workflow: str, body: dict[str, Any]) -> Answer:
         inputs = body.get("inputs") or {}

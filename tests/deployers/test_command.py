@@ -87,3 +87,107 @@ async def test_the_default_dry_run_needs_nothing_from_the_bots_environment(tmp_p
     assert outcome.ok and outcome.output.splitlines()[0] == (
         "dry run: deploying backend v1.2.3 to production (deploy id thread-step)"
     )
+
+
+# --- compare and checks: a change preview from the local repository ---------------------
+
+AUTHOR = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
+          "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def commit(repo: Path, message: str | bytes, tag: str | None = None) -> str:
+    """An empty commit with exactly `message` (no cleanup: control characters stay); its sha."""
+    (repo.parent / "message").write_bytes(message if isinstance(message, bytes) else message.encode())
+    git(repo, "commit", "-q", "--allow-empty", "--cleanup=verbatim", "-F", str(repo.parent / "message"), **AUTHOR)
+    if tag:
+        git(repo, "tag", tag)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def history(tmp_path) -> tuple[Path, list[str]]:
+    """A repository with five commits, "change 1" (oldest) to "change 5"."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    return repo, [commit(repo, f"change {i}\n\nbody {i}") for i in range(1, 6)]
+
+
+async def test_compare_forward_lists_the_commits_added_newest_first(history):
+    repo, shas = history
+    change = await CommandDeployer(repo).compare(shas[0], shas[4], 20)
+    assert (change.ahead, change.behind, change.removed) == (4, 0, ())
+    assert [c.subject for c in change.added] == ["change 5", "change 4", "change 3", "change 2"]
+    assert [c.sha for c in change.added] == shas[:0:-1] and {c.author for c in change.added} == {"Ada Lovelace"}
+
+
+async def test_compare_backward_is_a_rollback_that_goes_back_n_commits(history):
+    repo, shas = history
+    change = await CommandDeployer(repo).compare(shas[4], shas[1], 20)
+    assert (change.ahead, change.behind, change.added) == (0, 3, ())
+    assert [c.subject for c in change.removed] == ["change 5", "change 4", "change 3"]
+
+
+async def test_compare_identical_and_by_tag_name(history):
+    repo, shas = history
+    await asyncio.to_thread(git, repo, "tag", "v1", shas[2])
+    deployer = CommandDeployer(repo)
+    assert await deployer.compare(shas[2], shas[2], 20) == await deployer.compare("v1", shas[2], 20)
+    change = await deployer.compare(shas[2], shas[2], 20)
+    assert (change.ahead, change.behind, change.added, change.removed) == (0, 0, (), ())
+
+
+async def test_compare_respects_the_limit_but_counts_everything(history):
+    repo, shas = history
+    deployer = CommandDeployer(repo)
+    change = await deployer.compare(shas[0], shas[4], 2)
+    assert change.ahead == 4 and [c.subject for c in change.added] == ["change 5", "change 4"]
+    back = await deployer.compare(shas[4], shas[0], 1)
+    assert back.behind == 4 and [c.subject for c in back.removed] == ["change 5"]
+    nothing = await deployer.compare(shas[0], shas[4], 0)
+    assert nothing.ahead == 4 and nothing.added == ()
+
+
+async def test_compare_diverged_histories_count_both_ways(history):
+    repo, shas = history
+    await asyncio.to_thread(git, repo, "checkout", "-q", "-b", "hotfix", shas[2])
+    hotfix = await asyncio.to_thread(commit, repo, "hotfix")
+    change = await CommandDeployer(repo).compare(shas[4], hotfix, 20)
+    assert (change.ahead, change.behind) == (1, 2)
+    assert [c.subject for c in change.added] == ["hotfix"]
+    assert [c.subject for c in change.removed] == ["change 5", "change 4"]
+
+
+@pytest.mark.parametrize("unknown", ["0" * 40, "v9.9.9", "--output=/tmp/deploybot-pwned", "main..HEAD"])
+async def test_compare_with_an_unknown_commit_is_a_deployer_error(history, unknown):
+    repo, shas = history
+    deployer = CommandDeployer(repo)
+    with pytest.raises(DeployerError, match="no commit .* in the repository"):
+        await deployer.compare(shas[0], unknown, 20)
+    with pytest.raises(DeployerError, match="no commit"):
+        await deployer.compare(unknown, shas[0], 20)
+    assert not await asyncio.to_thread(Path("/tmp/deploybot-pwned").exists)
+
+
+async def test_compare_outside_a_repository_is_a_deployer_error(tmp_path):
+    with pytest.raises(DeployerError, match="no commit"):
+        await CommandDeployer(tmp_path).compare("HEAD", "HEAD", 20)
+
+
+async def test_subjects_are_safe_to_show(history):
+    repo, shas = history
+    nasty = await asyncio.to_thread(
+        commit, repo, "fix \x1b[31mred\x1b[0m\tthing\u202egnp.exe\x07 \r\x7f\x85\n\nsecond line"
+    )
+    long = await asyncio.to_thread(commit, repo, "x" * 500)
+    latin1 = await asyncio.to_thread(commit, repo, b"caf\xe9 au lait")  # not UTF-8: must not break the log
+    change = await CommandDeployer(repo).compare(shas[4], latin1, 20)
+    subjects = {c.sha: c.subject for c in change.added}
+    assert subjects[nasty] == "fix [31mred[0m thinggnp.exe"
+    assert len(subjects[long]) == 200 and subjects[long].endswith("\u2026")
+    assert subjects[latin1] in ("caf\u00e9 au lait", "caf\ufffd au lait")  # git may fix it up as Latin-1
+
+
+async def test_a_local_repository_has_no_checks(history):
+    repo, shas = history
+    assert await CommandDeployer(repo).checks(shas[0]) is None

@@ -202,3 +202,121 @@ async def test_a_dispatch_whose_answer_was_lost_is_not_sent_again(github, deploy
 async def test_a_dispatch_refused_outright_is_tried_again(github, deployer):
     github.fail("POST", r"/dispatches$", 429, {"message": "secondary rate limit"}, {"retry-after": "0"})
     assert (await deployer.deploy(REQUEST)).ok and len(github.dispatches) == 1
+
+
+# --- compare and checks ---------------------------------------------------------------
+
+def linear(github: FakeGitHub, count: int) -> list[str]:
+    """`count` commits on top of the fake's history, "change 1" (oldest) first; their shas."""
+    return [github.commit(f"change {i}\n\nbody {i}", author=f"Dev {i}", login=f"dev{i}") for i in range(1, count + 1)]
+
+
+async def test_compare_forward_lists_the_commits_added_newest_first(github, deployer):
+    shas = linear(github, 5)
+    change = await deployer.compare(shas[0], shas[4], 20)
+    assert (change.ahead, change.behind, change.removed) == (4, 0, ())
+    assert [c.subject for c in change.added] == ["change 5", "change 4", "change 3", "change 2"]
+    assert change.added[0].sha == shas[4] and change.added[0].author == "Dev 5"
+    assert sum(1 for m, p in github.requests if "/compare/" in p) == 1  # nothing removed: one call
+
+
+async def test_compare_backward_asks_the_other_way_round_for_the_commits_removed(github, deployer):
+    shas = linear(github, 5)
+    change = await deployer.compare(shas[4], shas[1], 20)
+    assert (change.ahead, change.behind, change.added) == (0, 3, ())
+    assert [c.subject for c in change.removed] == ["change 5", "change 4", "change 3"]
+    compares = [p for m, p in github.requests if "/compare/" in p]
+    assert compares == [f"/repos/acme/shop/compare/{shas[4]}...{shas[1]}",
+                        f"/repos/acme/shop/compare/{shas[1]}...{shas[4]}"]
+
+
+async def test_compare_identical(github, deployer):
+    shas = linear(github, 2)
+    change = await deployer.compare(shas[1], shas[1], 20)
+    assert (change.ahead, change.behind, change.added, change.removed) == (0, 0, (), ())
+
+
+async def test_compare_of_the_tags_commits_without_a_history_given(github, deployer):
+    change = await deployer.compare("sha122", "sha123", 20)  # the fake's history: one commit per tag
+    assert change.ahead == 1 and [c.subject for c in change.added] == ["release v1.2.3"]
+
+
+async def test_compare_respects_the_limit_and_githubs_250_commit_page(github, deployer):
+    shas = linear(github, 301)
+    change = await deployer.compare(shas[0], shas[300], 3)
+    assert change.ahead == 300 and [c.subject for c in change.added] == ["change 301", "change 300", "change 299"]
+    back = await deployer.compare(shas[300], shas[0], 2)
+    assert back.behind == 300 and [c.subject for c in back.removed] == ["change 301", "change 300"]
+
+
+async def test_compare_with_an_unknown_commit_is_a_deployer_error(github, deployer):
+    shas = linear(github, 2)
+    with pytest.raises(DeployerError, match=r"GitHub found no commit .* in acme/shop \(404\)"):
+        await deployer.compare(shas[0], "0" * 40, 20)
+    with pytest.raises(DeployerError, match="GitHub found no commit"):
+        await deployer.compare("0" * 40, shas[0], 20)
+
+
+async def test_compare_subjects_are_the_first_line_made_safe(github, deployer):
+    base = github.commit("base")
+    nasty = github.commit("fix \x1b[31mred\x1b[0m\u202eexe\x07\r\nsecond line", author="", login="mallory")
+    long = github.commit("y" * 300 + "\nmore")
+    change = await deployer.compare(base, long, 20)
+    assert [c.sha for c in change.added] == [long, nasty]
+    assert change.added[1].subject == "fix [31mred[0mexe" and change.added[1].author == "mallory"
+    assert len(change.added[0].subject) == 200 and change.added[0].subject.endswith("\u2026")
+
+
+async def test_compare_is_retried_like_every_call(github, deployer):
+    shas = linear(github, 2)
+    github.fail("GET", r"/compare/", 502, {"message": "Bad Gateway"})
+    assert (await deployer.compare(shas[0], shas[1], 20)).ahead == 1
+
+
+async def test_checks_map_every_status_and_check_run_state(github, deployer):
+    sha = "sha123"
+    for context, state in (("ci/build", "success"), ("ci/lint", "pending"), ("ci/deploy-preview", "failure"),
+                           ("ci/legacy", "error")):
+        github.set_status(sha, context, state)
+    for name, conclusion in (("tests", "success"), ("docs", "neutral"), ("optional", "skipped"),
+                             ("e2e", "failure"), ("flaky", "cancelled"), ("slow", "timed_out"),
+                             ("review", "action_required"), ("old", "stale")):
+        github.add_check_run(sha, name, "completed", conclusion)
+    github.add_check_run(sha, "queued-one", "queued", None)
+    github.add_check_run(sha, "running", "in_progress", None)
+    checks = {c.name: c.state for c in await deployer.checks(sha)}
+    assert checks == {
+        "ci/build": "success", "ci/lint": "pending", "ci/deploy-preview": "failure", "ci/legacy": "failure",
+        "tests": "success", "docs": "success", "optional": "success", "e2e": "failure", "flaky": "failure",
+        "slow": "failure", "review": "failure", "old": "failure", "queued-one": "pending", "running": "pending",
+    }
+
+
+async def test_a_pending_check_then_its_result(github, deployer):
+    github.add_check_run("sha123", "tests", "in_progress", None)
+    assert [(c.name, c.state) for c in await deployer.checks("sha123")] == [("tests", "pending")]
+    github.add_check_run("sha123", "tests", "completed", "success")  # the same check, finished
+    assert [(c.name, c.state) for c in await deployer.checks("sha123")] == [("tests", "success")]
+
+
+async def test_checks_follow_pagination(github, deployer):
+    for i in range(130):
+        github.set_status("sha123", f"status-{i}", "success")
+    for i in range(250):
+        github.add_check_run("sha123", f"run-{i}", "completed", "success" if i != 249 else "failure")
+    checks = await deployer.checks("sha123")
+    assert len(checks) == 380 and checks[-1].name == "run-249" and checks[-1].state == "failure"
+    assert sum(1 for m, p in github.requests if p.endswith("/status")) == 2
+    assert sum(1 for m, p in github.requests if p.endswith("/check-runs")) == 3
+
+
+async def test_a_commit_without_checks_has_none_and_an_unknown_one_is_an_error(github, deployer):
+    assert await deployer.checks("sha122") == []
+    with pytest.raises(DeployerError, match="No commit found for SHA"):
+        await deployer.checks("0" * 40)
+
+
+async def test_checks_without_the_permission_say_which_one(github, deployer):
+    github.fail("GET", r"/check-runs$", 403, {"message": "Resource not accessible by integration"})
+    with pytest.raises(DeployerError, match="checks:read on acme/shop"):
+        await deployer.checks("sha123")
