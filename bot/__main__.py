@@ -1,4 +1,5 @@
-"""python -m bot serve | worker | chat MESSAGE | threads ... | tokens ... | login-link PERSON | redis-stop"""
+"""python -m bot serve | worker | chat MESSAGE | threads ... | lock | unlock | rollback | deploys | tokens ... |
+login-link PERSON | redis-stop"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 
 from pydantic import ValidationError
 
-from bot import embedded_redis
+from bot import commands, embedded_redis
 from bot.service import Refused
 from bot.settings import Settings, config_problems
 
@@ -55,13 +56,19 @@ def parser() -> argparse.ArgumentParser:
     cancel.add_argument("--user", default=_me())
     threads.add_parser("resume", help="run a thread's loop in this process").add_argument("id")
 
-    lock = sub.add_parser("lock", help="lock an environment: no deploy to it starts")
+    lock = sub.add_parser("lock", help="lock an environment (or one service there): no deploy to it starts")
     lock.add_argument("environment")
+    lock.add_argument("--service", help="only this service")
     lock.add_argument("--reason", required=True)
     lock.add_argument("--user", default=_me())
     unlock = sub.add_parser("unlock", help="lift a lock (whoever set it, or an approver)")
     unlock.add_argument("environment")
+    unlock.add_argument("--service", help="the lock on this service")
     unlock.add_argument("--user", default=_me())
+    rollback = sub.add_parser("rollback", help="put back what was deployed before (asks for approval where needed)")
+    rollback.add_argument("service")
+    rollback.add_argument("environment")
+    rollback.add_argument("--user", default=_me())
     deploys = sub.add_parser("deploys", help="what is on an environment")
     deploys.add_argument("environment")
 
@@ -134,12 +141,15 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.command == "chat":
             return await cli.chat(terminal, args.message, args.user)
-        if args.command in ("lock", "unlock", "deploys"):
+        if args.command in ("lock", "unlock", "deploys", "rollback"):
             # The same exact commands as in chat, so each change is recorded in a thread.
+            service = getattr(args, "service", None)
+            where = f"{service} in {args.environment}" if service else args.environment
             text = {
-                "lock": f"lock {args.environment}: {getattr(args, 'reason', '')}",
-                "unlock": f"unlock {args.environment}",
+                "lock": f"lock {where}: {getattr(args, 'reason', '')}",
+                "unlock": f"unlock {where}",
                 "deploys": f"what's on {args.environment}?",
+                "rollback": commands.rollback_text(str(service), args.environment),
             }[args.command]
             return await cli.chat(terminal, text, getattr(args, "user", _me()))
         return await cli.threads(terminal, args)

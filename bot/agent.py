@@ -8,9 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot import commands, prompt, wording
+from bot.catalog import Catalog
 from bot.events import (
+    DEPLOY_STEPS,
     CommandResult,
+    Deploy,
     DeployResult,
+    DeployService,
     DoneForNow,
     Error,
     Event,
@@ -19,18 +23,21 @@ from bot.events import (
     RequestMoreInformation,
 )
 from bot.ports import LlmError, NextStepModel
-from bot.thread import Thread
-
-NO_LLM = wording.no_llm(commands.EXAMPLES)
+from bot.thread import Instruction, Thread
 
 
 async def decide(
-    thread: Thread, llm: NextStepModel | None, secrets: Iterable[str] = (), budget: int = prompt.CONTEXT_BUDGET
+    thread: Thread,
+    llm: NextStepModel | None,
+    secrets: Iterable[str] = (),
+    budget: int = prompt.CONTEXT_BUDGET,
+    catalog: Catalog | None = None,
 ) -> Event:
     """`budget`: estimated tokens of context the model is shown (CONTEXT_BUDGET)."""
+    catalog = catalog or Catalog()
     instruction = thread.latest_instruction()
     if instruction:
-        step = commands.parse(instruction.text)
+        step = _command(thread, instruction, catalog)
         if step is not None:
             if not any(e.type == step.type for e in thread.events[instruction.position + 1 :]):
                 return step
@@ -38,11 +45,39 @@ async def decide(
     if llm is None:
         if instruction and _is_rejection(thread.events[instruction.position]):
             return DoneForNow(message=wording.rejected(instruction.user, instruction.text), source="bot")
-        return RequestMoreInformation(message=NO_LLM, source="bot")
+        return RequestMoreInformation(message=wording.no_llm(commands.examples(catalog)), source="bot")
     try:
-        return await llm.next_step(prompt.render(thread, secrets, budget))
+        step = await llm.next_step(prompt.render(thread, secrets, budget))
     except LlmError as e:
         return Error(kind="llm", message=str(e))
+    if isinstance(step, DeployService) and (spec := catalog.get(step.service)):
+        return step.model_copy(update={"tag": spec.full_tag(step.tag)})
+    return step
+
+
+def _command(thread: Thread, instruction: Instruction, catalog: Catalog) -> Event | None:
+    """The step an exact command asks for. "deploy anyway: REASON" repeats the deploy that
+    CI checks stopped, with the reason and who gave it (Deploying checks they may)."""
+    reason = commands.deploy_anyway(instruction.text)
+    if reason is None:
+        return commands.parse(instruction.text, catalog)
+    blocked = _blocked_deploy(thread, instruction.position)
+    if blocked is None:
+        return DoneForNow(message=wording.nothing_to_force(), source="command")
+    return DeployService(
+        service=blocked.service, tag=blocked.tag, environment=blocked.environment, reason=blocked.reason,
+        rollback_of=getattr(blocked, "rollback_of", None), rollback_from=getattr(blocked, "rollback_from", ""),
+        force=reason, forced_by=instruction.principal, source="command",
+    )
+
+
+def _blocked_deploy(thread: Thread, before: int) -> Deploy | None:
+    """The newest deploy step before `before` that CI checks stopped."""
+    for e in reversed(thread.events[:before]):
+        if isinstance(e, DEPLOY_STEPS):
+            outcome = thread.outcome(e)
+            return e if isinstance(outcome, Error) and outcome.kind == "checks" else None
+    return None
 
 
 def summary(thread: Thread, since: int) -> str:
@@ -51,6 +86,8 @@ def summary(thread: Thread, since: int) -> str:
         match e:
             case GitTagsResult():
                 return wording.newest_tags(e.tags[:10]) if e.tags else wording.no_tags()
+            case DeployResult(ok=True) if e.rollback_of:
+                return wording.rolled_back(wording.what_to_deploy(e.service, e.tag, e.environment))
             case DeployResult(ok=True):
                 return wording.deployed(wording.what_to_deploy(e.service, e.tag, e.environment), e.url)
             case DeployResult():

@@ -27,7 +27,7 @@ from bot.people import OPEN_MODE_NOTICE
 from bot.policy import Policy
 from bot.ports import Deployer, Health, History, Locks, NextStepModel, Notifier
 from bot.service import ThreadService
-from bot.settings import Settings
+from bot.settings import ServiceSettings, Settings
 from bot.stores.credentials import RedisCredentials
 from bot.stores.environments import RedisEnvironments
 from bot.stores.inbox import RedisInbox
@@ -138,9 +138,9 @@ class App:
             await self.email.drain()
         if self.slack:
             await self.slack.stop()
-        deployer = self.runner.deploying.deployer
-        if isinstance(deployer, Closeable):
-            await deployer.aclose()
+        for deployer in {id(d): d for d in self.runner.deploying.deployers.values()}.values():
+            if isinstance(deployer, Closeable):
+                await deployer.aclose()
         await self.redis.aclose()
 
 
@@ -161,22 +161,48 @@ def make_llm(settings: Settings) -> NextStepModel | None:
 
     return BamlModel(
         llm.provider, llm.model, llm.api_key.get_secret_value(), llm.base_url,
-        secrets=settings.secrets(), log_level=settings.log_level,
+        secrets=settings.secrets(), log_level=settings.log_level, services=settings.catalog().names,
     )
 
 
-def make_deployer(settings: Settings) -> Deployer:
+def make_deployers(settings: Settings) -> dict[str, Deployer]:
+    """A deployer per service. Without a catalog, backend and frontend share one (one
+    repository, one GitHub client)."""
     github = settings.github
-    if github is not None:
+    if github is not None:  # DEPLOYER=github without a catalog
         from bot.deployers.github import GitHubDeployer
 
-        return GitHubDeployer(
+        shared: Deployer = GitHubDeployer(
             github.token.get_secret_value(), github.repository, dict(github.workflows),
             github.api_url, github.ref, github.poll_seconds, commit_input=github.commit_input,
         )
-    return CommandDeployer(
-        settings.git_repo, settings.deploy_command, settings.deploy_timeout, settings.deploy_passthrough()
-    )
+        return {service.name: shared for service in settings.services()}
+    deployers: dict[str, Deployer] = {}
+    built: dict[tuple[object, ...], Deployer] = {}
+    for service in settings.services():
+        key = (service.deployer, service.repo, service.command, service.github, service.workflow)
+        if key not in built:
+            built[key] = _deployer(settings, service)
+        deployer = built[key]
+        if service.tag_prefix:
+            from bot.deployers.prefixed import Prefixed
+
+            deployer = Prefixed(deployer, service.tag_prefix)
+        deployers[service.name] = deployer
+    return deployers
+
+
+def _deployer(settings: Settings, service: ServiceSettings) -> Deployer:
+    if service.deployer == "github":
+        from bot.deployers.github import GitHubDeployer
+
+        assert settings.github_token is not None and service.github and service.workflow  # checked at start
+        return GitHubDeployer(
+            settings.github_token.get_secret_value(), service.github, {service.name: service.workflow},
+            settings.github_api_url, settings.github_ref, settings.github_poll_seconds,
+            commit_input=settings.github_commit_input.strip(),
+        )
+    return CommandDeployer(service.repo, service.command, settings.deploy_timeout, settings.deploy_passthrough())
 
 
 def make_email(settings: Settings, service: ThreadService, inbox: RedisInbox, kick: Kick) -> EmailChannel:
@@ -229,7 +255,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     queue = RedisWorkQueue(redis)
     name = worker_name()
     clock = utcnow  # one clock for every event recorded, by a run or by the service
-    deploying = Deploying(make_deployer(settings), environments, environments, policy, settings.secrets())
+    deploying = Deploying(make_deployers(settings), environments, environments, policy, settings.secrets())
     llm = make_llm(settings)
     runner = Runner(
         name=name,  # a lease names the worker process that holds it

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from bot.catalog import Catalog, Service
 from bot.events import (
-    DeployBackend,
-    DeployFrontend,
+    DeployService,
     ListGitTags,
     LockEnvironment,
+    RollBack,
     ShowDeploys,
     Step,
     UnlockEnvironment,
@@ -17,31 +18,42 @@ from bot.events import (
 
 _MENTION = r"^\s*(?:<@[A-Z0-9]+>|@?deploybot\b)?[\s,:]*"
 _END = r"\s*(?:please)?\s*[.!]?\s*$"
+_ENV = r"(?P<env>[a-z][a-z0-9_-]*)"
+_SERVICE = r"(?P<service>[A-Za-z0-9][A-Za-z0-9._-]*)"
 _DEPLOY = re.compile(
-    _MENTION
-    + r"deploy\s+(?:the\s+)?(?P<service>backend|frontend)\s+(?P<tag>\S+?)\s+(?:to|on|in|into)\s+"
-    + r"(?P<env>[a-z][a-z0-9_-]*)"
-    + _END,
+    _MENTION + r"deploy\s+(?:the\s+)?" + _SERVICE + r"\s+(?P<tag>\S+?)\s+(?:to|on|in|into)\s+" + _ENV + _END,
     re.I,
 )
-_TAGS = re.compile(_MENTION + r"(?:list|show)?\s*(?:the\s+)?(?:git\s+)?tags" + _END, re.I)
-_ENV = r"(?P<env>[a-z][a-z0-9_-]*)"
-_LOCK = re.compile(_MENTION + r"lock\s+" + _ENV + r"(?:\s*[:,-]\s*|\s+(?:because|for)\s+)(?P<reason>.+?)\s*$", re.I)
-_UNLOCK = re.compile(_MENTION + r"unlock\s+" + _ENV + _END, re.I)
+_TAGS = re.compile(
+    _MENTION + r"(?:list|show)?\s*(?:the\s+)?(?:git\s+)?tags(?:\s+(?:for|of)\s+" + _SERVICE + r")?" + _END, re.I
+)
+_WHERE = r"(?:" + _SERVICE + r"\s+(?:in|on)\s+)?" + _ENV  # `production`, or `api in production`
+_LOCK = re.compile(_MENTION + r"lock\s+" + _WHERE + r"(?:\s*[:,-]\s*|\s+(?:because|for)\s+)(?P<reason>.+?)\s*$", re.I)
+_UNLOCK = re.compile(_MENTION + r"unlock\s+" + _WHERE + _END, re.I)
 _WHATS_ON = re.compile(
     _MENTION + r"(?:what(?:'s|\s+is)\s+(?:deployed\s+)?(?:on|in)|(?:show\s+)?deploys\s+(?:to|on|in))\s+"
     + _ENV + r"\s*\??\s*$",
     re.I,
 )
+_ROLL_BACK = re.compile(
+    _MENTION + r"roll\s*back\s+(?:the\s+)?" + _SERVICE + r"\s+(?:in|on|from)\s+" + _ENV + _END, re.I
+)
+_ANYWAY = re.compile(_MENTION + r"deploy\s+anyway\s*[:,-]\s*(?P<reason>\S.*?)\s*$", re.I | re.S)
 
 EXAMPLES = (
     "deploy backend v1.2.3 to production",
-    "deploy frontend v1.2.3 to staging",
-    "list tags",
+    "list tags for backend",
+    "roll back backend in production",
     "lock production: release freeze",
     "unlock production",
     "what's on production?",
 )
+
+
+def examples(catalog: Catalog) -> tuple[str, ...]:
+    """EXAMPLES with a service of the catalog's."""
+    first = catalog.names[0] if catalog.names else "backend"
+    return tuple(e.replace("backend", first) for e in EXAMPLES)
 
 
 # The only words that approve, in every channel (the CLI prompt, a signed email reply) and the
@@ -74,16 +86,52 @@ def _question_mark(c: str) -> bool:
     return "QUESTION MARK" in name or "INTERROBANG" in name
 
 
-def parse(text: str) -> Step | None:
-    if m := _DEPLOY.match(text):
-        cls = DeployBackend if m["service"].lower() == "backend" else DeployFrontend
-        return cls(tag=m["tag"], environment=m["env"].lower(), source="command")
-    if _TAGS.match(text):
-        return ListGitTags(source="command")
+def parse(text: str, catalog: Catalog | None = None) -> Step | None:
+    """The step an exact command asks for, or None (free text: the model's). A service is
+    recognised only by a name in the catalog, so "deploy the latest api to production" is
+    left to the model; a short tag of a service with a tag prefix becomes its full tag."""
+    catalog = catalog or Catalog()
+    if (m := _DEPLOY.match(text)) and (spec := _service(catalog, m["service"])):
+        return DeployService(
+            service=spec.name, tag=spec.full_tag(m["tag"]), environment=m["env"].lower(), source="command"
+        )
+    if m := _TAGS.match(text):
+        if m["service"] is None:
+            return ListGitTags(source="command")
+        if spec := _service(catalog, m["service"]):
+            return ListGitTags(service=spec.name, source="command")
+        return None
+    if (m := _ROLL_BACK.match(text)) and (spec := _service(catalog, m["service"])):
+        return RollBack(service=spec.name, environment=m["env"].lower())
     if m := _LOCK.match(text):
-        return LockEnvironment(environment=m["env"].lower(), reason=m["reason"])
+        return LockEnvironment(environment=m["env"].lower(), reason=m["reason"], service=_named(catalog, m))
     if m := _UNLOCK.match(text):
-        return UnlockEnvironment(environment=m["env"].lower())
+        return UnlockEnvironment(environment=m["env"].lower(), service=_named(catalog, m))
     if m := _WHATS_ON.match(text):
         return ShowDeploys(environment=m["env"].lower())
     return None
+
+
+def rollback_text(service: str, environment: str) -> str:
+    """The exact command a rollback asked for elsewhere (the CLI, the API) is recorded as."""
+    return f"roll back {service} in {environment}"
+
+
+def deploy_anyway(text: str) -> str | None:
+    """The reason of "deploy anyway: REASON", or None for any other text."""
+    m = _ANYWAY.match(text)
+    return " ".join(m["reason"].split()) if m else None
+
+
+def _service(catalog: Catalog, word: str | None) -> Service | None:
+    name = catalog.find(word) if word else None
+    return catalog.get(name) if name else None
+
+
+def _named(catalog: Catalog, m: re.Match[str]) -> str:
+    """A lock's service as the catalog spells it; an unknown one as written (refused later,
+    with the catalog's names)."""
+    if m["service"] is None:
+        return ""
+    spec = _service(catalog, m["service"])
+    return spec.name if spec else m["service"]

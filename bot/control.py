@@ -18,6 +18,7 @@ from bot.events import (
     HumanResponse,
     ListGitTags,
     RequestMoreInformation,
+    RollBack,
 )
 from bot.policy import Policy
 from bot.thread import Status, Thread
@@ -41,6 +42,13 @@ class RunTags:
 @dataclass(frozen=True)
 class RunCommand:
     step: CommandStep
+
+
+@dataclass(frozen=True)
+class PlanRollback:
+    """Find what to roll back to, in the history: a deploy step, or why there is none."""
+
+    step: RollBack
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ class Escalate:
     message: str
 
 
-Action = Stop | Decide | RunTags | RunCommand | AskApproval | RunDeploy | Interrupted | Escalate
+Action = Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
 
 
 def next_action(thread: Thread, policy: Policy) -> Action:
@@ -86,6 +94,8 @@ def next_action(thread: Thread, policy: Policy) -> Action:
             return RunTags(step)
         if isinstance(step, COMMAND_STEPS) and thread.outcome(step) is None:
             return RunCommand(step)
+        if isinstance(step, RollBack) and thread.outcome(step) is None:
+            return PlanRollback(step)
         if isinstance(step, DEPLOY_STEPS) and thread.outcome(step) is None:
             return _deploy_action(thread, step, policy)
         if isinstance(step, (RequestMoreInformation, DoneForNow)):

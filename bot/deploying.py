@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -22,7 +22,9 @@ from typing import Protocol
 from bot import wording
 from bot.control import Interrupted, RunDeploy
 from bot.events import (
+    PREVIEW_COMMITS,
     ApprovalRequested,
+    Change,
     Deploy,
     DeployResult,
     DeployStarted,
@@ -31,7 +33,7 @@ from bot.events import (
     HumanResponse,
     RequestMoreInformation,
 )
-from bot.policy import Policy, args_hash
+from bot.policy import Policy, args_hash, lock_owner
 from bot.ports import Deployer, DeployerError, DeployRecord, DeployRequest, History, Lock, Locks
 from bot.prompt import redact
 from bot.thread import Thread
@@ -67,7 +69,7 @@ class Journal(Protocol):
 
 @dataclass
 class Deploying:
-    deployer: Deployer
+    deployers: Mapping[str, Deployer]  # each service's (backend and frontend may share one)
     locks: Locks
     history: History
     policy: Policy
@@ -79,9 +81,12 @@ class Deploying:
         checked = await self._check(step)
         if isinstance(checked, Error):
             return checked
-        holder = await self.locks.holder(step.environment)  # don't ask for what cannot start
+        holder = await self.locks.holder(step.environment, step.service)  # don't ask for what cannot start
         if holder:
             return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
+        gated = await self._gate(thread, step, checked)
+        if gated:
+            return gated
         instruction = thread.latest_instruction()
         return ApprovalRequested(
             step_id=step.id,
@@ -95,7 +100,52 @@ class Deploying:
             requesters=thread.requesters(),
             reason=step.reason,
             expires_at=now + self.policy.approval_ttl,
+            change=await self.change(step, checked),
+            rollback_of=_field(step, "rollback_of"),
+            force=_field(step, "force"),
+            forced_by=_field(step, "forced_by"),
         )
+
+    async def change(self, step: Deploy, commit: str) -> Change:
+        """What deploying `commit` changes against what is deployed there now."""
+        current = next(
+            (r for r in await self.history.recent(step.environment, 1000, service=step.service) if r.ok), None
+        )
+        if current is None:
+            return Change(to_commit=commit)
+        base = Change(from_tag=current.tag, from_commit=current.commit, to_commit=commit)
+        try:
+            found = await self.deployers[step.service].compare(current.commit, commit, PREVIEW_COMMITS)
+        except DeployerError as e:
+            return base.model_copy(update={"unknown": str(e)[:300]})
+        commits = found.added if found.ahead else found.removed
+        return base.model_copy(update={"ahead": found.ahead, "behind": found.behind, "commits": list(commits)})
+
+    async def _gate(self, thread: Thread, step: Deploy, commit: str) -> Error | None:
+        """Environments with required_checks: every CI check on the commit is green, or an
+        approver said to deploy anyway (the step's `force`, given by `forced_by`)."""
+        if step.environment not in self.policy.required_checks:
+            return None
+        if _field(step, "force"):
+            instruction = thread.latest_instruction()
+            forcer = instruction.identity if instruction else None
+            why = (
+                self.policy.may_force(forcer, step.environment)
+                if forcer is not None and instruction is not None and instruction.principal == _field(step, "forced_by")
+                else wording.nothing_to_force()
+            )
+            return Error(kind="validation", step_id=step.id, message=why) if why else None
+        try:
+            checks = await self.deployers[step.service].checks(commit)
+        except DeployerError as e:
+            return Error(kind="checks", step_id=step.id, message=wording.checks_unreadable(commit, e))
+        if checks is None:  # a local repository: no CI to ask (see the README)
+            return None
+        failing = sorted(c.name for c in checks if c.state == "failure")
+        pending = sorted(c.name for c in checks if c.state == "pending")
+        if failing or pending:
+            return Error(kind="checks", step_id=step.id, message=wording.checks_failing(commit, failing, pending))
+        return None
 
     # --- the deploy ------------------------------------------------------------------
 
@@ -109,7 +159,7 @@ class Deploying:
             thread = await journal.decide(thread, [checked])
         except BaseException:
             if isinstance(checked, DeployStarted):
-                await self.locks.release(step.environment, checked.deploy_id)
+                await self.locks.release(step.environment, checked.deploy_id, step.service)
             raise
         if not isinstance(checked, DeployStarted):
             return thread
@@ -119,7 +169,8 @@ class Deploying:
         """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
         it, if it never got going) instead of starting a second one. Any other deploy's
         outcome is unknown: it is reported, never run again."""
-        if not (self.deployer.resumable and started_here(thread, action.started)):
+        deployer = self.deployers.get(action.step.service)
+        if not (deployer is not None and deployer.resumable and started_here(thread, action.started)):
             return await journal.decide(thread, _interrupted(action))
         locked = await self._lock(thread, action.step, now)
         if locked:
@@ -143,12 +194,15 @@ class Deploying:
                 step_id=step.id,
                 message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
             )
+        gated = await self._gate(thread, step, checked)  # the checks again, right before running
+        if gated:
+            return gated
         return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked)
 
     async def _lock(self, thread: Thread, step: Deploy, now: datetime) -> Error | None:
         reason = wording.deploy_lock_reason(step.service, step.tag)
         owner = deploy_id(thread.id, step.id)
-        holder = await self.locks.acquire(Lock(step.environment, owner, reason, now), LOCK_TTL_MS)
+        holder = await self.locks.acquire(Lock(step.environment, owner, reason, now, step.service), LOCK_TTL_MS)
         if holder is None:
             return None
         return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
@@ -159,8 +213,8 @@ class Deploying:
         """Run a recorded deploy while holding, and renewing, its environment's lock."""
         step = action.step
         renewing = asyncio.create_task(keep_renewing(
-            lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS), LOCK_TTL_MS,
-            f"the lock on {step.environment} for {started.deploy_id}",
+            lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS, step.service), LOCK_TTL_MS,
+            f"the lock on {step.service} in {step.environment} for {started.deploy_id}",
         ))
         deploying = asyncio.ensure_future(self._deploy(step, started, action.decision))
         stopping = False
@@ -188,20 +242,44 @@ class Deploying:
         # Held until the result is recorded, so nobody deploys there before it is known.
         renewing.cancel()
         try:
-            await self.locks.release(step.environment, started.deploy_id)
+            await self.locks.release(step.environment, started.deploy_id, step.service)
         except Exception:  # it expires by itself within LOCK_TTL_MS
             log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
         recorded = next(e for e in reversed(thread.events) if e.id == result.id)
         if isinstance(recorded, DeployResult):
             await self._remember(thread, recorded)
+            if recorded.ok and recorded.rollback_of:
+                await self._rolled_back(thread, step, recorded)
         if stopping:
             raise asyncio.CancelledError
         return thread
 
+    async def _rolled_back(self, thread: Thread, step: Deploy, result: DeployResult) -> None:
+        """A rollback that succeeded: the deploy it replaced is faulty (never a target again),
+        and, unless the environment says otherwise, the service is locked there so nobody
+        deploys the faulty version again before someone has looked."""
+        assert result.rollback_of is not None
+        try:
+            await self.history.mark_faulty(result.environment, result.rollback_of)
+        except Exception:
+            log.exception("thread %s: could not mark %s faulty", thread.id, result.rollback_of)
+        if result.environment in self.policy.no_lock_after_rollback:
+            return
+        instruction = thread.latest_instruction()
+        who = instruction.identity if instruction else None
+        if who is None:
+            return
+        reason = wording.rolled_back_lock_reason(_field(step, "rollback_from") or "?", who.label)
+        lock = Lock(result.environment, lock_owner(who), reason, result.at, result.service)
+        try:
+            await self.locks.acquire(lock, ttl_ms=None)
+        except Exception:
+            log.exception("thread %s: could not lock %s after the rollback", thread.id, lock.target)
+
     async def _deploy(self, step: Deploy, started: DeployStarted, decision: HumanResponse | None) -> Event:
         request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, started.commit)
         try:
-            outcome = await self.deployer.deploy(request)
+            outcome = await self.deployers[step.service].deploy(request)
         except DeployerError as e:
             return Error(kind="deployer", step_id=step.id, message=wording.deploy_could_not_run(e))
         except Exception as e:  # a bug in a deployer: it may have started something, so say so
@@ -219,12 +297,16 @@ class Deploying:
             output=redact(outcome.output, self.secrets),  # shown in chat, email and the API
             approved_by=decision.user if decision else None,
             url=outcome.url,
+            rollback_of=_field(step, "rollback_of"),
+            force=_field(step, "force"),
+            forced_by=_field(step, "forced_by"),
         )
 
     async def _remember(self, thread: Thread, result: DeployResult) -> None:
         record = DeployRecord(
             result.environment, result.service, result.tag, result.commit, result.ok, result.at,
             result.approved_by, thread.id, result.deploy_id, result.url,
+            rollback_of=result.rollback_of, force=result.force, forced_by=result.forced_by,
         )
         try:
             await self.history.record(record)
@@ -236,14 +318,24 @@ class Deploying:
         invalid = self.policy.invalid_deploy(step)
         if invalid:
             return Error(kind="validation", step_id=step.id, message=invalid)
+        deployer = self.deployers.get(step.service)
+        if deployer is None:  # in the policy's catalog, but not built (a thread older than it)
+            unknown = wording.unknown_service(step.service, self.deployers)
+            return Error(kind="validation", step_id=step.id, message=unknown)
         try:
-            commit = await self.deployer.resolve(step.tag)
+            commit = await deployer.resolve(step.tag)
             if commit:
                 return commit
-            newest = [t.name for t in (await self.deployer.list_tags())[:5]]
+            newest = [t.name for t in (await deployer.list_tags())[:5]]
         except DeployerError as e:
             return Error(kind="deployer", step_id=step.id, message=wording.tag_lookup_failed(step.tag, e))
         return Error(kind="validation", step_id=step.id, message=wording.no_such_tag(step.tag, newest))
+
+
+def _field(step: Deploy, name: str) -> str | None:
+    """A field only deploys of the catalog have (a thread's older steps lack it)."""
+    value = getattr(step, name, None)
+    return value if isinstance(value, str) and value else None
 
 
 def _interrupted(action: Interrupted) -> list[Event]:

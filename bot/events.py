@@ -101,6 +101,7 @@ StepSource = Literal["llm", "command", "bot"]
 
 class ListGitTags(_Event):
     type: Literal["list_git_tags"] = "list_git_tags"
+    service: str | None = None  # None: every service's (or the one repository's)
     source: StepSource = "llm"
 
 
@@ -111,6 +112,20 @@ class _Deploy(_Event):
     source: StepSource = "llm"
 
 
+class DeployService(_Deploy):
+    """Deploy `service` (a name from the catalog). `rollback_of`: the deploy id this one
+    rolls back (it succeeded; this one puts the one before it back). `force`: the reason an
+    approver gave to deploy past what would stop it (failing CI checks), `forced_by` who."""
+
+    type: Literal["deploy"] = "deploy"
+    service: str
+    rollback_of: str | None = None
+    rollback_from: str = ""  # the tag being rolled back, for people
+    force: str | None = None
+    forced_by: str | None = None
+
+
+# Threads older than the service catalog: one class per service, which had no name field.
 class DeployBackend(_Deploy):
     type: Literal["deploy_backend"] = "deploy_backend"
 
@@ -146,12 +161,14 @@ class LockEnvironment(_Event):
     type: Literal["lock_environment"] = "lock_environment"
     environment: str
     reason: str = ""
+    service: str = ""  # "": the whole environment
     source: StepSource = "command"
 
 
 class UnlockEnvironment(_Event):
     type: Literal["unlock_environment"] = "unlock_environment"
     environment: str
+    service: str = ""
     source: StepSource = "command"
 
 
@@ -161,12 +178,22 @@ class ShowDeploys(_Event):
     source: StepSource = "command"
 
 
-Deploy = DeployBackend | DeployFrontend
-DEPLOY_STEPS = (DeployBackend, DeployFrontend)
+class RollBack(_Event):
+    """Put back what was on `environment` before the current deploy of `service`: becomes a
+    deploy (`rollback_of`) once the target is found in the history."""
+
+    type: Literal["roll_back"] = "roll_back"
+    service: str
+    environment: str
+    source: StepSource = "command"
+
+
+Deploy = DeployService | DeployBackend | DeployFrontend
+DEPLOY_STEPS = (DeployService, DeployBackend, DeployFrontend)
 CommandStep = LockEnvironment | UnlockEnvironment | ShowDeploys
 COMMAND_STEPS = (LockEnvironment, UnlockEnvironment, ShowDeploys)
-Step = ListGitTags | DeployBackend | DeployFrontend | RequestMoreInformation | DoneForNow | CommandStep
-STEP_TYPES = (ListGitTags, DeployBackend, DeployFrontend, RequestMoreInformation, DoneForNow, *COMMAND_STEPS)
+Step = ListGitTags | Deploy | RequestMoreInformation | DoneForNow | CommandStep | RollBack
+STEP_TYPES = (ListGitTags, *DEPLOY_STEPS, RequestMoreInformation, DoneForNow, *COMMAND_STEPS, RollBack)
 
 
 # --- what happened when a step ran -----------------------------------------------------
@@ -183,6 +210,33 @@ class GitTagsResult(_Event):
     type: Literal["list_git_tags_result"] = "list_git_tags_result"
     step_id: str
     tags: list[GitTag]
+    service: str = ""  # whose tags ("": the one repository of a thread older than services)
+
+
+class CommitSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    sha: str
+    subject: str
+    author: str = ""
+
+
+PREVIEW_COMMITS = 20  # commit subjects a change preview lists at most
+
+
+class Change(BaseModel):
+    """What a deploy changes against what is deployed now: shown to whoever decides.
+    `ahead`/`behind`: commits the new commit has that the deployed one lacks, and the other
+    way round (a rollback or a downgrade goes back `behind` commits). `commits`: up to
+    PREVIEW_COMMITS of them, newest first: the ones added, or (going back) the ones removed."""
+
+    model_config = ConfigDict(frozen=True)
+    from_tag: str = ""  # "": nothing deployed there yet
+    from_commit: str = ""
+    to_commit: str
+    ahead: int = 0
+    behind: int = 0
+    commits: list[CommitSummary] = Field(default_factory=list)
+    unknown: str = ""  # why the change could not be worked out ("" when it could)
 
 
 class ApprovalRequested(_Event):
@@ -201,6 +255,10 @@ class ApprovalRequested(_Event):
     requesters: list[str] = Field(default_factory=list)  # principals of everyone who gave instructions
     reason: str | None = None
     expires_at: datetime
+    change: Change | None = None  # what it changes against what is deployed there now
+    rollback_of: str | None = None  # the deploy it rolls back
+    force: str | None = None  # why it goes ahead past failing checks, and who said so
+    forced_by: str | None = None
 
 
 class DeployStarted(_Event):
@@ -225,6 +283,9 @@ class DeployResult(_Event):
     output: str = ""
     approved_by: str | None = None
     url: str = ""
+    rollback_of: str | None = None
+    force: str | None = None
+    forced_by: str | None = None
 
 
 class CommandResult(_Event):
@@ -243,7 +304,7 @@ class DeliveryFailed(_Event):
     reason: str
 
 
-ErrorKind = Literal["llm", "validation", "deployer", "recheck", "locked", "interrupted", "internal"]
+ErrorKind = Literal["llm", "validation", "deployer", "recheck", "locked", "checks", "interrupted", "internal"]
 
 
 class Error(_Event):
@@ -258,6 +319,7 @@ Event = Annotated[
     | HumanResponse
     | Cancelled
     | ListGitTags
+    | DeployService
     | DeployBackend
     | DeployFrontend
     | RequestMoreInformation
@@ -265,6 +327,7 @@ Event = Annotated[
     | LockEnvironment
     | UnlockEnvironment
     | ShowDeploys
+    | RollBack
     | CommandResult
     | GitTagsResult
     | ApprovalRequested

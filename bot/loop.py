@@ -22,6 +22,7 @@ from bot.control import (
     Decide,
     Escalate,
     Interrupted,
+    PlanRollback,
     RunCommand,
     RunDeploy,
     RunTags,
@@ -108,10 +109,13 @@ class Runner:
         deploying = self.deploying
         match action:
             case Decide():
-                step = await agent.decide(thread, self.llm, self.secrets, self.context_budget)
+                step = await agent.decide(thread, self.llm, self.secrets, self.context_budget, self.policy.catalog)
                 return await journal.decide(thread, [step])
             case RunTags():
-                return await journal.decide(thread, [await steps.list_tags(action.step, deploying.deployer)])
+                return await journal.decide(thread, await steps.list_tags(action.step, deploying.deployers))
+            case PlanRollback():
+                planned = await steps.plan_rollback(action.step, deploying.history, deploying.deployers, self.policy)
+                return await journal.decide(thread, [planned])
             case RunCommand():
                 result = await steps.run_command(
                     action.step, thread, deploying.locks, deploying.history, self.policy, now

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from bot import people, wording
+from bot.catalog import Catalog
 from bot.events import ApprovalRequested, Deploy, HumanResponse
 from bot.people import ANYONE, BOT_USER, Directory, Identity, Rules
 
@@ -66,6 +67,9 @@ class Policy:
     approval_ttl: timedelta = timedelta(hours=1)
     max_steps: int = 20
     max_errors: int = 3
+    catalog: Catalog = field(default_factory=Catalog)
+    required_checks: frozenset[str] = frozenset()  # environments whose deploys need green CI
+    no_lock_after_rollback: frozenset[str] = frozenset()
 
     @classmethod
     def configured(
@@ -81,6 +85,9 @@ class Policy:
         approval_ttl: timedelta = timedelta(hours=1),
         max_steps: int = 20,
         max_errors: int = 3,
+        catalog: Catalog | None = None,
+        required_checks: frozenset[str] = frozenset(),
+        no_lock_after_rollback: frozenset[str] = frozenset(),
     ) -> Policy:
         """The effective rules of deploybot.toml (`directory`: its people, None without a
         file; `written`: its [environments.*], whose names join `environments`) and the
@@ -108,6 +115,9 @@ class Policy:
             approval_ttl=approval_ttl,
             max_steps=max_steps,
             max_errors=max_errors,
+            catalog=catalog or Catalog(),
+            required_checks=required_checks,
+            no_lock_after_rollback=no_lock_after_rollback,
         )
 
     def needs_approval(self, environment: str) -> bool:
@@ -118,7 +128,14 @@ class Policy:
             return wording.unknown_environment(step.environment, self.environments)
         if not _TAG.match(step.tag):
             return wording.invalid_tag(step.tag)
-        return None
+        return self.catalog.invalid(step.service, step.environment)
+
+    def may_force(self, who: Identity, environment: str) -> str | None:
+        """Why `who` may not deploy past failing CI checks to `environment`, or None: its
+        approvers may (the requester too: forcing is not approving, which still follows)."""
+        if people.may_approve(who, self.rules_for(environment), frozenset()) is None:
+            return None
+        return wording.may_not_force(who.label, environment)
 
     def rules_for(self, environment: str) -> Rules:
         """`environment`'s rules: its entry, else anyone in open mode, else nobody."""

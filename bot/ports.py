@@ -3,13 +3,13 @@ nothing else."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bot import wording
-from bot.events import Event, GitTag, Step
+from bot.events import CommitSummary, Event, GitTag, Step
 from bot.thread import Origin, Thread
 
 
@@ -161,6 +161,28 @@ class DeployOutcome:
     url: str = ""
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """`head` against `base`: commits `head` has that `base` lacks (`ahead`, `added`) and the
+    other way round (`behind`, `removed`); the lists newest first, at most the limit asked."""
+
+    ahead: int
+    behind: int
+    added: tuple[CommitSummary, ...] = ()
+    removed: tuple[CommitSummary, ...] = ()
+
+
+CheckState = Literal["success", "pending", "failure"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One CI signal on a commit: a commit status context or a check run."""
+
+    name: str
+    state: CheckState
+
+
 class DeployerError(Exception):
     """The deployer could not do its job at all (not a failed deploy: that is an outcome)."""
 
@@ -180,6 +202,16 @@ class Deployer(Protocol):
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome: ...
 
+    async def compare(self, base: str, head: str, limit: int) -> Comparison:
+        """`head` against `base` (commits), for a change preview. DeployerError if either is
+        unknown to the repository."""
+        ...
+
+    async def checks(self, commit: str) -> list[Check] | None:
+        """The CI checks on `commit` (every status context and check run), or None where the
+        repository has no CI to ask (a local repository)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Lock:
@@ -187,29 +219,45 @@ class Lock:
     owner: str  # the thread deploying, or "manual:<user>" for a lock set by hand
     reason: str
     since: datetime
+    service: str = ""  # "": the whole environment (every service); else that service there
 
     def by(self) -> str:
         who = self.owner.removeprefix("manual:") if self.owner.startswith("manual:") else f"deploy {self.owner}"
         return wording.locked_by(who, self.since, self.reason)
 
     def describe(self) -> str:
-        return wording.is_locked(self.environment, self.by())
+        return wording.is_locked(self.target, self.by())
+
+    @property
+    def target(self) -> str:
+        """What is locked, for people: `production`, or `api in production`."""
+        return wording.lock_target(self.environment, self.service)
 
 
 class Locks(Protocol):
-    """One deploy at a time per environment, and locks people set by hand."""
+    """One deploy at a time per service and environment, and locks people set by hand, on
+    a whole environment or on one service there. A lock on the environment stops every
+    service's deploy there; a service's lock stops only that service's."""
 
     async def acquire(self, lock: Lock, ttl_ms: int | None) -> Lock | None:
-        """None when `lock` is now held (or was already held by its owner); else the holder."""
+        """None when `lock` is now held (or was already held by its owner); else the holder
+        in the way: for a service's lock, the environment's lock too."""
         ...
 
-    async def renew(self, environment: str, owner: str, ttl_ms: int) -> bool: ...
+    async def renew(self, environment: str, owner: str, ttl_ms: int, service: str = "") -> bool: ...
 
-    async def release(self, environment: str, owner: str | None) -> bool:
+    async def release(self, environment: str, owner: str | None, service: str = "") -> bool:
         """Release if `owner` holds it (None: whoever holds it)."""
         ...
 
-    async def holder(self, environment: str) -> Lock | None: ...
+    async def holder(self, environment: str, service: str = "") -> Lock | None:
+        """Who holds the lock on the environment; with `service`, the lock in the way of a
+        deploy of it: the environment's, else the service's."""
+        ...
+
+    async def held(self, environment: str, services: Iterable[str]) -> list[Lock]:
+        """The locks in `environment`: its own, then those of `services` there."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -224,13 +272,21 @@ class DeployRecord:
     thread_id: str
     deploy_id: str
     url: str = ""
+    rollback_of: str | None = None  # the deploy this one rolled back
+    force: str | None = None  # deployed past failing checks: why, and who said so
+    forced_by: str | None = None
+    faulty: bool = False  # rolled back since: never a rollback target again
 
 
 class History(Protocol):
     async def record(self, entry: DeployRecord) -> None: ...
 
-    async def recent(self, environment: str, limit: int) -> list[DeployRecord]:
-        """Newest first."""
+    async def recent(self, environment: str, limit: int, service: str | None = None) -> list[DeployRecord]:
+        """Newest first; with `service`, only its deploys."""
+        ...
+
+    async def mark_faulty(self, environment: str, deploy_id: str) -> None:
+        """The deploy was rolled back: `recent` shows it `faulty` from now on."""
         ...
 
 

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from bot import wording
 from bot.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -32,6 +33,7 @@ from bot.events import (
     DeployBackend,
     DeployFrontend,
     DeployResult,
+    DeployService,
     DeployStarted,
     DoneForNow,
     Error,
@@ -41,6 +43,7 @@ from bot.events import (
     ListGitTags,
     LockEnvironment,
     RequestMoreInformation,
+    RollBack,
     ShowDeploys,
     UnlockEnvironment,
     UserMessage,
@@ -234,16 +237,23 @@ class _Context:
                 decision = {True: "approved", False: "rejected", None: None}[e.approve]
                 return tag("human_response", e.text, tokens, user=e.user, decision=decision)
             case ListGitTags():
-                return tag("list_git_tags")
+                return tag("list_git_tags", service=e.service)
+            case DeployService():
+                return tag(
+                    "deploy", service=e.service, tag=e.tag, environment=e.environment, reason=e.reason,
+                    rollback_of=e.rollback_of, force=e.force,
+                )
             case DeployBackend() | DeployFrontend():
                 return tag(e.type, tag=e.tag, environment=e.environment, reason=e.reason)
+            case RollBack():
+                return tag(e.type, service=e.service, environment=e.environment)
             case RequestMoreInformation() | DoneForNow():
                 return tag(e.type, e.message, tokens)
             case GitTagsResult():
                 lines = [f"{t.name} {t.commit[:7]} {t.date[:10]}".strip() for t in e.tags[:MAX_TAGS]]
                 if len(e.tags) > MAX_TAGS:
                     lines.append(f"... and {len(e.tags) - MAX_TAGS} older tags")
-                return tag("list_git_tags_result", "\n".join(lines) or "(no tags)", tokens)
+                return tag("list_git_tags_result", "\n".join(lines) or "(no tags)", tokens, service=e.service or None)
             case ApprovalRequested():
                 return tag(
                     "approval_requested",
@@ -252,10 +262,13 @@ class _Context:
                     commit=e.commit[:7],
                     environment=e.environment,
                     expires=f"{e.expires_at:%Y-%m-%d %H:%M}Z",
+                    change=" ".join(wording.change_lines(e.change)[:1]) if e.change else None,
                 )
             case LockEnvironment():
-                return tag(e.type, environment=e.environment, reason=e.reason)
-            case UnlockEnvironment() | ShowDeploys():
+                return tag(e.type, environment=e.environment, service=e.service or None, reason=e.reason)
+            case UnlockEnvironment():
+                return tag(e.type, environment=e.environment, service=e.service or None)
+            case ShowDeploys():
                 return tag(e.type, environment=e.environment)
             case CommandResult():
                 return tag("command_result", e.text, tokens, ok=str(e.ok).lower())

@@ -36,6 +36,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot import settings_file
+from bot.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.deployers.command import DRY_RUN, command_argv
 from bot.people import Directory
 from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError
@@ -87,6 +88,20 @@ class GitHubSettings(BaseModel):
     ref: str = "main"  # "{tag}": dispatch on the tag itself
     poll_seconds: float = 5.0
     commit_input: str = "commit"  # "": the workflow takes no commit input
+
+
+class ServiceSettings(BaseModel):
+    """One service as the adapters need it: where its tags come from, how it deploys."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    deployer: Literal["command", "github"]
+    repo: Path = Path(".")  # the command deployer's git repository
+    command: str = DRY_RUN
+    github: str | None = None  # owner/name
+    workflow: str | None = None
+    tag_prefix: str = ""
 
 
 class LlmSettings(BaseModel):
@@ -210,6 +225,7 @@ class Settings(BaseSettings):
             return e.problems
         if self._file is not None:
             clashes = settings_file.conflicts(self._file, self._people_variables())
+            clashes += self._service_conflicts(self._file)
             if clashes:
                 return clashes
         try:
@@ -217,6 +233,72 @@ class Settings(BaseSettings):
         except PolicyError as e:
             return e.problems
         return []
+
+    def _service_conflicts(self, file: FileConfig) -> list[str]:
+        """With [services.*] each service says how it deploys: the variables that say it for
+        backend and frontend must stay unset; GitHub services need GITHUB_TOKEN."""
+        if not file.services:
+            return []
+        name = file.source.name if file.source else settings_file.FILE_NAME
+        lines = [
+            f"{variable} is set, but {name} has [services]: say it per service there"
+            for variable, value in (
+                ("DEPLOYER", self.deployer if self.deployer != "command" else None),
+                ("GITHUB_REPOSITORY", self.github_repository),
+                ("GITHUB_WORKFLOW_BACKEND", self.github_workflow_backend),
+                ("GITHUB_WORKFLOW_FRONTEND", self.github_workflow_frontend),
+            ) if value
+        ]
+        on_github = [s for s, entry in file.services.items() if entry.deployer == "github" or entry.github]
+        if on_github and not self.github_token:
+            lines.append(f"services on GitHub ({', '.join(on_github)}) need GITHUB_TOKEN")
+        environments = self.policy_environments()
+        for service, entry in file.services.items():
+            for i, env in enumerate(entry.environments or ()):
+                if env not in environments:
+                    where = settings_file.key_path(("services", service, "environments", i))
+                    lines.append(f"{where}: unknown environment {env!r}; known: {', '.join(sorted(environments))}")
+        return lines
+
+    def policy_environments(self) -> frozenset[str]:
+        """Every environment's name, as the policy will have them."""
+        file = self._file
+        named_protected = _words(self.protected_environments) if self.protected_environments is not None else None
+        protected = named_protected if named_protected is not None else frozenset({"production"})
+        if file is not None and file.environments:
+            return frozenset(file.environments) | (named_protected or frozenset())
+        named = _words(self.environments) if self.environments is not None else DEFAULT_ENVIRONMENTS
+        return named | protected
+
+    def catalog(self) -> Catalog:
+        """The services: deploybot.toml's [services.*], else backend and frontend."""
+        file = self._file
+        if file is None or not file.services:
+            return Catalog()
+        return Catalog.of(
+            Service(name, frozenset(e.environments) if e.environments is not None else None, e.tag_prefix)
+            for name, e in file.services.items()
+        )
+
+    def services(self) -> list[ServiceSettings]:
+        """How each service deploys. Without [services.*]: backend and frontend from one
+        repository, by DEPLOYER."""
+        file = self._file
+        if file is None or not file.services:
+            kind = "github" if self.github is not None else "command"
+            return [
+                ServiceSettings(name=name, deployer=kind, repo=self.git_repo, command=self.deploy_command)
+                for name in LEGACY_SERVICES
+            ]
+        base = file.source.parent if file.source else Path.cwd()
+        return [
+            ServiceSettings(
+                name=name, deployer=e.deployer, repo=(base / e.repo) if e.repo else self.git_repo,
+                command=e.command or self.deploy_command, github=e.github, workflow=e.workflow,
+                tag_prefix=e.tag_prefix,
+            )
+            for name, e in file.services.items()
+        ]
 
     def _people_variables(self) -> dict[str, str]:
         """The variables deploybot.toml must not repeat, as set (unset ones left out)."""
@@ -232,12 +314,8 @@ class Settings(BaseSettings):
         file = self._file
         named_protected = _words(self.protected_environments) if self.protected_environments is not None else None
         protected = named_protected if named_protected is not None else frozenset({"production"})
-        if file is not None and file.environments:
-            # The file names the environments (ENVIRONMENTS then stays unset).
-            environments = frozenset(file.environments) | (named_protected or frozenset())
-        else:
-            named = _words(self.environments) if self.environments is not None else DEFAULT_ENVIRONMENTS
-            environments = named | protected
+        environments = self.policy_environments()  # with [environments.*], the file names them
+        entries = file.environments if file is not None else {}
         return Policy.configured(
             environments,
             protected,
@@ -248,6 +326,9 @@ class Settings(BaseSettings):
             approver_must_differ=bool(self.approver_must_differ),
             approval_ttl=timedelta(seconds=self.approval_ttl),
             max_steps=self.max_steps,
+            catalog=self.catalog(),
+            required_checks=frozenset(env for env, e in entries.items() if e.required_checks),
+            no_lock_after_rollback=frozenset(env for env, e in entries.items() if not e.lock_after_rollback),
         )
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:

@@ -18,7 +18,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from bot.deployers.command import command_argv
 from bot.people import ANYONE, GROUP, Directory, Person, Written
 from bot.policy import parse_approvers
 
@@ -105,9 +106,55 @@ class EnvironmentEntry(BaseModel):
     approvers: tuple[str, ...] | None = None
     approver_must_differ: StrictBool | None = None
     may_lock: tuple[str, ...] | None = None
+    # GitHub services: every CI check on the commit must be green before asking and again
+    # right before running (an approver may deploy anyway, with a reason).
+    required_checks: StrictBool = False
+    # A rollback that succeeds locks the service there ("rolled back from TAG by PERSON").
+    lock_after_rollback: StrictBool = True
 
     def written(self) -> Written:
         return Written(self.protected, self.approvers, self.approver_must_differ, self.may_lock)
+
+
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+class ServiceEntry(BaseModel):
+    """`[services.api]`: where its tags come from and how it deploys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repo: str | None = None  # a local git repository (relative to this file); unset: GIT_REPO
+    github: str | None = None  # owner/name on GitHub
+    deployer: Literal["command", "github"] = "command"
+    command: str | None = None  # the deploy command (unset: DEPLOY_COMMAND)
+    workflow: str | None = None  # the GitHub Actions workflow file (deployer = "github")
+    environments: tuple[str, ...] | None = None  # unset: every environment
+    tag_prefix: str = ""
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str | None) -> str | None:
+        if value is not None:
+            command_argv(value, what="command")
+        return value
+
+    @field_validator("github")
+    @classmethod
+    def _repository(cls, value: str | None) -> str | None:
+        if value is not None and not _REPOSITORY.match(value):
+            raise ValueError(f"{value!r} is not a GitHub repository (like acme/web)")
+        return value
+
+    @model_validator(mode="after")
+    def _deployer(self) -> ServiceEntry:
+        if self.deployer == "github" and not (self.github and self.workflow):
+            raise ValueError('deployer = "github" needs github = "owner/name" and workflow = "deploy.yml"')
+        if self.deployer == "github" and (self.repo or self.command):
+            raise ValueError('deployer = "github" takes its tags from GitHub: repo and command do not apply')
+        if self.deployer == "command" and self.workflow:
+            raise ValueError('workflow applies to deployer = "github" only')
+        return self
 
 
 class FileConfig(BaseModel):
@@ -116,10 +163,10 @@ class FileConfig(BaseModel):
     people: dict[str, PersonEntry] = Field(default_factory=dict)
     groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     environments: dict[str, EnvironmentEntry] = Field(default_factory=dict)
-    # Reserved for features on their way ([services.*], [[freezes]], [[triggers]],
-    # [[schedules]]): accepted and ignored until something reads them, so they are the
-    # only unknown top-level keys that are not an error. Give each its model when it lands.
-    services: Any = Field(None, exclude=True, repr=False)
+    services: dict[str, ServiceEntry] = Field(default_factory=dict)
+    # Reserved for features on their way ([[freezes]], [[triggers]], [[schedules]]):
+    # accepted and ignored until something reads them, so they are the only unknown
+    # top-level keys that are not an error. Give each its model when it lands.
     freezes: Any = Field(None, exclude=True, repr=False)
     triggers: Any = Field(None, exclude=True, repr=False)
     schedules: Any = Field(None, exclude=True, repr=False)
@@ -148,7 +195,7 @@ class FileConfig(BaseModel):
     # --- checks across entries -----------------------------------------------------------
 
     def _names(self) -> Iterable[str]:
-        for table in ("people", "groups", "environments"):
+        for table in ("people", "groups", "environments", "services"):
             for name in getattr(self, table):
                 if not _NAME.match(name):
                     yield (
@@ -270,6 +317,7 @@ def load(path: Path) -> FileConfig:
 
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): FileConfig, ("people", "*"): PersonEntry, ("environments", "*"): EnvironmentEntry,
+    ("services", "*"): ServiceEntry,
 }
 _MESSAGES = {
     "bool_type": "should be true or false",

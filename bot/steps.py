@@ -1,19 +1,24 @@
-"""Carry out the steps that are not deploys: listing tags, locks and "what's on". Never
-calls the LLM; each returns the event that records what happened. (Deploys: deploying.py.)"""
+"""Carry out the steps that are not deploys: listing tags, locks, "what's on", and finding
+what a rollback puts back. Never calls the LLM; each returns the event that records what
+happened. (Deploys: deploying.py.)"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from bot import wording
+from bot.catalog import Catalog
 from bot.events import (
     CommandResult,
     CommandStep,
+    DeployService,
     Error,
     Event,
     GitTagsResult,
     ListGitTags,
     LockEnvironment,
+    RollBack,
     ShowDeploys,
     UnlockEnvironment,
 )
@@ -23,11 +28,58 @@ from bot.ports import Deployer, DeployerError, DeployRecord, History, Lock, Lock
 from bot.thread import Thread
 
 
-async def list_tags(step: ListGitTags, deployer: Deployer) -> Event:
-    try:
-        return GitTagsResult(step_id=step.id, tags=await deployer.list_tags())
-    except DeployerError as e:
-        return Error(kind="deployer", step_id=step.id, message=wording.listing_tags_failed(e))
+async def list_tags(step: ListGitTags, deployers: Mapping[str, Deployer]) -> list[Event]:
+    """One result per repository asked: the service's, or (none named) every service's; one
+    for services that share a repository (backend and frontend without a catalog)."""
+    if step.service is not None and step.service not in deployers:
+        return [Error(kind="validation", step_id=step.id, message=wording.unknown_service(step.service, deployers))]
+    asked = {step.service: deployers[step.service]} if step.service else deployers
+    shared = len({id(d) for d in asked.values()}) == 1 and not step.service
+    results: list[Event] = []
+    for service, deployer in ({"": next(iter(asked.values()))} if shared else asked).items():
+        try:
+            results.append(GitTagsResult(step_id=step.id, tags=await deployer.list_tags(), service=service))
+        except DeployerError as e:
+            return [Error(kind="deployer", step_id=step.id, message=wording.listing_tags_failed(e))]
+    return results
+
+
+async def plan_rollback(step: RollBack, history: History, deployers: Mapping[str, Deployer], policy: Policy) -> Event:
+    """The deploy that rolls `step.service` in `step.environment` back: to the newest deploy
+    before the current one that succeeded, is not marked faulty and whose tag still points
+    to the same commit. Else a CommandResult saying why there is none."""
+    service, env = step.service, step.environment
+    invalid = policy.catalog.invalid(service, env) or (
+        None if env in policy.environments else wording.unknown_environment(env, policy.environments)
+    )
+    if invalid:
+        return CommandResult(step_id=step.id, ok=False, text=invalid)
+    deploys = [r for r in await history.recent(env, 1000, service=service) if r.ok]
+    if not deploys:
+        return CommandResult(step_id=step.id, ok=False, text=wording.never_deployed(service, env))
+    current = deploys[0]
+    if current.rollback_of:
+        return CommandResult(step_id=step.id, ok=False, text=wording.no_rollback_of_rollback(service, env, current.tag))
+    target = await _target(current, deploys[1:], deployers[service])
+    if target is None:
+        return CommandResult(step_id=step.id, ok=False, text=wording.nothing_to_roll_back(service, env))
+    return DeployService(
+        service=service, tag=target.tag, environment=env, source="command",
+        reason=wording.rollback_reason(target.tag, current.tag),
+        rollback_of=current.deploy_id, rollback_from=current.tag,
+    )
+
+
+async def _target(current: DeployRecord, older: list[DeployRecord], deployer: Deployer) -> DeployRecord | None:
+    for record in older:
+        if record.faulty or record.commit == current.commit:
+            continue
+        try:
+            if await deployer.resolve(record.tag) == record.commit:
+                return record
+        except DeployerError:
+            continue
+    return None
 
 
 async def run_command(
@@ -39,33 +91,41 @@ async def run_command(
     if env not in policy.environments:
         text = wording.no_such_environment(env, policy.environments)
         return CommandResult(step_id=step.id, ok=False, text=text)
+    service = getattr(step, "service", "")
+    if service and service not in policy.catalog.services:
+        return CommandResult(step_id=step.id, ok=False, text=wording.unknown_service(service, policy.catalog.names))
+    target = wording.lock_target(env, service)
     match step:
         case LockEnvironment():
             why = policy.may_lock(who, env)
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_locked_by(why))
-            holder = await locks.acquire(Lock(env, lock_owner(who), step.reason, now), ttl_ms=None)
+            lock = Lock(env, lock_owner(who), step.reason, now, service)
+            holder = await locks.acquire(lock, ttl_ms=None)
             if holder:
                 text = wording.already_locked(holder.describe())
                 return CommandResult(step_id=step.id, ok=False, text=text)
-            return CommandResult(step_id=step.id, ok=True, text=wording.locked(env, step.reason))
+            return CommandResult(step_id=step.id, ok=True, text=wording.locked(target, step.reason))
         case UnlockEnvironment():
-            holder = await locks.holder(env)
+            holder = next((lock for lock in await locks.held(env, [service] if service else []) 
+                           if lock.service == service), None)
             if holder is None:
-                return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(env))
+                return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(target))
             why = policy.may_unlock(who, env, holder.owner)
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
-            await locks.release(env, holder.owner)
-            return CommandResult(step_id=step.id, ok=True, text=wording.unlocked(env, holder.by()))
+            await locks.release(env, holder.owner, service)
+            return CommandResult(step_id=step.id, ok=True, text=wording.unlocked(target, holder.by()))
         case ShowDeploys():
-            return CommandResult(step_id=step.id, ok=True, text=await whats_on(env, history, locks))
+            return CommandResult(step_id=step.id, ok=True, text=await whats_on(env, history, locks, policy.catalog))
     raise TypeError(f"not a command step: {step!r}")
 
 
-async def whats_on(environment: str, history: History, locks: Locks) -> str:
+async def whats_on(environment: str, history: History, locks: Locks, catalog: Catalog | None = None) -> str:
+    """What is deployed there now, service by service, and the locks in the way."""
+    catalog = catalog or Catalog()
     latest: dict[str, DeployRecord] = {}
-    for record in await history.recent(environment, 100):
+    for record in await history.recent(environment, 1000):
         if record.ok:
             latest.setdefault(record.service, record)
     lines = [
@@ -73,5 +133,6 @@ async def whats_on(environment: str, history: History, locks: Locks) -> str:
         for r in sorted(latest.values(), key=lambda r: r.service)
     ]
     text = wording.whats_on(environment, lines) if lines else wording.nothing_deployed(environment)
-    holder = await locks.holder(environment)
-    return f"{text} {wording.lock_note(holder.describe())}" if holder else text
+    held = await locks.held(environment, catalog.names)
+    notes = " ".join(wording.lock_note(lock.describe()) for lock in held)
+    return f"{text} {notes}" if notes else text

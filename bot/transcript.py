@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot import wording
 from bot.events import (
     ApprovalRequested,
     Cancelled,
@@ -23,6 +24,7 @@ from bot.events import (
     DeployBackend,
     DeployFrontend,
     DeployResult,
+    DeployService,
     DeployStarted,
     DoneForNow,
     Error,
@@ -32,6 +34,7 @@ from bot.events import (
     ListGitTags,
     LockEnvironment,
     RequestMoreInformation,
+    RollBack,
     ShowDeploys,
     UnlockEnvironment,
     UserMessage,
@@ -140,10 +143,17 @@ def _line(e: Event, s: _Style) -> str:
         case HumanResponse():
             return f"{who(e.user)}: {t(e.text)}"
         case ListGitTags():
-            return f"{bot} lists the git tags"
-        case DeployBackend() | DeployFrontend():
+            return f"{bot} lists the git tags" + (f" of {t(e.service)}" if e.service else "")
+        case DeployService() | DeployBackend() | DeployFrontend():
             why = f" ({t(e.reason)})" if e.reason else ""
-            return f"{bot} proposes: deploy {e.service} {t(e.tag)} to {t(e.environment)}{why}"
+            verb = "roll back to" if isinstance(e, DeployService) and e.rollback_of else "deploy"
+            forced = (
+                f"; {t(wording.forced_note(e.force, e.forced_by or '?'))}"
+                if isinstance(e, DeployService) and e.force else ""
+            )
+            return f"{bot} proposes: {verb} {t(e.service)} {t(e.tag)} to {t(e.environment)}{why}{forced}"
+        case RollBack():
+            return f"{bot} looks for what to roll {t(e.service)} in {t(e.environment)} back to"
         case RequestMoreInformation():
             return f"{bot} asks: {t(e.message)}"
         case DoneForNow():
@@ -151,17 +161,19 @@ def _line(e: Event, s: _Style) -> str:
         case GitTagsResult():
             tags = ", ".join(f"{t(tag.name)} ({t(tag.commit[:7])})" for tag in e.tags[:10])
             more = f" and {len(e.tags) - 10} more" if len(e.tags) > 10 else ""
-            return f"tags: {tags or 'none'}{more}"
+            whose = f" of {t(e.service)}" if e.service else ""
+            return f"tags{whose}: {tags or 'none'}{more}"
         case ApprovalRequested():
+            change = "".join(f"; {t(line)}" for line in wording.change_lines(e.change)) if e.change else ""
             return (
                 f"{who('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
                 f"{t(e.environment)}, asked by {t(e.requested_by) or 'unknown'}; expires "
-                f"{e.expires_at:%Y-%m-%d %H:%M} UTC; approval id {s.code(e.approval_id)}"
+                f"{e.expires_at:%Y-%m-%d %H:%M} UTC; approval id {s.code(e.approval_id)}{change}"
             )
         case LockEnvironment():
-            return f"{bot} locks {t(e.environment)}: {t(e.reason)}"
+            return f"{bot} locks {t(wording.lock_target(e.environment, e.service))}: {t(e.reason)}"
         case UnlockEnvironment():
-            return f"{bot} unlocks {t(e.environment)}"
+            return f"{bot} unlocks {t(wording.lock_target(e.environment, e.service))}"
         case ShowDeploys():
             return f"{bot} looks up what is on {t(e.environment)}"
         case CommandResult():
@@ -169,7 +181,8 @@ def _line(e: Event, s: _Style) -> str:
         case DeployStarted():
             return f"deploying… (deploy id {s.code(e.deploy_id)})"
         case DeployResult():
-            head = "deployed" if e.ok else f"deploy FAILED (exit code {e.exit_code})"
+            done = "rolled back" if e.rollback_of else "deployed"
+            head = done if e.ok else f"deploy FAILED (exit code {e.exit_code})"
             out = s.output(e.output) if e.output else ""
             link = f" ({t(e.url)})" if e.url else ""
             return f"{head}: {t(e.service)} {t(e.tag)} to {t(e.environment)}{link}{out}"

@@ -32,11 +32,11 @@ from pydantic import BaseModel, Field
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bot import commands, transcript
+from bot import commands, transcript, wording
 from bot.events import LockEnvironment, UnlockEnvironment
 from bot.people import SESSION, TOKEN, Identity
 from bot.policy import Policy
-from bot.ports import Health, History, Locks
+from bot.ports import Health, History, Lock, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 from bot.views import summary_json, thread_json
 
@@ -73,6 +73,12 @@ class ForkBody(BaseModel):
 class CancelBody(BaseModel):
     user: str | None = Field(None, min_length=1)
     reason: str = Field("", max_length=MAX_TEXT_CHARS)
+
+
+class RollbackBody(BaseModel):
+    service: str = Field(min_length=1, max_length=100)
+    environment: str = Field(min_length=1, max_length=100)
+    user: str | None = Field(None, min_length=1)
 
 
 class EmailLinkBody(BaseModel):
@@ -308,17 +314,37 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
 
     @web.get("/deploys", dependencies=[Depends(authorized)])
     async def deploys(
-        environment: str, limit: int = Query(20, ge=1, le=MAX_LIMIT), a: Parts = Depends(the_app)
+        environment: str, service: str | None = None, limit: int = Query(20, ge=1, le=MAX_LIMIT),
+        a: Parts = Depends(the_app),
     ) -> dict[str, Any]:
         if environment not in a.policy.environments:
             raise Invalid(f"unknown environment {environment!r}")
-        records = await a.history.recent(environment, limit)
-        holder = await a.locks.holder(environment)
+        if service is not None and service not in a.policy.catalog.services:
+            raise Invalid(wording.unknown_service(service, a.policy.catalog.names))
+        records = await a.history.recent(environment, limit, service=service)
+        held = await a.locks.held(environment, [service] if service else a.policy.catalog.names)
+        holder = next((lock for lock in held if not lock.service), None)
         return {
             "environment": environment,
-            "lock": {**asdict(holder), "since": holder.since.isoformat()} if holder else None,
+            "lock": _lock_json(holder) if holder else None,  # on the whole environment
+            "locks": [_lock_json(lock) for lock in held],  # that one, then each service's
             "deploys": [{**asdict(r), "at": r.at.isoformat()} for r in records],
         }
+
+    @web.post("/deploys/rollback", status_code=201, dependencies=[Depends(authorized)])
+    async def rollback(request: Request, body: RollbackBody, a: Parts = Depends(the_app)) -> dict[str, Any]:
+        """Starts a thread that rolls the service back, as if the person had asked in chat:
+        the same rules (approval, locks, the re-check) apply; the thread says what it found."""
+        if body.environment not in a.policy.environments:
+            raise Invalid(wording.unknown_environment(body.environment, a.policy.environments))
+        invalid = a.policy.catalog.invalid(body.service, body.environment)
+        if invalid:
+            raise Invalid(invalid)
+        text = commands.rollback_text(body.service, body.environment)
+        who = acting(request, body.user, text=text)
+        thread = await a.service.launch(text, who, channel="api")
+        await a.kick(thread.id)
+        return {"id": thread.id}
 
     @web.get("/healthz")
     async def healthz(a: Parts = Depends(the_app)) -> JSONResponse:
@@ -339,6 +365,10 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
 
 
 # --- signing in ------------------------------------------------------------------------------
+
+
+def _lock_json(lock: Lock) -> dict[str, Any]:
+    return {**asdict(lock), "since": lock.since.isoformat()}
 
 
 def _wants_html(request: Request) -> bool:

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # only a type here: events imports people, which imports wording
-    from bot.events import GitTag
+    from bot.events import Change, GitTag
 
 
 def _exit_code(code: int | None) -> str:
@@ -188,6 +188,10 @@ def locked_by(who: str, since: datetime, reason: str) -> str:
     return f"by {who} since {since:%Y-%m-%d %H:%M} UTC: {reason}"
 
 
+def lock_target(environment: str, service: str) -> str:
+    return f"{service} in {environment}" if service else environment
+
+
 def is_locked(environment: str, by: str) -> str:
     return f"{environment} is locked {by}"
 
@@ -330,3 +334,123 @@ def deploying_something() -> str:
 
 def cancelled_by_who(reason: str) -> str:
     return "Cancelled by {who}" + (f": {reason}" if reason else ".")
+
+
+# --- services, rollback, change preview, CI checks --------------------------------------
+
+
+def unknown_service(service: str, known: Iterable[str]) -> str:
+    return f"unknown service {service!r}; known services: {', '.join(sorted(known))}"
+
+
+def service_not_in(service: str, environment: str, environments: Sequence[str]) -> str:
+    return f"{service} is not deployed to {environment}; it deploys to {', '.join(environments)}"
+
+
+def tags_of(service: str, tags: Sequence[GitTag]) -> str:
+    return f"{service}: " + (", ".join(t.name for t in tags) if tags else "no tags")
+
+
+def nothing_to_roll_back(service: str, environment: str) -> str:
+    return (
+        f"There is nothing to roll {service} in {environment} back to: no earlier deploy there "
+        "succeeded, is not marked faulty, and has a tag that still points to the same commit."
+    )
+
+
+def never_deployed(service: str, environment: str) -> str:
+    return f"{service} has never been deployed to {environment} by deploybot, so there is nothing to roll back."
+
+
+def no_rollback_of_rollback(service: str, environment: str, tag: str) -> str:
+    return (
+        f"{service} {tag} on {environment} is itself a rollback; I do not roll back a rollback. "
+        f"Roll forward instead: deploy {service} TAG to {environment}."
+    )
+
+
+def rollback_reason(tag: str, current: str) -> str:
+    return f"roll back from {current} to {tag}"
+
+
+def rolled_back_lock_reason(tag: str, person: str) -> str:
+    return f"rolled back from {tag} by {person}"
+
+
+def rolled_back(what: str) -> str:
+    return (
+        f"Rolled back: deployed {what}. The deploy it replaced is marked faulty and will never be "
+        "a rollback target again."
+    )
+
+
+def goes(change_ahead: int, change_behind: int) -> str:
+    """How far a deploy moves, in plain words."""
+    if change_ahead and change_behind:
+        return f"{_commits(change_ahead)} ahead and {_commits(change_behind)} behind what is deployed (diverged)"
+    if change_behind:
+        return f"goes back {_commits(change_behind)}"
+    if change_ahead:
+        return f"{_commits(change_ahead)} ahead"
+    return "the same commit as deployed now"
+
+
+def _commits(n: int) -> str:
+    return f"{n} commit" if n == 1 else f"{n} commits"
+
+
+def change_headline(from_tag: str, from_commit: str, to_commit: str, ahead: int, behind: int) -> str:
+    if not from_commit:
+        return f"nothing deployed there yet; {to_commit[:7]} would be the first"
+    return f"from {from_tag or '?'} ({from_commit[:7]}) to {to_commit[:7]}: {goes(ahead, behind)}"
+
+
+def change_unknown(why: str) -> str:
+    return f"what it changes is unknown: {why}"
+
+
+def more_commits(n: int) -> str:
+    return f"… and {_commits(n)} more"
+
+
+def checks_failing(commit: str, failing: Sequence[str], pending: Sequence[str]) -> str:
+    parts = []
+    if failing:
+        parts.append(f"failing: {', '.join(failing)}")
+    if pending:
+        parts.append(f"still running: {', '.join(pending)}")
+    return (
+        f"CI checks on {commit[:7]} are not all green ({'; '.join(parts)}). An approver may deploy "
+        'anyway with "deploy anyway: REASON".'
+    )
+
+
+def checks_unreadable(commit: str, why: object) -> str:
+    return f"could not read the CI checks on {commit[:7]}: {why}"
+
+
+def nothing_to_force() -> str:
+    return "There is no blocked deploy in this thread to deploy anyway."
+
+
+def may_not_force(who: str, environment: str) -> str:
+    return f"{who} may not deploy past the checks to {environment}: only its approvers may."
+
+
+def forced_note(reason: str, by: str) -> str:
+    return f"deployed anyway by {by}: {reason}"
+
+
+def change_lines(change: Change) -> list[str]:
+    """A change preview for people: a headline, then a line per commit ("abc1234 subject
+    (author)"), newest first. Every channel renders these lines, escaping them its way."""
+    if change.unknown:
+        return [change_unknown(change.unknown)]
+    lines = [change_headline(change.from_tag, change.from_commit, change.to_commit, change.ahead, change.behind)]
+    if change.commits:
+        lines.append("commits removed:" if change.behind and not change.ahead else "commits added:")
+        lines += [f"{c.sha[:7]} {c.subject}" + (f" ({c.author})" if c.author else "") for c in change.commits]
+        hidden = (change.behind if change.behind and not change.ahead else change.ahead) - len(change.commits)
+        if hidden > 0:
+            lines.append(more_commits(hidden))
+    return lines

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bot.events import DeployBackend, DeployFrontend, DoneForNow, ListGitTags, RequestMoreInformation
+from bot.events import DeployService, DoneForNow, ListGitTags, RequestMoreInformation
 from bot.llm import BamlModel
 from bot.ports import LlmError
 from tests.helpers import settle
@@ -22,10 +22,10 @@ def model(fake_llm) -> BamlModel:
     "text, expected",
     [
         ('{"intent": "list_git_tags"}', ListGitTags),
-        ('Sure!\n```json\n{"intent": "deploy_backend", "tag": "v1.2.3", "environment": "production",}\n```',
-         DeployBackend),
-        ('I will deploy the frontend: {"intent": "deploy_frontend", "tag": "v2", "environment": "staging"} — ok?',
-         DeployFrontend),
+        ('Sure!\n```json\n{"intent": "deploy", "service": "backend", "tag": "v1.2.3", "environment": "prod",}\n```',
+         DeployService),
+        ('I will deploy the frontend: {"intent": "deploy", "service": "frontend", "tag": "v2", "environment": "qa"}',
+         DeployService),
         ('```\n{\n  "intent": "request_more_information",\n  "message": "Which environment?",\n}\n```',
          RequestMoreInformation),
         ("{'intent': 'done_for_now', 'message': 'All done'}", DoneForNow),
@@ -40,13 +40,33 @@ async def test_messy_model_text_becomes_a_typed_step(model, fake_llm, text, expe
 
 async def test_fields_survive_parsing(model, fake_llm):
     fake_llm.script(
-        '```json\n{"intent": "deploy_backend", "tag": "v1.2.3", "environment": "production", "reason": "newest"}\n```'
+        '```json\n{"intent": "deploy", "service": "frontend", "tag": "v1.2.3", "environment": "production", '
+        '"reason": "newest"}\n```'
     )
     step = await model.next_step("x")
-    assert (step.tag, step.environment, step.reason) == ("v1.2.3", "production", "newest")
+    assert (step.service, step.tag, step.environment, step.reason) == ("frontend", "v1.2.3", "production", "newest")
 
 
-@pytest.mark.parametrize("garbage", ["I cannot help with that.", '{"intent": "rm_rf"}', '{"intent": "deploy_backend"}'])
+async def test_the_service_is_one_of_the_catalog_or_the_answer_does_not_parse(fake_llm):
+    """The catalog becomes the Service enum at run time (TypeBuilder): the prompt lists
+    exactly its names, and a name outside it is no valid step, however the model spells it."""
+    model = BamlModel("openai-generic", "m", "k", fake_llm.base_url, services=("billing-api", "web.app"))
+    fake_llm.script(
+        '{"intent": "deploy", "service": "billing-api", "tag": "v1", "environment": "staging"}',
+        '{"intent": "list_git_tags", "service": "web.app"}',
+        '{"intent": "deploy", "service": "backend", "tag": "v1", "environment": "staging"}',
+    )
+    step = await model.next_step("x")
+    assert isinstance(step, DeployService) and step.service == "billing-api"
+    assert "'billing-api' or 'web.app'" in fake_llm.prompts[0] and "backend" not in fake_llm.prompts[0]
+    listed = await model.next_step("x")
+    assert isinstance(listed, ListGitTags) and listed.service == "web.app"
+    with pytest.raises(LlmError, match="not a valid next step"):
+        await model.next_step("x")
+
+
+@pytest.mark.parametrize("garbage", ["I cannot help with that.", '{"intent": "rm_rf"}', '{"intent": "deploy"}',
+                                     '{"intent": "deploy_backend", "tag": "v1", "environment": "staging"}'])
 async def test_garbage_is_a_clear_llm_error(model, fake_llm, garbage):
     fake_llm.script(garbage)
     with pytest.raises(LlmError, match="not a valid next step"):

@@ -14,6 +14,11 @@ from bot.events import HumanResponse
 from tests.helpers import eventually, ledger_lines, reply
 
 
+def use(app, deployer) -> None:
+    """Every service deploys with `deployer`."""
+    app.runner.deploying.deployers = dict.fromkeys(app.runner.deploying.deployers, deployer)
+
+
 async def start(app, text="deploy the latest backend to production"):
     return await app.service.launch(text, "alice")
 
@@ -49,13 +54,13 @@ class ExplodingDeployer(CommandDeployer):
 
 
 async def test_a_bug_marks_the_thread_failed_instead_of_killing_the_process(app, fake_llm, git_repo):
-    app.runner.deploying.deployer = ExplodingDeployer(git_repo)
+    use(app, ExplodingDeployer(git_repo))
     fake_llm.script(reply(intent="list_git_tags"))
     thread = await app.runner.run((await start(app)).id)
     assert thread.status() == "failed"
     assert thread.events[-1].kind == "internal" and "ZeroDivisionError" in thread.events[-1].message
     # Once the bug is fixed, resuming re-runs the read-only step that never got its result.
-    app.runner.deploying.deployer = CommandDeployer(git_repo)
+    use(app, CommandDeployer(git_repo))
     fake_llm.script(reply(intent="done_for_now", message="ok"))
     await app.service.respond(thread.id, "try again", "alice")
     resumed = await app.runner.run(thread.id)
@@ -76,7 +81,7 @@ async def test_a_channel_outage_does_not_stop_the_run(app, fake_llm):
 
 
 async def test_deployer_errors_become_error_events(app, fake_llm, tmp_path):
-    app.runner.deploying.deployer = CommandDeployer(tmp_path / "not-a-repo")
+    use(app, CommandDeployer(tmp_path / "not-a-repo"))
     fake_llm.script(reply(intent="list_git_tags"), reply(intent="done_for_now", message="cannot list"))
     thread = await app.runner.run((await start(app)).id)
     error = thread.events[2]
@@ -86,8 +91,8 @@ async def test_deployer_errors_become_error_events(app, fake_llm, tmp_path):
 
 async def test_unknown_tag_and_environment_are_validation_errors(app, fake_llm, ledger):
     fake_llm.script(
-        reply(intent="deploy_backend", tag="v9.9.9", environment="production"),
-        reply(intent="deploy_backend", tag="v1.2.3", environment="prod"),
+        reply(intent="deploy", service="backend", tag="v9.9.9", environment="production"),
+        reply(intent="deploy", service="backend", tag="v1.2.3", environment="prod"),
         reply(intent="done_for_now", message="giving up"),
     )
     thread = await app.runner.run((await start(app)).id)
@@ -106,7 +111,7 @@ async def test_exact_command_needs_no_llm(app, fake_llm, ledger):
     app.runner.llm = None
     thread = await app.runner.run((await start(app, "deploy frontend v1.2.2 to staging")).id)
     assert [e.type for e in thread.events] == [
-        "user_message", "deploy_frontend", "deploy_started", "deploy_result", "done_for_now"
+        "user_message", "deploy", "deploy_started", "deploy_result", "done_for_now"
     ]
     assert thread.events[-1].message == "Deployed frontend v1.2.2 to staging."
     assert fake_llm.prompts == []
@@ -139,7 +144,7 @@ async def test_a_second_runner_never_mistakes_a_running_deploy_for_an_interrupte
     assert await other.run(thread.id) is None  # busy: it does not touch the thread
     done = await first
     assert [e.type for e in done.events] == [
-        "user_message", "deploy_backend", "deploy_started", "deploy_result", "done_for_now"]
+        "user_message", "deploy", "deploy_started", "deploy_result", "done_for_now"]
     assert len(ledger_lines(ledger)) == 1
 
 
@@ -167,7 +172,7 @@ async def test_what_arrives_while_a_runner_holds_the_thread_is_not_missed(app, f
 async def test_secrets_a_deploy_prints_are_redacted_before_anyone_sees_them(app, tmp_path, git_repo):
     script = tmp_path / "leaky.py"
     script.write_text("print('token is ghp_abcdefghijklmnopqrstuvwxyz0123 and sk-test-secret-key-1234567890')\n")
-    app.runner.deploying.deployer = CommandDeployer(git_repo, f"{sys.executable} {script}")
+    use(app, CommandDeployer(git_repo, f"{sys.executable} {script}"))
     thread = await app.runner.run((await start(app, "deploy backend v1.2.3 to staging")).id)
     output = next(e for e in thread.events if e.type == "deploy_result").output
     assert output == "token is [redacted] and [redacted]"

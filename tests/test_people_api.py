@@ -100,7 +100,7 @@ async def paused_for_approval(api: httpx.AsyncClient, fake_llm, headers: dict[st
     """A thread asking to deploy to production, started with `headers` (read with API_TOKEN)."""
     fake_llm.script(
         reply(intent="list_git_tags"),
-        reply(intent="deploy_backend", tag="v1.2.3", environment="production", reason="newest tag"),
+        reply(intent="deploy", service="backend", tag="v1.2.3", environment="production", reason="newest tag"),
     )
     async with httpx.AsyncClient(base_url=api.base_url, headers=headers or api.headers) as client:
         r = await client.post("/threads", json={"message": LATEST})

@@ -80,9 +80,6 @@ def test_an_empty_file_is_fine(tmp_path):
 
 def test_reserved_tables_are_accepted_and_ignored(tmp_path):
     config = load(write(tmp_path, EXAMPLE + """
-[services.backend]
-repository = "acme/backend"
-
 [[freezes]]
 from = 2026-12-24
 
@@ -92,7 +89,7 @@ on = "push"
 [[schedules]]
 cron = "0 9 * * 1"
 """))
-    assert "services" not in config.model_dump() and config.people["bob"].slack == ("U045EF6GH",)
+    assert "freezes" not in config.model_dump() and config.people["bob"].slack == ("U045EF6GH",)
 
 
 def test_a_missing_file_is_said_plainly(tmp_path):
@@ -120,7 +117,7 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path):
 def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
     assert problems_of(tmp_path, '[peple.alice]\nslack = "U1"\n') == ["peple: unknown key (did you mean people?)"]
     assert problems_of(tmp_path, 'colour = "blue"\n') == [
-        "colour: unknown key; expected one of: people, groups, environments"
+        "colour: unknown key; expected one of: people, groups, environments, services"
     ]
 
 

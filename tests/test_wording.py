@@ -7,7 +7,7 @@ import inspect
 from datetime import UTC, datetime
 
 from bot import wording
-from bot.events import GitTag
+from bot.events import Change, CommitSummary, GitTag
 
 AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 
@@ -54,6 +54,25 @@ SAMPLES = {
     "version": 3,
     "approval_id": "a1",
     "approved": True,
+    "from_tag": "v1.2.2",
+    "from_commit": "0a1b2c3d4e",
+    "to_commit": "abc1234def",
+    "ahead": 3,
+    "behind": 0,
+    "change_ahead": 0,
+    "change_behind": 7,
+    "n": 5,
+    "current": "v1.2.4",
+    "person": "alex",
+    "failing": ["ci/test", "lint"],
+    "pending": ["e2e"],
+    "environments": ["staging", "production"],
+    "target": "api in production",
+    "change": Change(
+        from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
+        commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),
+                 CommitSummary(sha="bbb1234def", subject="Add cache", author="sam")],
+    ),
 }
 
 
@@ -71,10 +90,27 @@ def test_every_message_is_a_non_empty_sentence_without_stray_whitespace():
         params = inspect.signature(f).parameters
         missing = set(params) - set(SAMPLES)
         assert not missing, f"wording.{name}: add a sample for {sorted(missing)} to SAMPLES"
-        text = f(**{p: SAMPLES[p] for p in params})
-        assert isinstance(text, str) and text, name
-        assert text == text.strip() and "\n" not in text, (name, text)
-        assert "{" not in text.replace("{who}", ""), (name, text)  # no unfilled placeholder
+        said = f(**{p: SAMPLES[p] for p in params})
+        for text in said if isinstance(said, list) else [said]:  # a list: one line each
+            assert isinstance(text, str) and text, name
+            assert text == text.strip() and "\n" not in text, (name, text)
+            assert "{" not in text.replace("{who}", ""), (name, text)  # no unfilled placeholder
+
+
+def test_a_change_preview_says_how_far_and_which_commits():
+    change = SAMPLES["change"]
+    assert wording.change_lines(change) == [
+        "from v1.2.2 (0a1b2c3) to abc1234: 2 commits ahead", "commits added:",
+        "abc1234 Fix login (alex)", "bbb1234 Add cache (sam)",
+    ]
+    back = change.model_copy(update={"ahead": 0, "behind": 7})
+    assert wording.change_lines(back)[:2] == [
+        "from v1.2.2 (0a1b2c3) to abc1234: goes back 7 commits", "commits removed:"]
+    assert wording.change_lines(back)[-1] == "… and 5 commits more"
+    assert wording.change_lines(Change(to_commit="abc1234def")) == [
+        "nothing deployed there yet; abc1234 would be the first"]
+    assert wording.change_lines(Change(to_commit="abc", unknown="git failed")) == [
+        "what it changes is unknown: git failed"]
 
 
 def test_an_interrupted_deploy_is_reported_and_the_bot_asks_a_human():

@@ -84,7 +84,7 @@ class BamlAsyncClient:
 
     async def DetermineNextStep(self, thread: str,
         baml_options: BamlCallOptions = {},
-    ) -> typing.Union["types.ListGitTags", "types.DeployBackend", "types.DeployFrontend", "types.RequestMoreInformation", "types.DoneForNow"]:
+    ) -> typing.Union["types.ListGitTags", "types.Deploy", "types.RequestMoreInformation", "types.DoneForNow"]:
         # Check if on_tick is provided
         if 'on_tick' in baml_options:
             # Use streaming internally when on_tick is provided
@@ -96,7 +96,7 @@ class BamlAsyncClient:
             __result__ = await self.__options.merge_options(baml_options).call_function_async(function_name="DetermineNextStep", args={
                 "thread": thread,
             })
-            return typing.cast(typing.Union["types.ListGitTags", "types.DeployBackend", "types.DeployFrontend", "types.RequestMoreInformation", "types.DoneForNow"], __result__.cast_to(types, types, stream_types, False, __runtime__))
+            return typing.cast(typing.Union["types.ListGitTags", "types.Deploy", "types.RequestMoreInformation", "types.DoneForNow"], __result__.cast_to(types, types, stream_types, False, __runtime__))
     
 
 
@@ -108,14 +108,14 @@ class BamlStreamClient:
 
     def DetermineNextStep(self, thread: str,
         baml_options: BamlCallOptions = {},
-    ) -> baml_py.BamlStream[typing.Union["stream_types.ListGitTags", "stream_types.DeployBackend", "stream_types.DeployFrontend", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], typing.Union["types.ListGitTags", "types.DeployBackend", "types.DeployFrontend", "types.RequestMoreInformation", "types.DoneForNow"]]:
+    ) -> baml_py.BamlStream[typing.Union["stream_types.ListGitTags", "stream_types.Deploy", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], typing.Union["types.ListGitTags", "types.Deploy", "types.RequestMoreInformation", "types.DoneForNow"]]:
         __ctx__, __result__ = self.__options.merge_options(baml_options).create_async_stream(function_name="DetermineNextStep", args={
             "thread": thread,
         })
-        return baml_py.BamlStream[typing.Union["stream_types.ListGitTags", "stream_types.DeployBackend", "stream_types.DeployFrontend", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], typing.Union["types.ListGitTags", "types.DeployBackend", "types.DeployFrontend", "types.RequestMoreInformation", "types.DoneForNow"]](
+        return baml_py.BamlStream[typing.Union["stream_types.ListGitTags", "stream_types.Deploy", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], typing.Union["types.ListGitTags", "types.Deploy", "types.RequestMoreInformation", "types.DoneForNow"]](
           __result__,
-          lambda x: typing.cast(typing.Union["stream_types.ListGitTags", "stream_types.DeployBackend", "stream_types.DeployFrontend", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], x.cast_to(types, types, stream_types, True, __runtime__)),
-          lambda x: typing.cast(typing.Union["types.ListGitTags", "types.DeployBackend", "types.DeployFrontend", "types.RequestMoreInformation", "types.DoneForNow"], x.cast_to(types, types, stream_types, False, __runtime__)),
+          lambda x: typing.cast(typing.Union["stream_types.ListGitTags", "stream_types.Deploy", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], x.cast_to(types, types, stream_types, True, __runtime__)),
+          lambda x: typing.cast(typing.Union["types.ListGitTags", "types.Deploy", "types.RequestMoreInformation", "types.DoneForNow"], x.cast_to(types, types, stream_types, False, __runtime__)),
           __ctx__,
         )
     

@@ -25,9 +25,9 @@ class LlmResponseParser:
 
     def DetermineNextStep(
         self, llm_response: str, baml_options: BamlCallOptions = {},
-    ) -> typing.Union["types.ListGitTags", "types.DeployBackend", "types.DeployFrontend", "types.RequestMoreInformation", "types.DoneForNow"]:
+    ) -> typing.Union["types.ListGitTags", "types.Deploy", "types.RequestMoreInformation", "types.DoneForNow"]:
         __result__ = self.__options.merge_options(baml_options).parse_response(function_name="DetermineNextStep", llm_response=llm_response, mode="request")
-        return typing.cast(typing.Union["types.ListGitTags", "types.DeployBackend", "types.DeployFrontend", "types.RequestMoreInformation", "types.DoneForNow"], __result__)
+        return typing.cast(typing.Union["types.ListGitTags", "types.Deploy", "types.RequestMoreInformation", "types.DoneForNow"], __result__)
 
     
 
@@ -39,8 +39,8 @@ class LlmStreamParser:
 
     def DetermineNextStep(
         self, llm_response: str, baml_options: BamlCallOptions = {},
-    ) -> typing.Union["stream_types.ListGitTags", "stream_types.DeployBackend", "stream_types.DeployFrontend", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"]:
+    ) -> typing.Union["stream_types.ListGitTags", "stream_types.Deploy", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"]:
         __result__ = self.__options.merge_options(baml_options).parse_response(function_name="DetermineNextStep", llm_response=llm_response, mode="stream")
-        return typing.cast(typing.Union["stream_types.ListGitTags", "stream_types.DeployBackend", "stream_types.DeployFrontend", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], __result__)
+        return typing.cast(typing.Union["stream_types.ListGitTags", "stream_types.Deploy", "stream_types.RequestMoreInformation", "stream_types.DoneForNow"], __result__)
 
     

@@ -23,18 +23,13 @@ class StreamState(BaseModel, typing.Generic[StreamStateValueT]):
     value: StreamStateValueT
     state: typing_extensions.Literal["Pending", "Incomplete", "Complete"]
 # #########################################################################
-# Generated classes (5)
+# Generated classes (4)
 # #########################################################################
 
-class DeployBackend(BaseModel):
-    intent: typing.Optional[typing_extensions.Literal['deploy_backend']] = None
-    tag: typing.Optional[str] = Field(default=None, description='An existing git tag, e.g. v1.2.3')
-    environment: typing.Optional[str] = Field(default=None, description='Target environment, e.g. staging or production')
-    reason: typing.Optional[str] = Field(default=None, description='One sentence on why this deploy, shown to the approver')
-
-class DeployFrontend(BaseModel):
-    intent: typing.Optional[typing_extensions.Literal['deploy_frontend']] = None
-    tag: typing.Optional[str] = Field(default=None, description='An existing git tag, e.g. v1.2.3')
+class Deploy(BaseModel):
+    intent: typing.Optional[typing_extensions.Literal['deploy']] = None
+    service: typing.Optional[typing.Union[types.Service, str]] = Field(default=None, description='The service to deploy')
+    tag: typing.Optional[str] = Field(default=None, description='An existing git tag of that service, e.g. v1.2.3')
     environment: typing.Optional[str] = Field(default=None, description='Target environment, e.g. staging or production')
     reason: typing.Optional[str] = Field(default=None, description='One sentence on why this deploy, shown to the approver')
 
@@ -43,7 +38,8 @@ class DoneForNow(BaseModel):
     message: typing.Optional[str] = Field(default=None, description='A short summary for the human of what happened')
 
 class ListGitTags(BaseModel):
-    intent: typing.Optional[typing_extensions.Literal['list_git_tags']] = Field(default=None, description='List the repository\'s git tags, newest first, with their commits.')
+    intent: typing.Optional[typing_extensions.Literal['list_git_tags']] = Field(default=None, description='List git tags, newest first, with their commits.')
+    service: typing.Optional[typing.Union[types.Service, str]] = Field(default=None, description='Whose tags; leave out for every service\'s')
 
 class RequestMoreInformation(BaseModel):
     intent: typing.Optional[typing_extensions.Literal['request_more_information']] = None
@@ -55,14 +51,13 @@ class RequestMoreInformation(BaseModel):
 
 
 # #########################################################################
-# Model rebuilds (5)
+# Model rebuilds (4)
 # #########################################################################
 # Resolve string forward references now that every model above is defined so
 # class declaration order never breaks Pydantic construction (issue #793).
 # Recursive models are intentionally omitted (Pydantic resolves those lazily;
 # eagerly rebuilding them can recurse).
-DeployBackend.model_rebuild()
-DeployFrontend.model_rebuild()
+Deploy.model_rebuild()
 DoneForNow.model_rebuild()
 ListGitTags.model_rebuild()
 RequestMoreInformation.model_rebuild()

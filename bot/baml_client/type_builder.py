@@ -20,27 +20,27 @@ from .globals import DO_NOT_USE_DIRECTLY_UNLESS_YOU_KNOW_WHAT_YOURE_DOING_RUNTIM
 class TypeBuilder(type_builder.TypeBuilder):
     def __init__(self):
         super().__init__(classes=set(
-          ["DeployBackend","DeployFrontend","DoneForNow","ListGitTags","RequestMoreInformation",]
+          ["Deploy","DoneForNow","ListGitTags","RequestMoreInformation",]
         ), enums=set(
-          []
+          ["Service",]
         ), runtime=DO_NOT_USE_DIRECTLY_UNLESS_YOU_KNOW_WHAT_YOURE_DOING_RUNTIME)
 
     # #########################################################################
-    # Generated enums 0
-    # #########################################################################
-
-
-    # #########################################################################
-    # Generated classes 5
+    # Generated enums 1
     # #########################################################################
 
     @property
-    def DeployBackend(self) -> "DeployBackendViewer":
-        return DeployBackendViewer(self)
+    def Service(self) -> "ServiceBuilder":
+        return ServiceBuilder(self)
+
+
+    # #########################################################################
+    # Generated classes 4
+    # #########################################################################
 
     @property
-    def DeployFrontend(self) -> "DeployFrontendViewer":
-        return DeployFrontendViewer(self)
+    def Deploy(self) -> "DeployViewer":
+        return DeployViewer(self)
 
     @property
     def DoneForNow(self) -> "DoneForNowViewer":
@@ -57,30 +57,74 @@ class TypeBuilder(type_builder.TypeBuilder):
 
 
 # #########################################################################
-# Generated enums 0
+# Generated enums 1
 # #########################################################################
 
-
-# #########################################################################
-# Generated classes 5
-# #########################################################################
-
-class DeployBackendAst:
+class ServiceAst:
     def __init__(self, tb: type_builder.TypeBuilder):
         _tb = tb._tb # type: ignore (we know how to use this private attribute)
-        self._bldr = _tb.class_("DeployBackend")
-        self._properties: typing.Set[str] = set([  "intent",  "tag",  "environment",  "reason",  ])
-        self._props = DeployBackendProperties(self._bldr, self._properties)
+        self._bldr = _tb.enum("Service")
+        self._values: typing.Set[str] = set([  ])
+        self._vals = ServiceValues(self._bldr, self._values)
 
     def type(self) -> baml_py.FieldType:
         return self._bldr.field()
 
     @property
-    def props(self) -> "DeployBackendProperties":
+    def values(self) -> "ServiceValues":
+        return self._vals
+
+
+class ServiceBuilder(ServiceAst):
+    def __init__(self, tb: type_builder.TypeBuilder):
+        super().__init__(tb)
+
+    
+    def list_values(self) -> typing.List[typing.Tuple[str, baml_py.EnumValueBuilder]]:
+        return [(name, self._bldr.value(name)) for name in self._values]
+
+    def add_value(self, name: str) -> baml_py.EnumValueBuilder:
+        if name in self._values:
+            raise ValueError(f"Value {name} already exists.")
+        return self._bldr.value(name)
+    
+
+class ServiceValues:
+    def __init__(self, enum_bldr: baml_py.EnumBuilder, values: typing.Set[str]):
+        self.__bldr = enum_bldr
+        self.__values = values # type: ignore (we know how to use this private attribute) # noqa: F821
+
+    
+    def __getattr__(self, name: str) -> baml_py.EnumValueBuilder:
+        if name not in self.__values:
+            raise AttributeError(f"Value {name} not found.")
+        return self.__bldr.value(name)
+
+    
+    
+
+
+
+# #########################################################################
+# Generated classes 4
+# #########################################################################
+
+class DeployAst:
+    def __init__(self, tb: type_builder.TypeBuilder):
+        _tb = tb._tb # type: ignore (we know how to use this private attribute)
+        self._bldr = _tb.class_("Deploy")
+        self._properties: typing.Set[str] = set([  "intent",  "service",  "tag",  "environment",  "reason",  ])
+        self._props = DeployProperties(self._bldr, self._properties)
+
+    def type(self) -> baml_py.FieldType:
+        return self._bldr.field()
+
+    @property
+    def props(self) -> "DeployProperties":
         return self._props
 
 
-class DeployBackendViewer(DeployBackendAst):
+class DeployViewer(DeployAst):
     def __init__(self, tb: type_builder.TypeBuilder):
         super().__init__(tb)
 
@@ -90,7 +134,7 @@ class DeployBackendViewer(DeployBackendAst):
     
 
 
-class DeployBackendProperties:
+class DeployProperties:
     def __init__(self, bldr: baml_py.ClassBuilder, properties: typing.Set[str]):
         self.__bldr = bldr
         self.__properties = properties # type: ignore (we know how to use this private attribute) # noqa: F821
@@ -102,55 +146,8 @@ class DeployBackendProperties:
         return type_builder.ClassPropertyViewer(self.__bldr.property("intent"))
     
     @property
-    def tag(self) -> type_builder.ClassPropertyViewer:
-        return type_builder.ClassPropertyViewer(self.__bldr.property("tag"))
-    
-    @property
-    def environment(self) -> type_builder.ClassPropertyViewer:
-        return type_builder.ClassPropertyViewer(self.__bldr.property("environment"))
-    
-    @property
-    def reason(self) -> type_builder.ClassPropertyViewer:
-        return type_builder.ClassPropertyViewer(self.__bldr.property("reason"))
-    
-    
-
-
-class DeployFrontendAst:
-    def __init__(self, tb: type_builder.TypeBuilder):
-        _tb = tb._tb # type: ignore (we know how to use this private attribute)
-        self._bldr = _tb.class_("DeployFrontend")
-        self._properties: typing.Set[str] = set([  "intent",  "tag",  "environment",  "reason",  ])
-        self._props = DeployFrontendProperties(self._bldr, self._properties)
-
-    def type(self) -> baml_py.FieldType:
-        return self._bldr.field()
-
-    @property
-    def props(self) -> "DeployFrontendProperties":
-        return self._props
-
-
-class DeployFrontendViewer(DeployFrontendAst):
-    def __init__(self, tb: type_builder.TypeBuilder):
-        super().__init__(tb)
-
-    
-    def list_properties(self) -> typing.List[typing.Tuple[str, type_builder.ClassPropertyViewer]]:
-        return [(name, type_builder.ClassPropertyViewer(self._bldr.property(name))) for name in self._properties]
-    
-
-
-class DeployFrontendProperties:
-    def __init__(self, bldr: baml_py.ClassBuilder, properties: typing.Set[str]):
-        self.__bldr = bldr
-        self.__properties = properties # type: ignore (we know how to use this private attribute) # noqa: F821
-
-    
-    
-    @property
-    def intent(self) -> type_builder.ClassPropertyViewer:
-        return type_builder.ClassPropertyViewer(self.__bldr.property("intent"))
+    def service(self) -> type_builder.ClassPropertyViewer:
+        return type_builder.ClassPropertyViewer(self.__bldr.property("service"))
     
     @property
     def tag(self) -> type_builder.ClassPropertyViewer:
@@ -214,7 +211,7 @@ class ListGitTagsAst:
     def __init__(self, tb: type_builder.TypeBuilder):
         _tb = tb._tb # type: ignore (we know how to use this private attribute)
         self._bldr = _tb.class_("ListGitTags")
-        self._properties: typing.Set[str] = set([  "intent",  ])
+        self._properties: typing.Set[str] = set([  "intent",  "service",  ])
         self._props = ListGitTagsProperties(self._bldr, self._properties)
 
     def type(self) -> baml_py.FieldType:
@@ -245,6 +242,10 @@ class ListGitTagsProperties:
     @property
     def intent(self) -> type_builder.ClassPropertyViewer:
         return type_builder.ClassPropertyViewer(self.__bldr.property("intent"))
+    
+    @property
+    def service(self) -> type_builder.ClassPropertyViewer:
+        return type_builder.ClassPropertyViewer(self.__bldr.property("service"))
     
     
 

@@ -16,11 +16,8 @@ from . import stream_types
 
 type_map = {
 
-    "types.DeployBackend": types.DeployBackend,
-    "stream_types.DeployBackend": stream_types.DeployBackend,
-
-    "types.DeployFrontend": types.DeployFrontend,
-    "stream_types.DeployFrontend": stream_types.DeployFrontend,
+    "types.Deploy": types.Deploy,
+    "stream_types.Deploy": stream_types.Deploy,
 
     "types.DoneForNow": types.DoneForNow,
     "stream_types.DoneForNow": stream_types.DoneForNow,
@@ -31,5 +28,7 @@ type_map = {
     "types.RequestMoreInformation": types.RequestMoreInformation,
     "stream_types.RequestMoreInformation": stream_types.RequestMoreInformation,
 
+
+    "types.Service": types.Service,
 
 }

@@ -37,22 +37,20 @@ def get_checks(checks: typing.Dict[CheckName, Check]) -> typing.List[Check]:
 def all_succeeded(checks: typing.Dict[CheckName, Check]) -> bool:
     return all(check.status == "succeeded" for check in get_checks(checks))
 # #########################################################################
-# Generated enums (0)
+# Generated enums (1)
 # #########################################################################
 
+class Service(str, Enum):
+    pass
+
 # #########################################################################
-# Generated classes (5)
+# Generated classes (4)
 # #########################################################################
 
-class DeployBackend(BaseModel):
-    intent: typing_extensions.Literal['deploy_backend']
-    tag: str = Field(description='An existing git tag, e.g. v1.2.3')
-    environment: str = Field(description='Target environment, e.g. staging or production')
-    reason: typing.Optional[str] = Field(default=None, description='One sentence on why this deploy, shown to the approver')
-
-class DeployFrontend(BaseModel):
-    intent: typing_extensions.Literal['deploy_frontend']
-    tag: str = Field(description='An existing git tag, e.g. v1.2.3')
+class Deploy(BaseModel):
+    intent: typing_extensions.Literal['deploy']
+    service: typing.Union[Service, str] = Field(description='The service to deploy')
+    tag: str = Field(description='An existing git tag of that service, e.g. v1.2.3')
     environment: str = Field(description='Target environment, e.g. staging or production')
     reason: typing.Optional[str] = Field(default=None, description='One sentence on why this deploy, shown to the approver')
 
@@ -61,7 +59,8 @@ class DoneForNow(BaseModel):
     message: str = Field(description='A short summary for the human of what happened')
 
 class ListGitTags(BaseModel):
-    intent: typing_extensions.Literal['list_git_tags'] = Field(description='List the repository\'s git tags, newest first, with their commits.')
+    intent: typing_extensions.Literal['list_git_tags'] = Field(description='List git tags, newest first, with their commits.')
+    service: typing.Optional[typing.Union[Service, str]] = Field(default=None, description='Whose tags; leave out for every service\'s')
 
 class RequestMoreInformation(BaseModel):
     intent: typing_extensions.Literal['request_more_information']
@@ -73,14 +72,13 @@ class RequestMoreInformation(BaseModel):
 
 
 # #########################################################################
-# Model rebuilds (5)
+# Model rebuilds (4)
 # #########################################################################
 # Resolve string forward references now that every model above is defined so
 # class declaration order never breaks Pydantic construction (issue #793).
 # Recursive models are intentionally omitted (Pydantic resolves those lazily;
 # eagerly rebuilding them can recurse).
-DeployBackend.model_rebuild()
-DeployFrontend.model_rebuild()
+Deploy.model_rebuild()
 DoneForNow.model_rebuild()
 ListGitTags.model_rebuild()
 RequestMoreInformation.model_rebuild()

@@ -15,6 +15,7 @@ import unicodedata
 from email.message import EmailMessage
 from email.utils import make_msgid
 
+from bot import wording
 from bot.events import ApprovalRequested, Event, HumanResponse
 from bot.notices import notice
 from bot.thread import Thread
@@ -60,6 +61,13 @@ def _named(principal: str) -> str:
     return raw if raw and via in ("email", "slack") else principal
 
 
+def _change(request: ApprovalRequested) -> list[str]:
+    if request.change is None:
+        return []
+    head, *rest = wording.change_lines(request.change)
+    return ["", f"  Changes:     {cut(head, MAX_FIELD)}", *(f"    {cut(line, MAX_FIELD)}" for line in rest)]
+
+
 def approval_text(request: ApprovalRequested, token: str) -> str:
     return "\n".join([
         f"{cut(_named(request.requested_by), 200) or 'Someone'} asked to deploy:",
@@ -70,6 +78,7 @@ def approval_text(request: ApprovalRequested, token: str) -> str:
         f"  Environment: {request.environment}",
         *([f"  Why:         {cut(request.reason, MAX_FIELD)}"] if request.reason else []),
         f"  Valid until: {request.expires_at:%Y-%m-%d %H:%M} UTC",
+        *_change(request),
         "",
         "Reply APPROVE to deploy, or reply with what should change.",
         "",

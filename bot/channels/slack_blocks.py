@@ -16,6 +16,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
+from bot import wording
 from bot.events import ApprovalRequested, Event, HumanResponse
 from bot.notices import notice
 from bot.thread import Thread
@@ -145,6 +146,16 @@ def _summary(r: ApprovalRequested, where: str) -> dict[str, Any]:
     return {"type": "section", "text": mrkdwn("\n".join(lines), SECTION_TEXT, where)}
 
 
+def _change(r: ApprovalRequested, where: str) -> list[dict[str, Any]]:
+    """What the deploy changes, in a block of its own (its commit subjects are other
+    people's text: escaped, and a cut shortens them, never the summary)."""
+    if r.change is None:
+        return []
+    head, *rest = wording.change_lines(r.change)
+    lines = [f"*Changes:* {escape(head)}", *(f"• {escape(line)}" for line in rest)]
+    return [{"type": "section", "text": mrkdwn("\n".join(lines), SECTION_TEXT, where)}]
+
+
 def _button(action_id: str, style: str, label: str, value: str) -> dict[str, Any]:
     return {"type": "button", "action_id": action_id, "style": style, "value": value[:BUTTON_VALUE],
             "text": plain_text(label, BUTTON_TEXT)}
@@ -154,6 +165,7 @@ def approval_request(thread_id: str, r: ApprovalRequested) -> list[dict[str, Any
     value = button_value(thread_id, r.approval_id)
     return [
         _summary(r, in_thread(thread_id)),
+        *_change(r, in_thread(thread_id)),
         {
             "type": "actions",
             "block_id": f"approval:{r.approval_id}",

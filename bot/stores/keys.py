@@ -64,11 +64,16 @@ class Keys:
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"
 
-    def lock(self, environment: str) -> str:
-        return f"{self.prefix}:lock:{environment}"
+    def lock(self, environment: str, service: str = "") -> str:
+        """The lock on an environment, or on one service there (names hold no ':')."""
+        return f"{self.prefix}:lock:{environment}" + (f":{service}" if service else "")
 
     def history(self, environment: str) -> str:
         return f"{self.prefix}:deploys:{environment}"
+
+    def faulty(self, environment: str) -> str:
+        """The ids of the deploys to `environment` that were rolled back."""
+        return f"{self.prefix}:deploys:{environment}:faulty"
 
     def conversation(self, scope: str) -> str:
         """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""

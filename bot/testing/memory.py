@@ -15,11 +15,13 @@ import inspect
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot import events as ev
 from bot.events import Event, GitTag, Step, new_id
 from bot.ports import (
+    Check,
+    Comparison,
     Conflict,
     DeployerError,
     DeployOutcome,
@@ -36,7 +38,7 @@ from bot.thread import Origin, Thread
 Monotonic = Callable[[], float]  # seconds, like time.monotonic
 
 FACT_ATTEMPTS = 50  # as RedisThreadStore: append_fact gives up after this many lost races
-HISTORY_LENGTH = 200  # as RedisEnvironments: the history keeps this many per environment
+HISTORY_LENGTH = 1000  # as RedisEnvironments: the history keeps this many per environment
 
 
 class ManualClock:
@@ -277,61 +279,81 @@ class MemoryInbox:
 
 
 class MemoryEnvironments:
-    """Locks (one owner per environment, optional TTL, owner-checked renew and release)
-    and History (newest first, capped per environment)."""
+    """Locks (one owner per environment, or per service there; optional TTL, owner-checked
+    renew and release) and History (newest first, capped per environment), as
+    RedisEnvironments."""
 
     def __init__(self, clock: Monotonic = time.monotonic) -> None:
         self.clock = clock
-        self._locks: dict[str, Lock] = {}
-        self._held = _Expiry(clock)  # environment -> owner, with the lock's TTL
+        self._locks: dict[tuple[str, str], Lock] = {}
+        self._held = _Expiry(clock)  # (environment, service) -> owner, with the lock's TTL
         self._history: dict[str, deque[DeployRecord]] = {}
+        self._faulty: set[str] = set()
 
-    def _holder(self, environment: str) -> Lock | None:
-        if self._held.get(environment) is None:
-            self._locks.pop(environment, None)
+    def _holder(self, environment: str, service: str = "") -> Lock | None:
+        key = (environment, service)
+        if self._held.get(key) is None:
+            self._locks.pop(key, None)
             return None
-        return self._locks[environment]
+        return self._locks[key]
 
     async def acquire(self, lock: Lock, ttl_ms: int | None) -> Lock | None:
         await _round_trip()
-        held = self._holder(lock.environment)
+        env = self._holder(lock.environment) if lock.service else None
+        if env is not None and env.owner != lock.owner:
+            return env
+        key = (lock.environment, lock.service)
+        held = self._holder(*key)
         if held is None:
-            self._locks[lock.environment] = lock
-            self._held.set(lock.environment, lock.owner, None if ttl_ms is None else ttl_ms / 1000)
+            self._locks[key] = lock
+            self._held.set(key, lock.owner, None if ttl_ms is None else ttl_ms / 1000)
             return None
         if held.owner == lock.owner:
             if ttl_ms:
-                self._held.expire(lock.environment, ttl_ms / 1000)
+                self._held.expire(key, ttl_ms / 1000)
             return None
         return held
 
-    async def renew(self, environment: str, owner: str, ttl_ms: int) -> bool:
+    async def renew(self, environment: str, owner: str, ttl_ms: int, service: str = "") -> bool:
         await _round_trip()
-        held = self._holder(environment)
+        held = self._holder(environment, service)
         if held is None or held.owner != owner:
             return False
-        return self._held.expire(environment, ttl_ms / 1000)
+        return self._held.expire((environment, service), ttl_ms / 1000)
 
-    async def release(self, environment: str, owner: str | None) -> bool:
+    async def release(self, environment: str, owner: str | None, service: str = "") -> bool:
         await _round_trip()
-        held = self._holder(environment)
+        held = self._holder(environment, service)
         if held is None or (owner and held.owner != owner):
             return False
-        self._held.delete(environment)
-        self._locks.pop(environment, None)
+        self._held.delete((environment, service))
+        self._locks.pop((environment, service), None)
         return True
 
-    async def holder(self, environment: str) -> Lock | None:
+    async def holder(self, environment: str, service: str = "") -> Lock | None:
         await _round_trip()
-        return self._holder(environment)
+        return self._holder(environment) or (self._holder(environment, service) if service else None)
+
+    async def held(self, environment: str, services: Iterable[str]) -> list[Lock]:
+        await _round_trip()
+        found = (self._holder(environment, s) for s in ("", *services))
+        return [lock for lock in found if lock is not None]
 
     async def record(self, entry: DeployRecord) -> None:
         await _round_trip()
         self._history.setdefault(entry.environment, deque(maxlen=HISTORY_LENGTH)).appendleft(entry)
 
-    async def recent(self, environment: str, limit: int) -> list[DeployRecord]:
+    async def recent(self, environment: str, limit: int, service: str | None = None) -> list[DeployRecord]:
         await _round_trip()
-        return list(self._history.get(environment, ()))[:limit]
+        found = [
+            replace(r, faulty=r.deploy_id in self._faulty)
+            for r in self._history.get(environment, ()) if service is None or r.service == service
+        ]
+        return found[:limit]
+
+    async def mark_faulty(self, environment: str, deploy_id: str) -> None:
+        await _round_trip()
+        self._faulty.add(deploy_id)
 
 
 # --- NextStepModel -------------------------------------------------------------------
@@ -377,24 +399,50 @@ class MemoryDeployer:
     `requests`; `deploys` holds the deploys actually started (with `resumable`, a call for a
     deploy id already started follows that deploy instead of starting another). Outcomes are
     taken from `outcomes` in order (an exception there is raised: a DeployerError, or any
-    BaseException to stand for the process dying mid-deploy), then OK."""
+    BaseException to stand for the process dying mid-deploy), then OK.
+
+    The repository is one linear history, `history` (oldest first): unless given, one commit
+    per tag, in the order the tags were given (newest first, so the last tag's commit is the
+    oldest), each with the subject "release <tag>". add_commit() puts a commit on top, and
+    move_tag() to a commit not in the history puts that commit on top (a tag moved to a new
+    commit). compare() counts along it: a commit later in the history is ahead of an earlier
+    one, and nothing ever diverges. `ci` holds each commit's checks: checks() gives a copy, or
+    None for a commit not in it (no CI to ask). `lookup_error`, when set, is raised by every
+    read (list_tags, resolve, compare, checks): the repository cannot be reached."""
 
     def __init__(
         self,
         tags: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         resumable: bool = False,
         outcomes: Sequence[Outcome] = (),
+        history: Iterable[ev.CommitSummary] | None = None,
     ) -> None:
         self.tags: dict[str, str] = dict(tags)
         self.resumable = resumable
         self.outcomes: deque[Outcome] = deque(outcomes)
         self.requests: list[DeployRequest] = []
         self.deploys: list[DeployRequest] = []
-        self.lookup_error: DeployerError | None = None  # raised by list_tags and resolve when set
+        self.lookup_error: DeployerError | None = None  # raised by every read when set
+        self.history: list[ev.CommitSummary] = list(history) if history is not None else []
+        if history is None:
+            for name, commit in reversed(list(self.tags.items())):
+                self._on_top(commit, f"release {name}")
+        self.ci: dict[str, list[Check]] = {}  # commit -> its checks (none here: no CI to ask)
         self._results: dict[str, DeployOutcome] = {}  # deploy id -> outcome, once it finished
 
     def move_tag(self, tag: str, commit: str) -> None:
         self.tags[tag] = commit
+        self._on_top(commit, f"release {tag}")
+
+    def add_commit(self, sha: str, subject: str = "", author: str = "dev", tag: str | None = None) -> None:
+        """A commit on top of the history; with `tag`, tagged so as the newest tag."""
+        self.history.append(ev.CommitSummary(sha=sha, subject=subject or f"commit {sha[:7]}", author=author))
+        if tag:
+            self.tags = {tag: sha, **{n: c for n, c in self.tags.items() if n != tag}}
+
+    def _on_top(self, commit: str, subject: str) -> None:
+        if all(c.sha != commit for c in self.history):
+            self.history.append(ev.CommitSummary(sha=commit, subject=subject, author="dev"))
 
     def script(self, *outcomes: Outcome) -> None:
         self.outcomes.extend(outcomes)
@@ -410,6 +458,26 @@ class MemoryDeployer:
         if self.lookup_error:
             raise self.lookup_error
         return self.tags.get(tag)
+
+    async def compare(self, base: str, head: str, limit: int) -> Comparison:
+        await _round_trip()
+        if self.lookup_error:
+            raise self.lookup_error
+        index = {c.sha: i for i, c in enumerate(self.history)}
+        for ref in (base, head):
+            if ref not in index:
+                raise DeployerError(f"no commit {ref!r} in the repository")
+        b, h = index[base], index[head]
+        added = tuple(reversed(self.history[b + 1 : h + 1]))[: max(limit, 0)]  # empty unless ahead
+        removed = tuple(reversed(self.history[h + 1 : b + 1]))[: max(limit, 0)]  # empty unless behind
+        return Comparison(ahead=max(h - b, 0), behind=max(b - h, 0), added=added, removed=removed)
+
+    async def checks(self, commit: str) -> list[Check] | None:
+        await _round_trip()
+        if self.lookup_error:
+            raise self.lookup_error
+        found = self.ci.get(commit)
+        return None if found is None else list(found)
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         self.requests.append(request)

@@ -140,8 +140,8 @@ async def approval_message(fake_slack: FakeSlack, root: str) -> dict[str, Any]:
 
 
 async def paused(app, slack: Slack, fake_slack: FakeSlack, fake_llm) -> tuple[str, dict[str, Any]]:
-    fake_llm.script(reply(intent="list_git_tags"),
-                    reply(intent="deploy_backend", tag="v1.2.3", environment="production", reason="newest tag"))
+    fake_llm.script(reply(intent="list_git_tags"), reply(
+        intent="deploy", service="backend", tag="v1.2.3", environment="production", reason="newest tag"))
     response, root = await slack.mention("deploy the latest backend to production")
     assert response.status_code == 200
     thread = await settled(app, root)
@@ -180,7 +180,7 @@ async def test_reject_asks_for_feedback_in_a_modal_and_the_model_replans(app, sl
     empty = await slack.submit_feedback(view, APPROVER, "   ")
     assert empty.json()["response_action"] == "errors"  # feedback is required
 
-    fake_llm.script(reply(intent="deploy_backend", tag="v1.2.2", environment="production"))
+    fake_llm.script(reply(intent="deploy", service="backend", tag="v1.2.2", environment="production"))
     assert (await slack.submit_feedback(view, APPROVER, "v1.2.3 breaks logins, use v1.2.2")).status_code == 200
     thread = await settled(app, root)
     assert thread.pending_approval().tag == "v1.2.2"
@@ -266,7 +266,7 @@ async def test_thread_replies_resume_a_waiting_thread(app, slack, fake_slack, fa
     assert (await settled(app, root)).status() == "waiting_for_human"
     await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Which environment?")
 
-    fake_llm.script(reply(intent="deploy_backend", tag="v1.2.3", environment="staging"),
+    fake_llm.script(reply(intent="deploy", service="backend", tag="v1.2.3", environment="staging"),
                     reply(intent="done_for_now", message="on staging"))
     assert (await slack.reply("staging please", root)).status_code == 200  # no mention needed
     thread = await settled(app, root)

@@ -93,7 +93,7 @@ async def test_model_messages_are_escaped(app, slack, fake_slack, fake_llm):
 async def test_the_approval_message_escapes_the_model_reason_and_names_the_requester(
     app, slack, fake_slack, fake_llm
 ):
-    fake_llm.script(reply(intent="deploy_backend", tag="v1.2.3", environment="production", reason=HOSTILE))
+    fake_llm.script(reply(intent="deploy", service="backend", tag="v1.2.3", environment="production", reason=HOSTILE))
     _, root = await slack.mention("deploy backend to production")
     assert (await settled(app, root)).status() == "waiting_for_approval"
     message = await approval_message(fake_slack, root)
@@ -214,7 +214,7 @@ async def test_a_huge_model_message_is_cut_to_the_message_limit(app, slack, fake
 
 async def test_a_huge_reason_is_cut_but_the_approval_still_shows_when_it_expires(app, slack, fake_slack, fake_llm):
     reason = "because " + "&" * 10_000
-    fake_llm.script(reply(intent="deploy_backend", tag="v1.2.3", environment="production", reason=reason))
+    fake_llm.script(reply(intent="deploy", service="backend", tag="v1.2.3", environment="production", reason=reason))
     _, root = await slack.mention("deploy backend to production")
     thread = await settled(app, root)
     message = await approval_message(fake_slack, root)
@@ -269,7 +269,7 @@ async def test_clicks_with_bad_button_values_are_told_and_logged_not_500(app, sl
 async def test_clicks_without_a_user_or_channel_are_logged_not_500(app, slack, fake_slack, fake_llm, caplog):
     root, message = await paused(app, slack, fake_slack, fake_llm)
     version = (await settled(app, root)).version
-    value = message["blocks"][1]["elements"][0]["value"]
+    value = next(b for b in message["blocks"] if b["type"] == "actions")["elements"][0]["value"]
     caplog.set_level(logging.WARNING)
     for payload in (click_payload(APPROVE, value, user=None), click_payload(APPROVE, value, channel=True),
                     click_payload(REJECT, value, user=None), click_payload(REJECT, value, channel=True)):

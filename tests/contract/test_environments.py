@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from bot.ports import DeployRecord, Lock
@@ -102,8 +103,43 @@ async def test_history_is_newest_first_per_environment(environments):
     assert await environments.recent("development", 10) == []
 
 
-async def test_history_keeps_the_newest_200(environments):
-    for n in range(205):
+async def test_history_keeps_the_newest_1000(environments):
+    for n in range(1005):
         await environments.record(record(n))
-    kept = await environments.recent("production", 1000)
-    assert len(kept) == 200 and kept[0] == record(204) and kept[-1] == record(5)
+    kept = await environments.recent("production", 2000)
+    assert len(kept) == 1000 and kept[0] == record(1004) and kept[-1] == record(5)
+
+
+async def test_history_per_service_and_faulty_marks(environments):
+    api = [replace(record(n), service="api", deploy_id=f"api-{n}") for n in range(3)]
+    web = [replace(record(n), service="web", deploy_id=f"web-{n}") for n in range(3, 5)]
+    for r in (api[0], web[0], api[1], web[1], api[2]):
+        await environments.record(r)
+    assert await environments.recent("production", 10, service="api") == api[::-1]
+    assert await environments.recent("production", 1, service="web") == [web[1]]
+    assert await environments.recent("production", 2) == [api[2], web[1]]
+    await environments.mark_faulty("production", "api-1")
+    assert [r.faulty for r in await environments.recent("production", 10, service="api")] == [False, True, False]
+    assert await environments.recent("staging", 10, service="api") == []
+
+
+async def test_a_service_lock_and_the_environment_lock(environments):
+    api = Lock("production", "d-api", "deploying api v1", SINCE, "api")
+    web = Lock("production", "d-web", "deploying web v2", SINCE, "web")
+    assert await environments.acquire(api, TTL_MS) is None
+    assert await environments.acquire(web, TTL_MS) is None  # services deploy side by side
+    assert await environments.acquire(replace(api, owner="d-api-2"), TTL_MS) == api
+    assert await environments.holder("production") is None  # nobody holds the environment itself
+    assert await environments.holder("production", "api") == api
+    manual = Lock("production", "manual:alice", "incident", SINCE)
+    assert await environments.acquire(manual, None) is None  # may lock while services deploy
+    assert await environments.holder("production", "api") == manual  # in the way of every service
+    worker = Lock("production", "d-worker", "deploying worker", SINCE, "worker")
+    assert await environments.acquire(worker, TTL_MS) == manual
+    assert await environments.held("production", ["api", "web", "worker"]) == [manual, api, web]
+    assert not await environments.release("production", "d-api")  # the environment's: not its owner
+    assert await environments.release("production", "d-api", "api")
+    assert await environments.renew("production", "d-web", TTL_MS, "web")
+    assert await environments.release("production", None)
+    assert await environments.acquire(worker, TTL_MS) is None
+    assert await environments.held("production", ["api", "web", "worker"]) == [web, worker]

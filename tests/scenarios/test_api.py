@@ -27,7 +27,7 @@ async def launch(api: httpx.AsyncClient, message: str = LATEST, user: str = "ali
 async def paused_for_approval(api: httpx.AsyncClient, fake_llm: FakeLlm) -> dict:
     fake_llm.script(
         reply(intent="list_git_tags"),
-        reply(intent="deploy_backend", tag="v1.2.3", environment="production", reason="newest tag"),
+        reply(intent="deploy", service="backend", tag="v1.2.3", environment="production", reason="newest tag"),
     )
     thread = await settle(api, await launch(api))
     assert thread["status"] == "waiting_for_approval"
@@ -37,7 +37,7 @@ async def paused_for_approval(api: httpx.AsyncClient, fake_llm: FakeLlm) -> dict
 async def test_list_tags_propose_approve_deploy_once_done(api, fake_llm, ledger, git_repo):
     thread = await paused_for_approval(api, fake_llm)
     assert types(thread) == [
-        "user_message", "list_git_tags", "list_git_tags_result", "deploy_backend", "approval_requested"
+        "user_message", "list_git_tags", "list_git_tags_result", "deploy", "approval_requested"
     ]
     tags = thread["events"][2]["tags"]
     assert [t["name"] for t in tags] == ["v1.2.3", "v1.2.2", "v1.2.1"]  # newest first
@@ -67,7 +67,7 @@ async def test_list_tags_propose_approve_deploy_once_done(api, fake_llm, ledger,
 
 async def test_rejection_feedback_makes_the_model_replan(api, fake_llm, ledger):
     thread = await paused_for_approval(api, fake_llm)
-    fake_llm.script(reply(intent="deploy_backend", tag="v1.2.2", environment="production"))
+    fake_llm.script(reply(intent="deploy", service="backend", tag="v1.2.2", environment="production"))
     r = await api.post(
         f"/threads/{thread['id']}/responses",
         json={
@@ -152,7 +152,7 @@ async def test_fork_copies_events_but_not_the_approval(api, fake_llm, ledger):
     r = await api.post(f"/threads/{thread['id']}/fork", json={"at": 3})
     assert r.status_code == 201
     fork_id = r.json()["id"]
-    fake_llm.script(reply(intent="deploy_frontend", tag="v1.2.1", environment="staging"),
+    fake_llm.script(reply(intent="deploy", service="frontend", tag="v1.2.1", environment="staging"),
                     reply(intent="done_for_now", message="frontend is on staging"))
     fork = await settle(api, fork_id)
     assert types(fork)[:3] == types(thread)[:3]
@@ -169,7 +169,7 @@ async def test_fork_copies_events_but_not_the_approval(api, fake_llm, ledger):
     await api.post(f"/threads/{thread['id']}/responses",
                    json={"user": "bob", "approval_id": approval_id, "approve": True})
     await settle(api, thread["id"])
-    fake_llm.script(reply(intent="deploy_backend", tag="v1.2.3", environment="production"))
+    fake_llm.script(reply(intent="deploy", service="backend", tag="v1.2.3", environment="production"))
     copied = (await api.post(f"/threads/{thread['id']}/fork", json={"at": 6})).json()["id"]
     refork = await settle(api, copied)
     recheck = next(e for e in refork["events"] if e["type"] == "error")

@@ -92,7 +92,8 @@ def make_runner(
     from bot.deploying import Deploying
     from bot.loop import Runner
 
-    deploying = Deploying(parts.deployer, parts.environments, parts.environments, parts.policy)
+    deployers = {name: parts.deployer for name in parts.policy.catalog.names}
+    deploying = Deploying(deployers, parts.environments, parts.environments, parts.policy)
     from bot.prompt import CONTEXT_BUDGET
 
     return Runner(

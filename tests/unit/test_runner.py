@@ -115,7 +115,7 @@ async def test_without_a_model_exact_commands_still_deploy(parts):
     runner = make_runner(parts, llm=None)
     thread = await runner.run((await launch(parts, "deploy frontend v1.2.2 to staging")).id)
     assert types(thread) == [
-        "user_message", "deploy_frontend", "deploy_started", "deploy_result", "done_for_now"]
+        "user_message", "deploy", "deploy_started", "deploy_result", "done_for_now"]
     assert parts.deployer.deploys == [
         DeployRequest(f"{thread.id}-{thread.events[1].id}", "frontend", "v1.2.2", "staging", TAGS["v1.2.2"])]
 
