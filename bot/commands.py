@@ -17,10 +17,15 @@ from bot.events import (
 
 _MENTION = r"^\s*(?:<@[A-Z0-9]+>|@?deploybot\b)?[\s,:]*"
 _END = r"\s*(?:please)?\s*[.!]?\s*$"
+# What started a thread, after a deploy a trigger asks for: "deploy backend v1.4.0 to staging
+# (release v1.4.0 published by octocat)" (bot/triggers.py). Never acted on.
+# The note becomes the deploy's reason, shown with the approval request.
+_NOTE = r"(?:\s+\((?P<note>[^()\n]{1,300})\))?"
 _DEPLOY = re.compile(
     _MENTION
     + r"deploy\s+(?:the\s+)?(?P<service>backend|frontend)\s+(?P<tag>\S+?)\s+(?:to|on|in|into)\s+"
     + r"(?P<env>[a-z][a-z0-9_-]*)"
+    + _NOTE
     + _END,
     re.I,
 )
@@ -77,7 +82,7 @@ def _question_mark(c: str) -> bool:
 def parse(text: str) -> Step | None:
     if m := _DEPLOY.match(text):
         cls = DeployBackend if m["service"].lower() == "backend" else DeployFrontend
-        return cls(tag=m["tag"], environment=m["env"].lower(), source="command")
+        return cls(tag=m["tag"], environment=m["env"].lower(), reason=m["note"], source="command")
     if _TAGS.match(text):
         return ListGitTags(source="command")
     if m := _LOCK.match(text):

@@ -330,3 +330,57 @@ def deploying_something() -> str:
 
 def cancelled_by_who(reason: str) -> str:
     return "Cancelled by {who}" + (f": {reason}" if reason else ".")
+
+
+# --- triggers and schedules: threads started by events, not people (bot/triggers.py) -------
+
+
+def release_published(tag: str, sender: str) -> str:
+    return f"release {tag} published by {sender}"
+
+
+def tag_pushed(tag: str, sender: str) -> str:
+    return f"tag {tag} pushed by {sender}"
+
+
+def workflow_succeeded(name: str, branch: str, sha: str, sender: str) -> str:
+    return f"{name} succeeded on {branch} at {sha[:7]}, run by {sender}"
+
+
+def triggered_deploy(service: str, ref: str, environment: str, note: str) -> str:
+    """The first message of a thread a GitHub delivery starts, as if its sender had asked."""
+    return f"deploy {service} {ref} to {environment} ({note})"
+
+
+def started_by(source: str, who: str, text: str) -> str:
+    """The message a notify target gets when a trigger or schedule starts a thread."""
+    return f"{who} ({source}): {text}"
+
+
+def started_by_slash_command(who: str, text: str) -> str:
+    """The message `/deploy` posts in the channel; the bot answers in its thread. `{who}`:
+    the channel names them."""
+    return "{who} asked: " + text if not who else f"{who} asked: {text}"
+
+
+def slash_command_help(command: str, examples: Iterable[str]) -> str:
+    return (
+        f"`{command} ...` asks deploybot in this channel, like a mention. Try: "
+        + "; ".join(f"`{command} {c.removeprefix('deploy ')}`" if c.startswith("deploy ") else f"`{command} {c}`"
+                    for c in examples)
+        + f"; `{command} status` lists what is running or waiting here."
+    )
+
+
+def slash_command_status(lines: Sequence[str]) -> str:
+    if not lines:
+        return "Nothing is running or waiting for anyone right now."
+    return "Running or waiting:\n" + "\n".join(lines)
+
+
+def status_line(thread_id: str, status: str, text: str) -> str:
+    return f"• {text} ({status.replace('_', ' ')}, thread {thread_id})"
+
+
+def delivery_kept_failing(url: str, attempts: int, error: str) -> str:
+    return f"the webhook {url} failed {attempts} times: {error}"
