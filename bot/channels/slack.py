@@ -12,12 +12,13 @@ worker, so every answer still takes milliseconds, well inside Slack's 3 seconds.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -150,6 +151,7 @@ class SlackChannel:
     web: AsyncWebClient
     signing_secret: str
     app_token: str | None = None
+    background: set[asyncio.Task[None]] = field(default_factory=set)  # slash commands after their ack
 
     def __post_init__(self) -> None:
         self._handler = AsyncSlackRequestHandler(self.app)
@@ -202,6 +204,8 @@ class SlackChannel:
             await self._socket.connect_async()
 
     async def stop(self) -> None:
+        if self.background:
+            await asyncio.gather(*list(self.background), return_exceptions=True)
         if self._socket:
             await self._socket.close_async()
         if self.web.session:
@@ -214,7 +218,10 @@ def _well_formed(body: bytes, content_type: str) -> bool:
         if "json" in content_type:
             data = json.loads(body)
         else:
-            data = json.loads(parse_qs(body.decode())["payload"][0])
+            form = parse_qs(body.decode())
+            if "command" in form:  # a slash command: flat form fields, no JSON payload
+                return all(len(form.get(k, ())) == 1 for k in ("command", "user_id", "channel_id"))
+            data = json.loads(form["payload"][0])
         if not (isinstance(data, dict) and isinstance(data.get("type"), str)):
             return False
         if data["type"].startswith("view_") and not isinstance(data.get("view"), dict):
@@ -248,6 +255,7 @@ def build(
         request_verification_enabled=False,
     )
     inbound = _Inbound(service, inbox, kick, web, sign_in_link)
+    background: set[asyncio.Task[None]] = set()  # slash commands at work after their ack
 
     @app.event("app_mention")
     async def on_mention(event: dict, body: dict, context: dict) -> None:
@@ -272,13 +280,16 @@ def build(
         elif direct or said.in_thread:
             await inbound.message(said, body, bot_user, may_start=direct)
 
-    async def ack_command(ack: Callable) -> None:
-        await ack()  # at once: the work runs after Slack has its answer (lazy)
-
-    async def on_command(body: dict, respond: Callable) -> None:
-        await inbound.command(body, respond)
-
-    app.command(SLASH_COMMAND)(ack=ack_command, lazy=[on_command])
+    @app.command(SLASH_COMMAND)
+    async def on_command(ack: Callable, body: dict, respond: Callable) -> None:
+        # Acknowledged at once, the work done after Slack has its answer: posting the command
+        # in the channel is a Slack API call, which must not count against Slack's 3 seconds.
+        # (Bolt's lazy listeners would do the same, but deep-copy the request, pooled client
+        # session included, which cannot be copied.)
+        await ack()
+        task = asyncio.create_task(inbound.command(body, respond))
+        background.add(task)
+        task.add_done_callback(_finished(background))
 
     @app.action(blocks.APPROVE)
     async def on_approve(ack: Callable, body: dict, action: dict) -> None:
@@ -337,7 +348,16 @@ def build(
             return
         await kick(thread_id)
 
-    return SlackChannel(app, web, signing_secret, app_token)
+    return SlackChannel(app, web, signing_secret, app_token, background)
+
+
+def _finished(tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("slack: a %s command failed", SLASH_COMMAND, exc_info=task.exception())
+
+    return done
 
 
 SLASH_COMMAND = "/deploy"
