@@ -85,12 +85,6 @@ repository = "acme/backend"
 
 [[freezes]]
 from = 2026-12-24
-
-[[triggers]]
-on = "push"
-
-[[schedules]]
-cron = "0 9 * * 1"
 """))
     assert "services" not in config.model_dump() and config.people["bob"].slack == ("U045EF6GH",)
 
@@ -120,7 +114,7 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path):
 def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
     assert problems_of(tmp_path, '[peple.alice]\nslack = "U1"\n') == ["peple: unknown key (did you mean people?)"]
     assert problems_of(tmp_path, 'colour = "blue"\n') == [
-        "colour: unknown key; expected one of: people, groups, environments"
+        "colour: unknown key; expected one of: people, groups, environments, triggers, schedules"
     ]
 
 
