@@ -357,12 +357,6 @@ def started_by(source: str, who: str, text: str) -> str:
     return f"{who} ({source}): {text}"
 
 
-def started_by_slash_command(who: str, text: str) -> str:
-    """The message `/deploy` posts in the channel; the bot answers in its thread. `{who}`:
-    the channel names them."""
-    return "{who} asked: " + text if not who else f"{who} asked: {text}"
-
-
 def slash_command_help(command: str, examples: Iterable[str]) -> str:
     return (
         f"`{command} ...` asks deploybot in this channel, like a mention. Try: "
@@ -372,10 +366,11 @@ def slash_command_help(command: str, examples: Iterable[str]) -> str:
     )
 
 
-def slash_command_status(lines: Sequence[str]) -> str:
-    if not lines:
+def slash_command_status(count: int) -> str:
+    """The heading of `/deploy status`; the channel lists the threads under it (status_line)."""
+    if not count:
         return "Nothing is running or waiting for anyone right now."
-    return "Running or waiting:\n" + "\n".join(lines)
+    return f"Running or waiting ({count}, newest first):"
 
 
 def status_line(thread_id: str, status: str, text: str) -> str:

@@ -53,6 +53,16 @@ SAMPLES = {
     "statuses": ("running", "done"),
     "version": 3,
     "approval_id": "a1",
+    "sender": "octocat",
+    "name": "CI",
+    "branch": "main",
+    "sha": "abc1234def",
+    "ref": "v1.4.0",
+    "note": "release v1.4.0 published by octocat",
+    "source": "github",
+    "command": "/deploy",
+    "attempts": 6,
+    "status": "waiting_for_approval",
     "approved": True,
 }
 

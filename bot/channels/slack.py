@@ -593,7 +593,7 @@ class _Inbound:
         for thread in threads[:10]:
             first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
             lines.append(wording.status_line(thread.id, thread.status(), first.text[:100] if first else ""))
-        return blocks.escape(wording.slash_command_status(lines))
+        return blocks.escape("\n".join([wording.slash_command_status(len(lines)), *lines]))
 
     async def _record(self, said: _Said, thread_id: str, started: bool, bot_user: str | None) -> None:
         channel, root, user, text = said.channel, said.root, said.user, said.text
