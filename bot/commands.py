@@ -18,8 +18,8 @@ from bot.events import (
 _MENTION = r"^\s*(?:<@[A-Z0-9]+>|@?deploybot\b)?[\s,:]*"
 _END = r"\s*(?:please)?\s*[.!]?\s*$"
 # What started a thread, after a deploy a trigger asks for: "deploy backend v1.4.0 to staging
-# (release v1.4.0 published by octocat)" (bot/triggers.py). Never acted on.
-# The note becomes the deploy's reason, shown with the approval request.
+# (release v1.4.0 published by octocat)" (bot/triggers.py). It changes nothing about the
+# deploy: it becomes the step's reason, shown with the approval request.
 _NOTE = r"(?:\s+\((?P<note>[^()\n]{1,300})\))?"
 _DEPLOY = re.compile(
     _MENTION
