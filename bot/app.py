@@ -26,19 +26,24 @@ from bot.loop import Runner
 from bot.people import OPEN_MODE_NOTICE
 from bot.policy import Policy
 from bot.ports import Deployer, Health, History, Locks, NextStepModel, Notifier
+from bot.schedules import TICK_EVERY, Scheduler
 from bot.service import ThreadService
 from bot.settings import ServiceSettings, Settings
+from bot.stores import keys as names
 from bot.stores.credentials import RedisCredentials
 from bot.stores.environments import RedisEnvironments
 from bot.stores.inbox import RedisInbox
 from bot.stores.redis import RedisThreadStore
+from bot.stores.schedules import RedisScheduleMarks
 from bot.stores.work import RedisWorkQueue
 from bot.thread import Thread
 from bot.worker import Worker, worker_name
 
 if TYPE_CHECKING:  # the channels are imported only when they are switched on
     from bot.channels.email import EmailChannel
+    from bot.channels.github import GitHubWebhook
     from bot.channels.slack import SlackChannel
+    from bot.channels.webhook import WebhookNotifier
 
 log = logging.getLogger(__name__)
 Kick = Callable[[str], Awaitable[None]]
@@ -77,6 +82,8 @@ class App:
     slack: SlackChannel | None = None
     email: EmailChannel | None = None
     credentials: RedisCredentials | None = None  # personal API tokens, sign-in links, sessions
+    github: GitHubWebhook | None = None  # POST /github/webhook: [[triggers]]
+    webhooks: WebhookNotifier | None = None  # NOTIFY_WEBHOOK_URL
 
     async def sign_in_link(self, person: str) -> str:
         """A one-time sign-in link for `person` (good for 10 minutes): the URL to open."""
@@ -119,6 +126,11 @@ class App:
     def email_endpoint(self) -> Endpoint | None:
         return self.email.endpoint if self.email else None
 
+    @property
+    def github_endpoint(self) -> Endpoint | None:
+        """GitHub's webhook endpoint; None without GITHUB_WEBHOOK_SECRET."""
+        return self.github.endpoint if self.github else None
+
     async def kick(self, thread_id: str) -> None:
         """Hand the thread to a worker: called after an event is recorded, before it is
         acknowledged, so acknowledged work is always in the queue."""
@@ -136,6 +148,8 @@ class App:
         await self.worker.stop(self.settings.worker_grace)
         if self.email:
             await self.email.drain()
+        if self.webhooks:
+            await self.webhooks.aclose()
         if self.slack:
             await self.slack.stop()
         for deployer in {id(d): d for d in self.runner.deploying.deployers.values()}.values():
@@ -270,7 +284,21 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         clock=clock,
     )
     service = ThreadService(store, policy, fanout, clock)
-    worker = Worker(runner, queue, store, settings.worker_concurrency, name)
+    webhooks = None
+    if (hooks := settings.notify_webhook) is not None:
+        from bot.channels.webhook import WebhookNotifier
+
+        # Records a delivery that keeps failing through the service, so it joins the fan-out
+        # once the service is built (like email).
+        webhooks = WebhookNotifier(hooks.urls, hooks.secret.get_secret_value(), service.record)
+        fanout.notifiers.append(webhooks)
+    chores: list[tuple[float, Callable[[], Awaitable[object]]]] = []
+    if schedules := settings.schedules():
+        scheduler = Scheduler(schedules, RedisScheduleMarks(redis), service, queue.push, clock)
+        chores.append((TICK_EVERY, scheduler.tick))
+    if webhooks is not None:
+        chores.append((EXPIRY_EVERY, expired_approvals(store, inbox, queue, webhooks, clock)))
+    worker = Worker(runner, queue, store, settings.worker_concurrency, name, chores=tuple(chores))
     email = None
     if settings.email is not None:
         email = make_email(settings, service, inbox, queue.push)
@@ -284,10 +312,45 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
             slack_settings.signing_secret.get_secret_value(), slack_web,
             service, inbox, queue.push, app_token, sign_in_link=sign_in_linker(settings, credentials),
         )
+    github = None
+    if settings.github_webhook_secret is not None:
+        from bot.channels.github import GitHubWebhook
+
+        github = GitHubWebhook(
+            settings.github_webhook_secret.get_secret_value(), settings.triggers(), service, inbox, queue.push
+        )
     return App(
         settings, redis, store, inbox, environments, queue, service, runner, worker,
         llm_configured=llm is not None, slack=slack_channel, email=email, credentials=credentials,
+        github=github, webhooks=webhooks,
     )
+
+
+EXPIRY_EVERY = 30  # seconds; one worker at a time looks for approvals that lapsed
+
+
+def expired_approvals(
+    store: RedisThreadStore, inbox: RedisInbox, queue: RedisWorkQueue, webhooks: WebhookNotifier,
+    clock: Callable[[], Any],
+) -> Callable[[], Awaitable[None]]:
+    """A worker chore: `approval.expired` for each approval that lapsed undecided, once. No
+    event is recorded when an approval lapses (the thread derives it), so this looks."""
+    from bot.channels.webhook import expired
+
+    async def look() -> None:
+        if not await queue.turn("approval-expiry", EXPIRY_EVERY):
+            return
+        now = clock()
+        for thread_id in await store.recent(500):
+            thread = await store.load(thread_id)
+            request = thread.expired_approval(now)
+            if request is None:
+                continue
+            fresh, _, _ = await inbox.receive(names.WEBHOOK_EXPIRED, request.approval_id, 7 * 24 * 3600, None)
+            if fresh:
+                webhooks.send(thread.id, expired(thread, request))
+
+    return look
 
 
 def http_app(app: App, worker: bool = True) -> ASGIApp:

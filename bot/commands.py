@@ -20,8 +20,12 @@ _MENTION = r"^\s*(?:<@[A-Z0-9]+>|@?deploybot\b)?[\s,:]*"
 _END = r"\s*(?:please)?\s*[.!]?\s*$"
 _ENV = r"(?P<env>[a-z][a-z0-9_-]*)"
 _SERVICE = r"(?P<service>[A-Za-z0-9][A-Za-z0-9._-]*)"
+# What started a thread, after a deploy a trigger asks for: "deploy api v1.4.0 to staging
+# (release v1.4.0 published by octocat)" (bot/triggers.py). It changes nothing about the
+# deploy: it becomes the step's reason, shown with the approval request.
+_NOTE = r"(?:\s+\((?P<note>[^()\n]{1,300})\))?"
 _DEPLOY = re.compile(
-    _MENTION + r"deploy\s+(?:the\s+)?" + _SERVICE + r"\s+(?P<tag>\S+?)\s+(?:to|on|in|into)\s+" + _ENV + _END,
+    _MENTION + r"deploy\s+(?:the\s+)?" + _SERVICE + r"\s+(?P<tag>\S+?)\s+(?:to|on|in|into)\s+" + _ENV + _NOTE + _END,
     re.I,
 )
 _TAGS = re.compile(
@@ -93,7 +97,8 @@ def parse(text: str, catalog: Catalog | None = None) -> Step | None:
     catalog = catalog or Catalog()
     if (m := _DEPLOY.match(text)) and (spec := _service(catalog, m["service"])):
         return DeployService(
-            service=spec.name, tag=spec.full_tag(m["tag"]), environment=m["env"].lower(), source="command"
+            service=spec.name, tag=spec.full_tag(m["tag"]), environment=m["env"].lower(), reason=m["note"],
+            source="command",
         )
     if m := _TAGS.match(text):
         if m["service"] is None:

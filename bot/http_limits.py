@@ -6,7 +6,7 @@ A pure ASGI middleware around the whole app (the root wraps `web.create_app` in 
   body without one (chunked) is counted while it streams: 413 as soon as the count passes
   the limit, so no more than the limit is ever held;
 - who is asking, before the body is read (`Auth.identify`): on every path but the public
-  ones (health, and the Slack and email endpoints, which authenticate themselves) one of
+  ones (health, and the Slack, GitHub and email endpoints, which authenticate themselves) one of
   - `Authorization: Bearer <API_TOKEN>` (compared in constant time): the bot's service
     identity (`SERVICE`), which may start threads, read and write free text, never decide;
   - `Authorization: Bearer dbt_...`: a personal API token (bot/stores/credentials.py), that
@@ -55,6 +55,9 @@ from bot.people import SESSION, TOKEN, Directory, Identity
 log = logging.getLogger(__name__)
 
 SLACK_MAX_BYTES = 3 * 1024 * 1024  # Slack's events and interactions are kilobytes
+# GitHub caps a delivery at 25 MB; the events triggers read (release, a tag's push, a
+# workflow run) are kilobytes, so a larger one is refused (GitHub shows it as failed).
+GITHUB_MAX_BYTES = 5 * 1024 * 1024
 # The API's JSON bodies. Generous on purpose: a message at the 20,000-character limit
 # (bot.web.MAX_TEXT_CHARS) still fits when every character is JSON-escaped as a
 # surrogate pair (12 bytes), so the clear "message too long" 413 comes from the app.
@@ -96,6 +99,9 @@ def deploybot_limits(email_max_bytes: int | None) -> tuple[Limit, ...]:
     return (
         Limit("/healthz", API_MAX_BYTES, auth="none"),
         Limit("/slack/events", SLACK_MAX_BYTES, auth="none"),  # signed by Slack: checked by the endpoint
+        # Signed by GitHub (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET): checked by the endpoint,
+        # which refuses a request without a well-formed signature before reading its body.
+        Limit("/github/webhook", GITHUB_MAX_BYTES, auth="none"),
         # The inbound secret is checked by the endpoint before it reads the body.
         Limit("/email/inbound", API_MAX_BYTES if email_max_bytes is None else email_max_bytes, auth="none"),
         Limit("/auth", API_MAX_BYTES, auth="optional"),

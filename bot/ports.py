@@ -302,3 +302,16 @@ class Notifier(Protocol):
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
         """Tell the thread's channel about new events. Must not raise."""
         ...
+
+
+class ScheduleMarks(Protocol):
+    """Per schedule, the last occurrence that started a thread, shared by every process."""
+
+    async def first_seen(self, schedule_id: str, now: int) -> int:
+        """The schedule's mark (Unix seconds). A schedule seen for the first time is marked
+        `now`, atomically: it counts from when any process first saw it."""
+        ...
+
+    async def advance(self, schedule_id: str, to: int) -> None:
+        """Move the mark forward to `to` (never back), atomically."""
+        ...

@@ -35,13 +35,14 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot import settings_file
+from bot import settings_file, wording
 from bot.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.deployers.command import DRY_RUN, command_argv
 from bot.people import Directory
 from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.settings_file import FileConfig, FileError
+from bot.triggers import Schedule, Trigger, email_targets, slack_targets
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
@@ -102,6 +103,13 @@ class ServiceSettings(BaseModel):
     github: str | None = None  # owner/name
     workflow: str | None = None
     tag_prefix: str = ""
+
+
+class NotifyWebhookSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    urls: tuple[str, ...]  # NOTIFY_WEBHOOK_URL, comma-separated: every one gets every payload
+    secret: SecretStr  # signs each payload (HMAC-SHA256)
 
 
 class LlmSettings(BaseModel):
@@ -177,6 +185,11 @@ class Settings(BaseSettings):
     github_poll_seconds: float = Field(5.0, gt=0)
     github_commit_input: str = Field("commit", description="the workflow input given the approved commit")
 
+    # Triggers and outgoing webhooks (README: GitHub webhooks, Outgoing webhooks).
+    github_webhook_secret: SecretStr | None = Field(None, description="verifies POST /github/webhook")
+    notify_webhook_url: str = Field("", description="URLs, comma-separated, POSTed every notable event")
+    notify_webhook_secret: SecretStr | None = Field(None, description="signs what NOTIFY_WEBHOOK_URL gets")
+
     git_repo: Path = Path(".")
     deploy_command: str = DRY_RUN
     deploy_timeout: float = 1800
@@ -207,12 +220,14 @@ class Settings(BaseSettings):
     def _complete(self) -> Self:
         """Refuse half a configuration at start, with every problem at once."""
         problems = []
-        for read in (self._llm, self._slack, self._email, self._github):
+        for read in (self._llm, self._slack, self._email, self._github, self._notify_webhook):
             try:
                 read()
             except ConfigError as e:
                 problems.append(str(e))
         problems += self._read_people()
+        if not problems:
+            problems += self._trigger_problems()
         if problems:
             raise ConfigError("\n".join(problems))
         return self
@@ -299,6 +314,50 @@ class Settings(BaseSettings):
             )
             for name, e in file.services.items()
         ]
+
+    def _trigger_problems(self) -> list[str]:
+        """[[triggers]] and [[schedules]] against the rest: known environments, a webhook
+        secret to verify GitHub with, and the channels their notify targets name."""
+        file = self._file
+        if file is None or not (file.triggers or file.schedules):
+            return []
+        name = file.source.name if file.source else settings_file.FILE_NAME
+        known = self.policy().environments
+        lines = []
+        if file.triggers and not self.github_webhook_secret:
+            lines.append(f"{name}: [[triggers]] need GITHUB_WEBHOOK_SECRET, to verify what GitHub sends")
+        for i, trigger in enumerate(file.triggers):
+            catalog = self.catalog()
+            if catalog.get(trigger.service) is None:
+                unknown = wording.unknown_service(trigger.service, catalog.names)
+                lines.append(f"{name}: triggers[{i}].service: {unknown}")
+            elif why := catalog.invalid(trigger.service, trigger.environment):
+                lines.append(f"{name}: triggers[{i}]: {why}")
+            if trigger.environment not in known:
+                lines.append(
+                    f"{name}: triggers[{i}].environment: {trigger.environment!r} is not an environment "
+                    f"deploybot knows ({', '.join(sorted(known))})"
+                )
+        notifies = [("triggers", i, t.notify) for i, t in enumerate(file.triggers)]
+        notifies += [("schedules", i, s.notify) for i, s in enumerate(file.schedules)]
+        for table, i, notify in notifies:
+            if slack_targets(notify) and not self.slack_bot_token:
+                lines.append(f"{name}: {table}[{i}].notify: posting to Slack needs SLACK_BOT_TOKEN")
+            if email_targets(notify) and not (self.smtp_host or self.inbound_email_secret):
+                lines.append(f"{name}: {table}[{i}].notify: sending email needs the email channel (SMTP_HOST, ...)")
+        return lines
+
+    def triggers(self) -> tuple[Trigger, ...]:
+        """[[triggers]] of deploybot.toml (none without it)."""
+        return self._file.trigger_list() if self._file is not None else ()
+
+    def schedules(self) -> tuple[Schedule, ...]:
+        """[[schedules]] of deploybot.toml (none without it)."""
+        return self._file.schedule_list() if self._file is not None else ()
+
+    @property
+    def notify_webhook(self) -> NotifyWebhookSettings | None:
+        return self._notify_webhook()
 
     def _people_variables(self) -> dict[str, str]:
         """The variables deploybot.toml must not repeat, as set (unset ones left out)."""
@@ -390,8 +449,11 @@ class Settings(BaseSettings):
                 self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
                 self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
                 self.smtp_password, self.inbound_email_secret, self.email_reply_secret, self.session_secret,
+                self.github_webhook_secret, self.notify_webhook_secret,
             ) if v
         ]
+        # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL).
+        values += [u.strip() for u in self.notify_webhook_url.split(",") if u.strip() and u.strip() not in values]
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, str):
@@ -456,6 +518,19 @@ class Settings(BaseSettings):
             "allowed_senders": _words(self.email_allowed_senders.lower()),
             "max_bytes": self.email_max_bytes,
         })
+
+    def _notify_webhook(self) -> NotifyWebhookSettings | None:
+        urls = tuple(u.strip() for u in self.notify_webhook_url.split(",") if u.strip())
+        if not urls and not self.notify_webhook_secret:
+            return None
+        _require("outgoing webhooks", (
+            ("NOTIFY_WEBHOOK_URL", urls), ("NOTIFY_WEBHOOK_SECRET", self.notify_webhook_secret),
+        ))
+        for url in urls:
+            if not url.startswith(("https://", "http://")):
+                raise ConfigError(f"NOTIFY_WEBHOOK_URL: {url!r} is not an http(s) URL")
+        assert self.notify_webhook_secret is not None
+        return NotifyWebhookSettings(urls=urls, secret=self.notify_webhook_secret)
 
     def _github(self) -> GitHubSettings | None:
         if self.deployer != "github":

@@ -19,7 +19,9 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from croniter import croniter  # type: ignore[import-untyped]
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -34,6 +36,7 @@ from pydantic import (
 from bot.deployers.command import command_argv
 from bot.people import ANYONE, GROUP, Directory, Person, Written
 from bot.policy import parse_approvers
+from bot.triggers import KINDS, Schedule, Trigger, target_problem
 
 FILE_NAME = "deploybot.toml"
 VARIABLE = "DEPLOYBOT_CONFIG"
@@ -157,6 +160,104 @@ class ServiceEntry(BaseModel):
         return self
 
 
+def _targets(targets: tuple[str, ...]) -> tuple[str, ...]:
+    targets = tuple(t.strip() for t in targets)
+    if not targets:
+        raise ValueError("name at least one target: 'slack:CHANNEL_ID' or 'email:ADDRESS'")
+    for target in targets:
+        if why := target_problem(target):
+            raise ValueError(why)
+    return _unique(t if t.startswith("slack:") else t.lower() for t in targets)
+
+
+class TriggerEntry(BaseModel):
+    """`[[triggers]]`: what GitHub event asks to deploy which service where, posted where."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    on: str
+    service: str
+    environment: str
+    notify: tuple[str, ...]
+
+    @field_validator("notify", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("on")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"{value!r} is not one of: {', '.join(KINDS)}")
+        return value
+
+    @field_validator("service", "environment")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        value = value.strip()
+        if not _NAME.match(value):
+            raise ValueError(f"{value!r}: a name holds only letters, digits, '.', '_' and '-'")
+        return value
+
+    @field_validator("notify")
+    @classmethod
+    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
+        return _targets(targets)
+
+    def trigger(self) -> Trigger:
+        return Trigger(self.on, self.service, self.environment, self.notify)  # type: ignore[arg-type]
+
+
+class ScheduleEntry(BaseModel):
+    """`[[schedules]]`: a cron expression (5 fields) in a time zone, the message a thread
+    starts with at each occurrence, and where it is posted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cron: str
+    timezone: str = "UTC"
+    message: str
+    notify: tuple[str, ...]
+
+    @field_validator("notify", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        value = " ".join(value.split())
+        if len(value.split()) != 5 or not croniter.is_valid(value):
+            raise ValueError(f"{value!r} is not a cron expression of 5 fields (minute hour day month weekday)")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value.strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not a time zone (like Europe/Berlin or UTC)") from None
+        return value.strip()
+
+    @field_validator("message")
+    @classmethod
+    def _message(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("say what the thread should ask for")
+        return value.strip()
+
+    @field_validator("notify")
+    @classmethod
+    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
+        return _targets(targets)
+
+    def schedule(self) -> Schedule:
+        return Schedule(self.cron, self.timezone, self.message, self.notify)
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -164,12 +265,12 @@ class FileConfig(BaseModel):
     groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     environments: dict[str, EnvironmentEntry] = Field(default_factory=dict)
     services: dict[str, ServiceEntry] = Field(default_factory=dict)
-    # Reserved for features on their way ([[freezes]], [[triggers]], [[schedules]]):
-    # accepted and ignored until something reads them, so they are the only unknown
-    # top-level keys that are not an error. Give each its model when it lands.
+    triggers: tuple[TriggerEntry, ...] = ()
+    schedules: tuple[ScheduleEntry, ...] = ()
+    # Reserved for a feature on its way ([[freezes]]): accepted and ignored until something
+    # reads it, so it is the only unknown top-level key that is not an error. Give it its
+    # model when it lands.
     freezes: Any = Field(None, exclude=True, repr=False)
-    triggers: Any = Field(None, exclude=True, repr=False)
-    schedules: Any = Field(None, exclude=True, repr=False)
 
     _source: Path | None = PrivateAttr(None)
 
@@ -180,7 +281,10 @@ class FileConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> FileConfig:
-        problems = [*self._names(), *self._group_problems(), *self._reference_problems(), *self._shared_ids()]
+        problems = [
+            *self._names(), *self._group_problems(), *self._reference_problems(), *self._shared_ids(),
+            *self._repeats(),
+        ]
         if problems:
             raise _Problems(problems)
         return self
@@ -191,6 +295,12 @@ class FileConfig(BaseModel):
 
     def written(self) -> dict[str, Written]:
         return {env: entry.written() for env, entry in self.environments.items()}
+
+    def trigger_list(self) -> tuple[Trigger, ...]:
+        return tuple(entry.trigger() for entry in self.triggers)
+
+    def schedule_list(self) -> tuple[Schedule, ...]:
+        return tuple(entry.schedule() for entry in self.schedules)
 
     # --- checks across entries -----------------------------------------------------------
 
@@ -235,6 +345,23 @@ class FileConfig(BaseModel):
         if ref in self.people:
             return None
         return _unknown_person(ref, self.people)
+
+    def _repeats(self) -> Iterable[str]:
+        """A trigger or schedule written twice would start two threads for one event."""
+        seen: dict[object, int] = {}
+        for i, trigger in enumerate(self.triggers):
+            first = seen.setdefault((trigger.on, trigger.service, trigger.environment), i)
+            if first != i:
+                yield (
+                    f"{key_path(('triggers', i))}: the same trigger as triggers[{first}] "
+                    f"(on {trigger.on!r}, {trigger.service} to {trigger.environment}): one event would "
+                    "start two threads; merge their notify lists"
+                )
+        seen = {}
+        for i, schedule in enumerate(self.schedules):
+            first = seen.setdefault(schedule.schedule().id, i)
+            if first != i:
+                yield f"{key_path(('schedules', i))}: the same schedule as schedules[{first}]"
 
     def _shared_ids(self) -> Iterable[str]:
         for field, what in (("slack", "Slack id"), ("email", "address")):
@@ -318,6 +445,7 @@ def load(path: Path) -> FileConfig:
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): FileConfig, ("people", "*"): PersonEntry, ("environments", "*"): EnvironmentEntry,
     ("services", "*"): ServiceEntry,
+    ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry,
 }
 _MESSAGES = {
     "bool_type": "should be true or false",
@@ -326,6 +454,7 @@ _MESSAGES = {
     "tuple_type": "should be a list of strings",
     "dict_type": "should be a table",
     "model_type": "should be a table",
+    "missing": "is missing",
 }
 
 
@@ -345,7 +474,9 @@ def problems(error: ValidationError) -> list[str]:
             lines.append(f"{where}: {cause}")
         else:
             message = _MESSAGES.get(e["type"], e["msg"])
-            if e["type"] == "tuple_type" and loc[-1] in ("slack", "email"):
+            if e["type"] == "tuple_type" and loc in (("triggers",), ("schedules",)):
+                message = f"should be an array of tables: write [[{loc[0]}]] above each entry"
+            if e["type"] == "tuple_type" and loc[-1] in ("slack", "email", "notify"):
                 message = "should be a string or a list of strings"
             lines.append(f"{where}: {message}" if where else message)
     return lines

@@ -56,9 +56,12 @@ class Origin(BaseModel):
     email_root: str | None = None  # the Message-ID replies thread under
     forked_from: str | None = None
     forked_at: int | None = None
+    # Where else the thread is posted (a trigger's or schedule's `notify`): `slack:<channel>`
+    # starts a Slack thread there, `email:<address>` mails its updates (bot/triggers.py).
+    notify: tuple[str, ...] = ()
 
     def dump(self) -> str:
-        return self.model_dump_json(exclude_none=True)
+        return self.model_dump_json(exclude_none=True, exclude=None if self.notify else {"notify"})
 
 
 class Instruction(NamedTuple):

@@ -187,6 +187,11 @@ class Parts(Protocol):
     @property
     def email_endpoint(self) -> Endpoint | None: ...
 
+    @property
+    def github_endpoint(self) -> Endpoint | None:
+        """None without GITHUB_WEBHOOK_SECRET."""
+        ...
+
     async def kick(self, thread_id: str) -> None: ...
 
     async def start(self, worker: bool = True, receive: bool = True) -> None: ...
@@ -361,6 +366,8 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
         web.add_api_route("/slack/events", parts.slack_endpoint, methods=["POST"])
     if parts.email_endpoint:
         web.add_api_route("/email/inbound", parts.email_endpoint, methods=["POST"])
+    if parts.github_endpoint:
+        web.add_api_route("/github/webhook", parts.github_endpoint, methods=["POST"])
     return web
 
 

@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.events import new_id
@@ -52,11 +53,14 @@ def worker_name() -> str:
 class Worker:
     def __init__(
         self, runner: Runner, queue: WorkQueue, store: ThreadStore, concurrency: int = 4,
-        name: str | None = None,
+        name: str | None = None, chores: tuple[tuple[float, Callable[[], Awaitable[object]]], ...] = (),
     ) -> None:
+        """`chores`: (every seconds, what) run periodically while the worker serves (firing
+        schedules: bot/schedules.py); each must be safe to run in every worker at once."""
         self.runner, self.queue, self.store = runner, queue, store
         self.concurrency = concurrency
         self.name = name or worker_name()
+        self.chores = chores
         self._jobs: dict[str, _Job] = {}
         self._freed = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -67,7 +71,9 @@ class Worker:
         if not self._tasks:
             # Each task is named after its coroutine (_serve, ...): the name _died logs.
             self._tasks = [
-                asyncio.create_task(c, name=c.__name__) for c in (self._serve(), self._heartbeat(), self._sweep())
+                asyncio.create_task(c, name=c.__name__) for c in (
+                    self._serve(), self._heartbeat(), self._sweep(), *(self._chore(*c) for c in self.chores)
+                )
             ]
             for task in self._tasks:
                 task.add_done_callback(self._died)
@@ -84,8 +90,9 @@ class Worker:
         self._freed.set()
         if not self._tasks:
             return
-        serve, heartbeat, sweep = self._tasks
-        sweep.cancel()
+        serve, heartbeat, sweep, *chores = self._tasks
+        for task in (sweep, *chores):
+            task.cancel()
         await serve
         running = [j.task for j in self._jobs.values() if j.task]
         if running:
@@ -127,6 +134,14 @@ class Worker:
                 log.warning("worker %s: looking for threads left mid-run failed: %s", self.name, e)
             first = False
             await asyncio.sleep(SWEEP_EVERY)
+
+    async def _chore(self, every: float, chore: Callable[[], Awaitable[object]]) -> None:
+        while True:
+            try:
+                await chore()
+            except Exception:
+                log.exception("worker %s: a periodic chore failed", self.name)
+            await asyncio.sleep(every)
 
     async def _serve(self) -> None:
         reclaimed_at = 0.0

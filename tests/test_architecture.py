@@ -13,10 +13,10 @@ BOT = Path(__file__).resolve().parent.parent / "bot"
 # Pure: no I/O, no clock, no environment; only each other and pydantic.
 CORE = {
     "events", "thread", "prompt", "policy", "commands", "control", "transcript", "views",
-    "notices", "wording", "people", "catalog",
+    "notices", "wording", "people", "catalog", "triggers",
 }
 # The application: uses the ports, never an adapter.
-LOGIC = {"agent", "steps", "deploying", "loop", "service", "worker", "ports", "retry", "clock"}
+LOGIC = {"agent", "steps", "deploying", "loop", "service", "worker", "ports", "retry", "clock", "schedules"}
 # The edges: each talks to one outside thing.
 ADAPTERS = {"stores", "deployers", "channels", "llm", "web", "embedded_redis", "http_limits"}
 # Builds and starts everything.

@@ -82,12 +82,6 @@ def test_reserved_tables_are_accepted_and_ignored(tmp_path):
     config = load(write(tmp_path, EXAMPLE + """
 [[freezes]]
 from = 2026-12-24
-
-[[triggers]]
-on = "push"
-
-[[schedules]]
-cron = "0 9 * * 1"
 """))
     assert "freezes" not in config.model_dump() and config.people["bob"].slack == ("U045EF6GH",)
 
@@ -117,7 +111,7 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path):
 def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
     assert problems_of(tmp_path, '[peple.alice]\nslack = "U1"\n') == ["peple: unknown key (did you mean people?)"]
     assert problems_of(tmp_path, 'colour = "blue"\n') == [
-        "colour: unknown key; expected one of: people, groups, environments, services"
+        "colour: unknown key; expected one of: people, groups, environments, services, triggers, schedules"
     ]
 
 

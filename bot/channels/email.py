@@ -34,10 +34,11 @@ import aiosmtplib
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from bot import wording
 from bot.channels import email_parse as parse
 from bot.channels import email_render as render
 from bot.clock import utcnow
-from bot.events import ApprovalRequested, DeliveryFailed, Event, new_id
+from bot.events import ApprovalRequested, DeliveryFailed, Event, UserMessage, new_id
 from bot.people import EMAIL, Identity, normalize_email
 from bot.policy import Policy
 from bot.ports import Inbox
@@ -45,6 +46,7 @@ from bot.retry import retrying
 from bot.service import Refused, ThreadService
 from bot.stores import keys as names
 from bot.thread import Origin, Thread
+from bot.triggers import email_targets
 
 log = logging.getLogger(__name__)
 SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
@@ -305,6 +307,39 @@ class EmailChannel:
                 await self._ask_approvers(thread, event)
             if thread.origin.channel == "email":
                 await self._reply(thread, event)
+            for address in email_targets(thread.origin.notify):
+                await self._notify(thread, event, address)
+
+    async def _notify(self, thread: Thread, event: Event, address: str) -> None:
+        """A notify target's mail (a trigger's, a schedule's): the thread's first message,
+        then its updates as a requester gets them, all in one mail thread."""
+        first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
+        if isinstance(event, UserMessage):
+            text = wording.started_by(event.channel, event.user, event.text) if event is first else None
+        else:
+            text = render.text_for(thread, event)
+        if not text:
+            return
+        name = names.email_notify_root(thread.id, address)
+        try:
+            root = await self.inbox.lookup(name)
+        except Exception:
+            log.exception("thread %s: could not look up the mail thread of %s", thread.id, _short(address))
+            root = None
+        subject = f"deploybot: {first.text if first else thread.id}"
+        if root:
+            subject = render.reply_subject(subject)
+
+        def build() -> EmailMessage:
+            msg = render.message(self.sender, address, subject, text, in_reply_to=root)
+            if root is None:
+                built.append(str(msg["Message-ID"]))
+            return msg
+
+        built: list[str] = []
+        await self._send(thread, address, build)
+        if built:
+            await self.inbox.link(name, built[0])
 
     async def _reply(self, thread: Thread, event: Event) -> None:
         origin = thread.origin

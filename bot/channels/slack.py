@@ -12,11 +12,13 @@ worker, so every answer still takes milliseconds, well inside Slack's 3 seconds.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -34,13 +36,17 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from bot import wording
 from bot.channels import slack_blocks as blocks
-from bot.events import ApprovalRequested, Event, HumanResponse, new_id
+from bot.commands import EXAMPLES
+from bot.commands import parse as parse_command
+from bot.events import ApprovalRequested, Event, HumanResponse, UserMessage, new_id
 from bot.people import Identity
 from bot.ports import Inbox
 from bot.service import Forbidden, NotFound, Refused, ThreadService
 from bot.stores import keys as names
 from bot.thread import Origin, Thread
+from bot.triggers import slack_targets
 
 log = logging.getLogger(__name__)
 EVENT_TTL = 24 * 3600  # Slack retries for a few minutes; a day is plenty to spot a repeat
@@ -61,34 +67,69 @@ def client(token: str, api_url: str) -> AsyncWebClient:
 
 
 class SlackNotifier:
-    """Posts what happens in Slack-born threads back into their Slack thread."""
+    """Posts what happens in Slack-born threads back into their Slack thread, and what
+    happens in any thread with Slack notify targets (a trigger's, a schedule's) into a Slack
+    thread of its own in each of those channels."""
 
     def __init__(self, web: AsyncWebClient, inbox: Inbox) -> None:
         self.web, self.inbox = web, inbox
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
         channel, thread_ts = thread.origin.slack_channel, thread.origin.slack_thread_ts
-        if thread.origin.channel != "slack" or not channel or not thread_ts:
-            return
+        if thread.origin.channel == "slack" and channel and thread_ts:
+            await self._post_all(thread, new, channel, thread_ts, names.slack_approval_message)
+        for target in slack_targets(thread.origin.notify):
+            if target == channel and thread.origin.channel == "slack":
+                continue  # already answered there
+            try:
+                root = await self._notify_root(thread, new, target)
+            except SlackApiError as e:
+                log.error("thread %s: Slack refused to start a thread in %s: %s",
+                          thread.id, target, e.response.get("error", e))
+                continue
+            await self._post_all(thread, new, target, root, functools.partial(_notify_approval, channel=target))
+
+    async def _notify_root(self, thread: Thread, new: Sequence[Event], channel: str) -> str:
+        """The ts of the message `thread` is posted under in `channel`: posted with the
+        thread's first event, and bound to the thread so replies there continue it."""
+        name = names.slack_notify_root(thread.id, channel)
+        ts = await self.inbox.lookup(name)
+        if ts:
+            return ts
+        first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
+        text = blocks.escape(wording.started_by(first.channel, first.user, first.text)) if first else thread.id
+        posted = await self.web.chat_postMessage(channel=channel, text=blocks.cut(text, blocks.MESSAGE_TEXT))
+        ts = await self.inbox.link(name, posted["ts"])
+        # Replies in that Slack thread are the thread's, as under a mention.
+        await self.inbox.receive(names.slack_conversation(channel, ts), "root", EVENT_TTL, thread.id)
+        return ts
+
+    async def _post_all(
+        self, thread: Thread, new: Sequence[Event], channel: str, thread_ts: str, approval_key: Callable[[str], str]
+    ) -> None:
         for event in new:
             try:
-                await self._post(thread, event, channel, thread_ts)
+                await self._post(thread, event, channel, thread_ts, approval_key)
             except SlackApiError as e:
                 log.error(
                     "thread %s: Slack refused %s for %s: %s",
                     thread.id, event.type, channel, e.response.get("error", e),
                 )
 
-    async def _post(self, thread: Thread, event: Event, channel: str, thread_ts: str) -> None:
+    async def _post(
+        self, thread: Thread, event: Event, channel: str, thread_ts: str, key: Callable[[str], str]
+    ) -> None:
+        """`key`: approval id -> the Inbox name its approval message in this Slack thread is
+        kept under (to update it in place once decided)."""
         if isinstance(event, ApprovalRequested):
             posted = await self.web.chat_postMessage(
                 channel=channel, thread_ts=thread_ts, text=blocks.fallback_text(event, thread.id),
                 blocks=blocks.approval_request(thread.id, event),
             )
-            await self.inbox.link(names.slack_approval_message(event.approval_id), posted["ts"])
+            await self.inbox.link(key(event.approval_id), posted["ts"])
         elif isinstance(event, HumanResponse) and event.approval_id and event.approve is not None:
             request = thread.approval(event.approval_id)
-            ts = await self.inbox.lookup(names.slack_approval_message(event.approval_id))
+            ts = await self.inbox.lookup(key(event.approval_id))
             if request and ts:
                 await self.web.chat_update(
                     channel=channel, ts=ts, text=blocks.fallback_text(request, thread.id),
@@ -96,6 +137,10 @@ class SlackNotifier:
                 )
         elif text := blocks.progress_text(thread, event):
             await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+
+
+def _notify_approval(approval_id: str, channel: str) -> str:
+    return names.slack_notify_approval_message(approval_id, channel)
 
 
 @dataclass
@@ -106,6 +151,7 @@ class SlackChannel:
     web: AsyncWebClient
     signing_secret: str
     app_token: str | None = None
+    background: set[asyncio.Task[None]] = field(default_factory=set)  # slash commands after their ack
 
     def __post_init__(self) -> None:
         self._handler = AsyncSlackRequestHandler(self.app)
@@ -158,6 +204,8 @@ class SlackChannel:
             await self._socket.connect_async()
 
     async def stop(self) -> None:
+        if self.background:
+            await asyncio.gather(*list(self.background), return_exceptions=True)
         if self._socket:
             await self._socket.close_async()
         if self.web.session:
@@ -170,7 +218,10 @@ def _well_formed(body: bytes, content_type: str) -> bool:
         if "json" in content_type:
             data = json.loads(body)
         else:
-            data = json.loads(parse_qs(body.decode())["payload"][0])
+            form = parse_qs(body.decode())
+            if "command" in form:  # a slash command: flat form fields, no JSON payload
+                return all(len(form.get(k, ())) == 1 for k in ("command", "user_id", "channel_id"))
+            data = json.loads(form["payload"][0])
         if not (isinstance(data, dict) and isinstance(data.get("type"), str)):
             return False
         if data["type"].startswith("view_") and not isinstance(data.get("view"), dict):
@@ -204,6 +255,7 @@ def build(
         request_verification_enabled=False,
     )
     inbound = _Inbound(service, inbox, kick, web, sign_in_link)
+    background: set[asyncio.Task[None]] = set()  # slash commands at work after their ack
 
     @app.event("app_mention")
     async def on_mention(event: dict, body: dict, context: dict) -> None:
@@ -227,6 +279,17 @@ def build(
             await inbound.login(said, body, direct=True)
         elif direct or said.in_thread:
             await inbound.message(said, body, bot_user, may_start=direct)
+
+    @app.command(SLASH_COMMAND)
+    async def on_command(ack: Callable, body: dict, respond: Callable) -> None:
+        # Acknowledged at once, the work done after Slack has its answer: posting the command
+        # in the channel is a Slack API call, which must not count against Slack's 3 seconds.
+        # (Bolt's lazy listeners would do the same, but deep-copy the request, pooled client
+        # session included, which cannot be copied.)
+        await ack()
+        task = asyncio.create_task(inbound.command(body, respond))
+        background.add(task)
+        task.add_done_callback(_finished(background))
 
     @app.action(blocks.APPROVE)
     async def on_approve(ack: Callable, body: dict, action: dict) -> None:
@@ -285,10 +348,22 @@ def build(
             return
         await kick(thread_id)
 
-    return SlackChannel(app, web, signing_secret, app_token)
+    return SlackChannel(app, web, signing_secret, app_token, background)
 
 
+def _finished(tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("slack: a %s command failed", SLASH_COMMAND, exc_info=task.exception())
+
+    return done
+
+
+SLASH_COMMAND = "/deploy"
 LOGIN_WORDS = ("login", "log in", "sign in")
+NOT_IN_CHANNEL = "deploybot is not in this channel: invite it (`/invite @deploybot`) and try again."
+OPEN_STATUSES = ("running", "waiting_for_approval", "waiting_for_human")
 SIGN_IN_NOT_SET_UP = "Sign-in is not set up on this deploybot."
 SIGN_IN_FAILED = "deploybot could not make a sign-in link just now; try again in a moment."
 COULD_NOT_OPEN_FORM = "Slack did not open the rejection form; click Reject again."
@@ -385,6 +460,15 @@ def _where(body: dict) -> tuple[str, str] | None:
     return channel_id, thread_ts if isinstance(thread_ts, str) else ""
 
 
+async def _respond(respond: Callable, text: str) -> None:
+    """A private answer to a slash command (through its response_url: works where the bot
+    is not a member)."""
+    try:
+        await respond(text=blocks.cut(text, blocks.MESSAGE_TEXT), response_type="ephemeral")
+    except Exception as e:  # the response_url expired or Slack is away: nothing to retry
+        log.warning("slack: could not answer a %s command: %s", SLASH_COMMAND, e)
+
+
 def _refusal(e: Refused) -> str:
     return f"You can't decide on this deploy: {e.message}" if isinstance(e, Forbidden) else e.message
 
@@ -458,6 +542,58 @@ class _Inbound:
                 log.error("slack: could not answer %s in %s: %s", said.user, said.channel, e.response.get("error", e))
         else:
             await self.tell_mrkdwn(where, said.user, text)
+
+    async def command(self, body: dict, respond: Callable) -> None:
+        """`/deploy ...`: `help` and `status` are answered privately; anything else is posted
+        in the channel it was typed in and starts a thread answered under that post, like a
+        mention. Runs after the acknowledgement; a repeated delivery is taken once."""
+        user, channel, trigger_id = body.get("user_id"), body.get("channel_id"), body.get("trigger_id")
+        text = body.get("text")
+        text = text if isinstance(text, str) else ""
+        if not all(isinstance(v, str) and v for v in (user, channel, trigger_id)):
+            log.warning("slack: ignored a %s command without a user, channel or trigger id", SLASH_COMMAND)
+            return
+        assert isinstance(user, str) and isinstance(channel, str) and isinstance(trigger_id, str)
+        fresh, _, _ = await self.inbox.receive(names.slack_command(trigger_id), "command", EVENT_TTL, None)
+        if not fresh:
+            log.info("slack: command %s was delivered again; taken once", trigger_id)
+            return
+        typed = " ".join(blocks.unescape(text).split())
+        word = typed.lower()
+        if word in ("", "help"):
+            await _respond(respond, blocks.escape(wording.slash_command_help(SLASH_COMMAND, EXAMPLES)))
+            return
+        if word == "status":
+            await _respond(respond, await self._status())
+            return
+        message = typed if parse_command(typed) is not None or word.startswith("deploy ") else f"deploy {typed}"
+        who = self.who(user)
+        shown = blocks.escape(f"{SLASH_COMMAND} {typed}")
+        try:
+            posted = await self.web.chat_postMessage(
+                channel=channel, text=blocks.cut(f"<@{user}> asked: {shown}", blocks.MESSAGE_TEXT),
+            )
+        except SlackApiError as e:
+            error = e.response.get("error", e)
+            log.warning("slack: could not post %s in %s: %s", SLASH_COMMAND, channel, error)
+            await _respond(respond, blocks.escape(NOT_IN_CHANNEL if error in ("not_in_channel", "channel_not_found")
+                                                  else f"Slack refused to post here: {error}"))
+            return
+        ts = posted["ts"]
+        scope = names.slack_conversation(channel, ts)
+        _, thread_id, _ = await self.inbox.receive(scope, ts, EVENT_TTL, new_id())
+        assert thread_id is not None
+        origin = Origin(channel="slack", slack_channel=channel, slack_thread_ts=ts)
+        await self.service.launch(message, who, "slack", origin, thread_id, evidence=f"{user} {SLASH_COMMAND}")
+        await self.kick(thread_id)
+
+    async def _status(self) -> str:
+        threads = [t for t in await self.service.recent(limit=50) if t.status() in OPEN_STATUSES]
+        lines = []
+        for thread in threads[:10]:
+            first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
+            lines.append(wording.status_line(thread.id, thread.status(), first.text[:100] if first else ""))
+        return blocks.escape("\n".join([wording.slash_command_status(len(lines)), *lines]))
 
     async def _record(self, said: _Said, thread_id: str, started: bool, bot_user: str | None) -> None:
         channel, root, user, text = said.channel, said.root, said.user, said.text

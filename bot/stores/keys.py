@@ -27,6 +27,34 @@ def slack_approval_message(approval_id: str) -> str:
     return f"slack:approval-message:{approval_id}"
 
 
+def slack_notify_root(thread_id: str, channel: str) -> str:
+    """A thread posted to a Slack channel it did not come from (a notify target) -> the ts
+    of the message its updates are posted under."""
+    return f"slack:notify-root:{thread_id}:{channel}"
+
+
+def slack_notify_approval_message(approval_id: str, channel: str) -> str:
+    """An approval asked for in a notify target's Slack thread -> the ts of that message."""
+    return f"slack:notify-approval:{approval_id}:{channel}"
+
+
+def slack_command(trigger_id: str) -> str:
+    """The scope a `/deploy` command is deduplicated in (a Socket Mode envelope can come twice)."""
+    return f"slack:command:{trigger_id}"
+
+
+def email_notify_root(thread_id: str, address: str) -> str:
+    """A thread mailed to a notify target -> the Message-ID its later mails thread under."""
+    return f"email:notify-root:{thread_id}:{address}"
+
+
+WEBHOOK_EXPIRED = "webhook:approval-expired"
+"""The scope an expired approval is taken in once (by approval id), to send its webhook once."""
+
+GITHUB_DELIVERIES = "github:deliveries"
+"""The scope every GitHub webhook delivery is deduplicated in (by X-GitHub-Delivery)."""
+
+
 def email_message(message_id: str) -> str:
     """An email (inbound or sent) -> its bot thread, so replies find their thread."""
     return f"email:msg:{message_id}"
@@ -86,6 +114,11 @@ class Keys:
     def ref(self, name: str) -> str:
         """A channel's pointer: a Slack thread to its bot thread, an approval to its message."""
         return f"{self.prefix}:ref:{name}"
+
+    def schedule(self, schedule_id: str) -> str:
+        """A schedule's last occurrence that started a thread (Unix seconds); created when the
+        schedule is first seen, so it counts from then."""
+        return f"{self.prefix}:schedule:{schedule_id}:last"
 
     # --- people: personal API tokens, sign-in links, ended sessions (bot/stores/credentials.py)
 

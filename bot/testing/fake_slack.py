@@ -2,6 +2,8 @@
 
 Point `SLACK_API_URL` at `base_url`. Every call is recorded with its arguments; failures
 can be scripted per method (rate limits with Retry-After, `channel_not_found`, ...).
+`apps.connections.open` answers with `socket_url` (a bot.testing.fake_socket_mode server)
+for Socket Mode; a slash command's `response_url` can point at `base_url + "response"`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class FakeSlack:
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ts: int = 0
+    socket_url: str | None = None  # what apps.connections.open answers (Socket Mode)
 
     @property
     def base_url(self) -> str:
@@ -101,6 +104,9 @@ class FakeSlack:
                 return status, call.answer, headers
             self._ts += 1
             call.answer = _success(method, args, f"1700000000.{self._ts:06d}")
+            if method == "apps.connections.open":
+                call.answer = {"ok": True, "url": self.socket_url} if self.socket_url else {
+                    "ok": False, "error": "not_allowed_token_type"}
             return 200, call.answer, {}
 
 

@@ -19,3 +19,10 @@ def test_manifest_has_the_scopes_events_and_endpoints_the_bot_uses():
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
+
+
+def test_manifest_declares_the_deploy_command_on_the_same_endpoint():
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    assert "commands" in manifest["oauth_config"]["scopes"]["bot"]
+    [command] = [c for c in manifest["features"]["slash_commands"] if c["command"] == "/deploy"]
+    assert command["url"].endswith("/slack/events")
