@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
+import threading
 import time
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +33,17 @@ from tests.helpers import SETTLED, reply
 
 T = TypeVar("T")
 CHROMIUM = "/usr/bin/chromium"
+# What Playwright's own launch() passes: above all, pages in the background keep rendering (a
+# board left open in another tab is what the live tests watch, and what screenshots wait on).
+QUIET_CHROMIUM = (
+    "--no-first-run", "--no-default-browser-check", "--disable-gpu", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows", "--disable-renderer-backgrounding",
+    "--disable-back-forward-cache", "--disable-extensions", "--disable-component-update",
+    "--disable-default-apps", "--disable-hang-monitor", "--disable-ipc-flooding-protection",
+    "--disable-popup-blocking", "--force-color-profile=srgb", "--hide-scrollbars", "--mute-audio",
+    "--password-store=basic", "--use-mock-keychain",
+)
 TOKEN = "console-shared-api-token"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "console"
 PEOPLE = """
@@ -59,13 +72,43 @@ def in_a_thread(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One headless Chromium for the whole session: its DevTools address."""
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: `make install` installs it (apt-get install chromium)")
+    profile = tmp_path_factory.mktemp("chromium")
+    process = subprocess.Popen(
+        [CHROMIUM, "--headless=new", "--no-sandbox", "--remote-debugging-port=0",
+         f"--user-data-dir={profile}", *QUIET_CHROMIUM, "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 30
+        for line in process.stderr:
+            if line.startswith("DevTools listening on "):
+                break
+            assert time.monotonic() < deadline and process.poll() is None, "chromium did not start"
+        endpoint = line.removeprefix("DevTools listening on ").strip()
+        threading.Thread(target=process.stderr.read, daemon=True).start()  # keep its pipe drained
+        yield endpoint
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    """Playwright connected to the session's Chromium, for one module. Playwright's sync API
+    runs an event loop of its own on this thread, so it is stopped after each module: the
+    asyncio tests that follow need the thread to themselves."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = p.chromium.connect_over_cdp(chromium)
         yield browser
         browser.close()
 
