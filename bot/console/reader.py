@@ -21,6 +21,9 @@ from bot.thread import Thread
 CACHE_SIZE = 2_000
 WATCHED = 50  # the newest threads whose versions make the board's fingerprint
 FRESH_SECONDS = 0.9  # a fingerprint this recent is shared, not recomputed
+# Reads at once, across every page being rendered: the app's Redis pool is shared with the
+# API and the worker, and a board reads hundreds of threads.
+CONCURRENT_READS = 16
 
 
 @dataclass
@@ -35,11 +38,13 @@ class Reader:
         self._cache: OrderedDict[str, Thread] = OrderedDict()
         self._prints: dict[str, tuple[float, str]] = {}
         self._computing: dict[str, asyncio.Lock] = {}
+        self._slots = asyncio.Semaphore(CONCURRENT_READS)
 
     async def thread(self, thread_id: str) -> Thread:
         """The thread as stored now; raises ThreadNotFound."""
         cached = self._cache.get(thread_id)
-        thread = await self.store.refresh(cached) if cached is not None else await self.store.load(thread_id)
+        async with self._slots:
+            thread = await self.store.refresh(cached) if cached is not None else await self.store.load(thread_id)
         self._cache[thread_id] = thread
         self._cache.move_to_end(thread_id)
         while len(self._cache) > CACHE_SIZE:

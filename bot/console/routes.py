@@ -177,6 +177,7 @@ def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> None:
 def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (one closure per route)
     pages = templates()
     reader = Reader(parts.service.store, parts.locks, parts.history, parts.policy)
+    words = model.Words()
     policy, service = parts.policy, parts.service
     local_user = _local_user()
     key = secrets.token_bytes(32)  # CSRF without sign-in support (an app built without /auth)
@@ -366,7 +367,8 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         now = service.clock()
         return render(
             request, "thread.html", thread=thread, status=thread.status(now),
-            items=model.timeline(thread, parts.secrets), approvals=model.approvals(thread, who.identity, policy, now),
+            items=model.timeline(thread, parts.secrets, words),
+            approvals=model.approvals(thread, who.identity, policy, now),
             version=await reader.fingerprint(f"thread:{thread.id}"), watch=f"thread:{thread.id}",
         )
 
