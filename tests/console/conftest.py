@@ -174,6 +174,7 @@ class Console:
         return thread_id, body["pending_approval"]
 
     def shot(self, page: object, name: str) -> None:
+        page.bring_to_front()  # type: ignore[attr-defined]  # a tab in the background paints no frames
         page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
