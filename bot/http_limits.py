@@ -19,6 +19,8 @@ A pure ASGI middleware around the whole app (the root wraps `web.create_app` in 
   The identity goes to the app in `scope["state"]["identity"]`: an Identity, or None for
   "open": nothing configured (open mode), where the names the API is given are trusted.
   /auth (signing in) takes credentials when given but asks for none.
+  So does the web console (/console), whose pages show ANONYMOUS how to sign in, and whose
+  HTML forms carry the session's CSRF token in a field the console checks (Limit.csrf).
 
 Refusals say why in JSON (`{"detail": ...}`, like the app's own) and close the connection,
 so a client still sending a huge body is not read to the end.
@@ -50,7 +52,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bot.people import SESSION, TOKEN, Directory, Identity
+from bot.people import ANONYMOUS, SESSION, TOKEN, Directory, Identity
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,10 @@ LINK_TTL = 600  # seconds a sign-in link is good for (once)
 LINK_EVERY = 60  # seconds between two links mailed to one person (POST /auth/email-link)
 
 Access = Literal["required", "optional", "none"]
+# Where a session's CSRF token is checked: "header" here, before the body (X-CSRF-Token);
+# "page": by the app, from the form it posted (HTML forms cannot set headers: bot/console
+# checks every POST's `csrf_token` field against the same token, Auth.csrf).
+Csrf = Literal["header", "page"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,7 @@ class Limit:
     # required: credentials asked (unless local mode); optional: read when given (signing
     # in); none: not even read (the endpoint authenticates itself, or is health)
     auth: Access = "required"
+    csrf: Csrf = "header"
 
     def covers(self, path: str) -> bool:
         return path == self.path or path.startswith(self.path + "/")
@@ -105,6 +112,10 @@ def deploybot_limits(email_max_bytes: int | None) -> tuple[Limit, ...]:
         # The inbound secret is checked by the endpoint before it reads the body.
         Limit("/email/inbound", API_MAX_BYTES if email_max_bytes is None else email_max_bytes, auth="none"),
         Limit("/auth", API_MAX_BYTES, auth="optional"),
+        # The web console: without credentials it shows how to sign in (the pages check who
+        # is asking themselves: ANONYMOUS sees nothing else); its forms carry the CSRF token.
+        Limit("/console", API_MAX_BYTES, auth="optional", csrf="page"),
+        Limit("/", API_MAX_BYTES, auth="optional"),  # only "/" itself: a redirect to /console/
     )
 
 
@@ -267,7 +278,8 @@ class Auth:
     def signs_in(self) -> bool:
         return self.credentials is not None and self.sessions is not None
 
-    async def identify(self, scope: Scope, required: bool) -> Seen | Refusal:
+    async def identify(self, scope: Scope, required: bool, csrf_header: bool = True) -> Seen | Refusal:
+        """`csrf_header` False: a session's CSRF token is the app's to check (Limit.csrf "page")."""
         headers = Headers(scope=scope)
         offered = headers.get("authorization")
         if offered is not None:
@@ -289,7 +301,7 @@ class Auth:
             session = self.sessions.read(cookie)
             if (session is not None and session.person in self.directory.people
                     and not await self.credentials.session_ended(session.id)):
-                if scope["method"] not in SAFE_METHODS and not self.sessions.csrf_matches(
+                if csrf_header and scope["method"] not in SAFE_METHODS and not self.sessions.csrf_matches(
                     session, headers.get(CSRF_HEADER, "")
                 ):
                     return Refusal(403, CSRF_REFUSED)
@@ -297,7 +309,7 @@ class Auth:
             # expired, ended, forged or orphaned: as if there were no cookie
         if self.expected is None:
             return Seen(None if self.open_mode else SERVICE)  # local mode
-        return Refusal(401, UNAUTHORIZED) if required else Seen(None)
+        return Refusal(401, UNAUTHORIZED) if required else Seen(ANONYMOUS)
 
     # --- signing in and out (the /auth routes of bot.web) ---------------------------------
 
@@ -370,7 +382,9 @@ class HttpLimits:
         headers = Headers(scope=scope)
         if rule.auth != "none":
             try:
-                seen = await self.auth.identify(scope, required=rule.auth == "required")
+                seen = await self.auth.identify(
+                    scope, required=rule.auth == "required", csrf_header=rule.csrf == "header"
+                )
             except Exception as e:  # Redis unreachable while checking a token or a session
                 log.warning("http: could not check credentials: %s", e)
                 await _refuse(scope, receive, send, 503, UNAVAILABLE, {"Retry-After": "1"})

@@ -89,6 +89,9 @@ class Identity:
 # The shared API_TOKEN: the bot's service identity. It may launch threads, read and send
 # free text; it never decides, locks, unlocks or bypasses anything.
 SERVICE = Identity(None, TOKEN, "api")
+# No credentials at all, on a path that asks for none (the web console, which shows a sign-in
+# page): nobody, with no powers.
+ANONYMOUS = Identity(None, "anonymous", "")
 
 
 class Directory:

@@ -130,6 +130,13 @@ def plain(e: Event) -> str:
     return _line(e, _PLAIN)
 
 
+def text(e: Event, secrets: tuple[str, ...] = ()) -> str:
+    """One event in plain words (the markdown's wording, without its markup), secrets
+    redacted and control characters dropped: for a page that escapes it itself (the web
+    console's timeline, one element per event, so a line break in it cannot start another)."""
+    return CONTROL.sub("", redact(_line(e, _PLAIN), secrets))
+
+
 def _line(e: Event, s: _Style) -> str:
     t, who = s.text, s.name
     bot = who("deploybot")

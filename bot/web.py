@@ -27,12 +27,13 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.background import BackgroundTasks
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot import commands, transcript, wording
+from bot.console import mount as mount_console
 from bot.events import LockEnvironment, UnlockEnvironment
 from bot.people import SESSION, TOKEN, Identity
 from bot.policy import Policy
@@ -368,6 +369,7 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
         web.add_api_route("/email/inbound", parts.email_endpoint, methods=["POST"])
     if parts.github_endpoint:
         web.add_api_route("/github/webhook", parts.github_endpoint, methods=["POST"])
+    mount_console(web, parts, sign_in)  # the web console: /console/ (and GET / -> there)
     return web
 
 
@@ -412,8 +414,8 @@ def auth_routes(sign_in: SignIn) -> APIRouter:
         session, cookie = signed
         until = datetime.fromtimestamp(session.expires, UTC).isoformat()
         response: Response
-        if _wants_html(request):
-            response = _page(f"Signed in as {session.person}", f"Your session lasts until {until}.", 200)
+        if _wants_html(request):  # a person clicking the link: on to the web console
+            response = RedirectResponse("/console/", status_code=303)
         else:
             response = JSONResponse({"person": session.person, "expires": until})
         response.headers.update(NO_STORE)

@@ -1,0 +1,427 @@
+"""What the console's pages show, from threads, locks and the deploy history: plain values
+the templates print (Jinja2 escapes every one of them). No HTTP here, and no rule of its own:
+who may decide or lock is asked of the policy, and an event's words come from
+bot.transcript, as in the markdown transcript.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from bot import people, transcript
+from bot.events import (
+    DEPLOY_STEPS,
+    STEP_TYPES,
+    ApprovalRequested,
+    CommandResult,
+    DeployResult,
+    DeployStarted,
+    Error,
+    Event,
+    GitTagsResult,
+    HumanResponse,
+    UserMessage,
+)
+from bot.people import Identity
+from bot.policy import Policy
+from bot.ports import DeployRecord, Lock
+from bot.thread import Thread
+
+OUTPUT_TAIL_LINES = 20
+
+
+def ago(then: datetime, now: datetime) -> str:
+    """`then` as an age: "just now", "5 min ago", "3 h 4 min ago", "2 d ago"."""
+    seconds = int((now - then).total_seconds())
+    if seconds < 60:
+        return "just now" if seconds >= -60 else "in the future"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min ago"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min ago" if minutes else f"{hours} h ago"
+    return f"{hours // 24} d ago"
+
+
+def left(until: datetime, now: datetime) -> str:
+    """Time left until `until`: "59 min left", "expired"."""
+    seconds = int((until - now).total_seconds())
+    if seconds <= 0:
+        return "expired"
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes} min {seconds:02d} s left" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min left"
+
+
+# --- approvals -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    approve: bool
+    by: str  # the person, else the channel's id
+    via: str  # slack, email, token, session, name
+    channel: str
+    evidence: str  # the Slack user id, the address and Message-ID, the token id, the session id
+    at: datetime
+    text: str
+
+
+def decision(event: HumanResponse) -> Decision:
+    return Decision(
+        approve=bool(event.approve), by=event.person or event.user, via=event.via, channel=event.channel,
+        evidence=event.evidence, at=event.at, text=event.text,
+    )
+
+
+@dataclass(frozen=True)
+class Approval:
+    """One approval request as the approvals page and the board show it."""
+
+    thread_id: str
+    request: ApprovalRequested
+    asked: str  # what the requester wrote
+    who_may_decide: str  # "the sre group or carol"
+    why_not: str | None  # why the viewer may not decide; None: they may
+    decided: Decision | None
+    pending: bool  # still waiting (not decided, not expired, not superseded)
+    expired: bool
+
+    @property
+    def may_decide(self) -> bool:
+        return self.why_not is None and self.pending
+
+
+def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -> list[Approval]:
+    """Every approval request of `thread`, newest first."""
+    pending = thread.pending_approval(now)
+    open_one = thread.pending_approval()
+    found = []
+    for request in thread.of(ApprovalRequested):
+        made = thread.decision_for(request.approval_id)
+        rules = policy.rules_for(request.environment)
+        is_pending = pending is not None and pending.approval_id == request.approval_id
+        found.append(Approval(
+            thread_id=thread.id,
+            request=request,
+            asked=_asked_before(thread, request),
+            who_may_decide=people.describe(rules.approvers_as_written or sorted(rules.approvers)),
+            why_not=policy.may_decide(viewer, request),
+            decided=decision(made) if made is not None else None,
+            pending=is_pending,
+            expired=made is None and open_one is not None and open_one.approval_id == request.approval_id
+            and not is_pending,
+        ))
+    return found[::-1]
+
+
+def _asked_before(thread: Thread, request: ApprovalRequested) -> str:
+    position = thread.events.index(request)
+    for e in reversed(thread.events[:position]):
+        if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text):
+            return e.text
+    return ""
+
+
+# --- the timeline of a thread ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One event of a thread's timeline: its words and, behind a toggle, the event itself."""
+
+    position: int  # 1-based: "fork at this event" keeps events 1..position
+    event: Event
+    words: str
+    raw: str  # the stored event, as JSON
+    model_step: bool  # a step the model chose (its parsed form; what it said, where recorded)
+    forkable: bool
+
+    @property
+    def kind(self) -> str:
+        return self.event.type
+
+
+class Words:
+    """Each event's words and raw JSON, kept by event id (events never change): a page shown
+    again, or a thread's live tail, renders only what is new. Bounded: the oldest go first."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._kept: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    def of(self, e: Event, secrets: tuple[str, ...]) -> tuple[str, str]:
+        kept = self._kept.get(e.id)
+        if kept is None:
+            kept = transcript.text(e, secrets), transcript.CONTROL.sub("", _redacted_json(e, secrets))
+            self._kept[e.id] = kept
+            if len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return kept
+
+
+def timeline(thread: Thread, secrets: tuple[str, ...], words: Words | None = None) -> list[Item]:
+    words = words or Words()
+    forkable = _forkable(thread)
+    items = []
+    for i, e in enumerate(thread.events):
+        said, raw = words.of(e, secrets)
+        items.append(Item(
+            position=i + 1, event=e, words=said, raw=raw,
+            model_step=getattr(e, "source", None) == "llm", forkable=forkable[i],
+        ))
+    return items
+
+
+def _redacted_json(e: Event, secrets: tuple[str, ...]) -> str:
+    from bot.prompt import redact  # the one redaction the transcript and the prompt use
+
+    return redact(json.dumps(e.model_dump(mode="json"), indent=2, ensure_ascii=False), secrets)
+
+
+def _forkable(thread: Thread) -> list[bool]:
+    """For each position, whether ThreadService.fork accepts a cut there: not in the middle
+    of a deploy (its step started, its outcome not yet recorded). One pass."""
+    open_step: str | None = None  # the last step so far, if it is a deploy that started and is not closed
+    last_deploy: str | None = None
+    started: set[str] = set()
+    out = []
+    for e in thread.events:
+        if isinstance(e, STEP_TYPES):
+            last_deploy = e.id if isinstance(e, DEPLOY_STEPS) else None
+            open_step = None
+        elif isinstance(e, DeployStarted):
+            started.add(e.step_id)
+            if e.step_id == last_deploy:
+                open_step = last_deploy
+        elif open_step is not None and _closes(e, open_step, thread):
+            open_step = None
+        out.append(open_step is None)
+    return out
+
+
+def _closes(e: Event, step_id: str, thread: Thread) -> bool:
+    """Whether `e` is the outcome of the step `step_id` (as Thread.outcome reads one)."""
+    if isinstance(e, GitTagsResult | DeployResult | CommandResult | Error):
+        return e.step_id == step_id
+    if isinstance(e, HumanResponse) and e.approve is False and e.approval_id:
+        request = thread.approval(e.approval_id)
+        return request is not None and request.step_id == step_id
+    return False
+
+
+# --- threads ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    status: str
+    title: str
+    people: tuple[str, ...]
+    updated: datetime | None
+    version: int
+    forked_from: str | None
+
+
+def row(thread: Thread, now: datetime) -> Row:
+    first = thread.events[0] if thread.events else None
+    return Row(
+        id=thread.id, status=thread.status(now), title=" ".join(str(getattr(first, "text", "")).split())[:140],
+        people=tuple(sorted(_people(thread))), updated=thread.events[-1].at if thread.events else None,
+        version=thread.version, forked_from=thread.origin.forked_from,
+    )
+
+
+def _people(thread: Thread) -> set[str]:
+    found = set()
+    for e in thread.events:
+        if isinstance(e, UserMessage | HumanResponse):
+            found.add(e.person or e.user)
+    return found
+
+
+def matches(thread: Thread, query: str) -> bool:
+    """Search by text or person: every word of `query` is in something a person wrote or in
+    the name of someone who wrote in the thread (case-insensitive)."""
+    words = query.lower().split()
+    if not words:
+        return True
+    haystack = [thread.id]
+    for e in thread.events:
+        if isinstance(e, UserMessage | HumanResponse):
+            haystack += [e.text, e.user, e.person or ""]
+        elif isinstance(e, ApprovalRequested):
+            haystack += [e.service, e.tag, e.environment, e.requested_by]
+    text = "\n".join(haystack).lower()
+    return all(w in text for w in words)
+
+
+# --- deploys: what runs now, and each deploy's audit trail --------------------------------------
+
+
+@dataclass(frozen=True)
+class Running:
+    thread_id: str
+    service: str
+    tag: str
+    environment: str
+    deploy_id: str
+    since: datetime
+
+
+def running(thread: Thread) -> Running | None:
+    """The deploy this thread has started and not finished, if any."""
+    last = thread.last_step()
+    if last is None or not isinstance(last[1], DEPLOY_STEPS) or thread.cancelled():
+        return None
+    step = last[1]
+    started = thread.started(step.id)
+    if started is None or thread.outcome(step) is not None:
+        return None
+    return Running(thread.id, step.service, step.tag, step.environment, started.deploy_id, started.at)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """A deploy from request to outcome: what was asked (and by whom), what was proposed,
+    the approval and its evidence, the run, and its result."""
+
+    request: Event | None = None  # the message or feedback that led to the proposal
+    proposal: Event | None = None
+    approval: ApprovalRequested | None = None
+    decision: Decision | None = None
+    started: DeployStarted | None = None
+    result: DeployResult | None = None
+    output_tail: str = ""
+
+    @property
+    def asked_by(self) -> str:
+        e = self.request
+        if isinstance(e, UserMessage | HumanResponse):
+            return e.person or e.user
+        return self.approval.requested_by if self.approval else ""
+
+
+def audit(thread: Thread | None, deploy_id: str, secrets: tuple[str, ...] = ()) -> Audit:
+    """The trail of the deploy `deploy_id` in `thread` (empty when the thread is gone)."""
+    if thread is None:
+        return Audit()
+    from bot.prompt import redact
+
+    result = next((e for e in thread.of(DeployResult) if e.deploy_id == deploy_id), None)
+    started = next((e for e in thread.of(DeployStarted) if e.deploy_id == deploy_id), None)
+    step_id = result.step_id if result else started.step_id if started else None
+    if step_id is None:
+        return Audit()
+    position, proposal = next(((i, e) for i, e in enumerate(thread.events) if e.id == step_id), (0, None))
+    request = next(
+        (e for e in reversed(thread.events[:position])
+         if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text)),
+        None,
+    )
+    approval = thread.approval_for(step_id)
+    made = thread.decision_for(approval.approval_id) if approval else None
+    tail = ""
+    if result and result.output:
+        tail = transcript.CONTROL.sub("", redact("\n".join(result.output.splitlines()[-OUTPUT_TAIL_LINES:]), secrets))
+    return Audit(request, proposal, approval, decision(made) if made else None, started, result, tail)
+
+
+def record_fields(record: DeployRecord, trail: Audit) -> dict[str, Any]:
+    """One deploy as a flat row for the CSV and JSON Lines exports: every field of the
+    record (whatever fields it has), then its audit trail."""
+    row: dict[str, Any] = {**asdict(record), "at": record.at.isoformat()}
+    d = trail.decision
+    row.update({
+        "requested_by": trail.asked_by,
+        "requested_at": trail.request.at.isoformat() if trail.request else "",
+        "request": getattr(trail.request, "text", "") if trail.request else "",
+        "approval_id": trail.approval.approval_id if trail.approval else "",
+        "decided_by": d.by if d else "",
+        "decided_via": d.via if d else "",
+        "decided_channel": d.channel if d else "",
+        "decision_evidence": d.evidence if d else "",
+        "decided_at": d.at.isoformat() if d else "",
+        "started_at": trail.started.at.isoformat() if trail.started else "",
+        "exit_code": trail.result.exit_code if trail.result else None,
+        "finished_at": trail.result.at.isoformat() if trail.result else "",
+    })
+    return row
+
+
+# --- the board ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A deploy record as the board and the history show it (the partial _record.html)."""
+
+    record: DeployRecord
+    asked_by: str = ""
+
+
+@dataclass(frozen=True)
+class Held:
+    lock: Lock
+    by: str  # a person, or "deploy <thread>"
+    manual: bool
+    thread_id: str | None  # the deploying thread, for a deploy's own lock
+    may_unlock: bool
+
+
+@dataclass
+class Environment:
+    name: str
+    protected: bool
+    approvers: str
+    lockers: str
+    current: list[Deployed] = field(default_factory=list)  # the newest successful deploy of each service
+    last: Deployed | None = None  # the newest deploy, whatever its outcome
+    lock: Held | None = None
+    may_lock: bool = False
+    why_not_lock: str | None = None
+    running: list[Running] = field(default_factory=list)
+    waiting: list[Approval] = field(default_factory=list)
+
+
+def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
+    rules = policy.rules_for(name)
+    why = policy.may_lock(viewer, name)
+    return Environment(
+        name=name, protected=rules.protected,
+        approvers=people.describe(rules.approvers_as_written or sorted(rules.approvers)),
+        lockers=people.describe(rules.lockers_as_written or sorted(rules.lockers)),
+        may_lock=why is None, why_not_lock=why,
+    )
+
+
+def held(lock: Lock, policy: Policy, viewer: Identity) -> Held:
+    manual = lock.owner.startswith("manual:")
+    return Held(
+        lock=lock, by=lock.owner.removeprefix("manual:") if manual else f"deploy {lock.owner}", manual=manual,
+        thread_id=None if manual else lock.owner,
+        may_unlock=policy.may_unlock(viewer, lock.environment, lock.owner) is None,
+    )
+
+
+def latest_per_service(records: Iterable[DeployRecord]) -> list[DeployRecord]:
+    latest: dict[str, DeployRecord] = {}
+    for r in records:
+        if r.ok:
+            latest.setdefault(r.service, r)
+    return sorted(latest.values(), key=lambda r: r.service)
+
+
+def ordered(environments: Iterable[str], policy: Policy) -> list[str]:
+    """Protected environments last (production at the bottom of the board reads like a pipeline)."""
+    return sorted(environments, key=lambda e: (policy.rules_for(e).protected, e))
+
+
+def newest_first(records: Sequence[DeployRecord]) -> list[DeployRecord]:
+    return sorted(records, key=lambda r: r.at, reverse=True)

@@ -1,0 +1,105 @@
+"""Reading threads for the console, cheaply: threads are append-only, so a thread read once is
+kept (up to CACHE_SIZE of them) and brought up to date with `ThreadStore.refresh`, which reads
+only the events appended since (one LRANGE, usually empty). Also the "has anything changed?"
+fingerprint the live pages' event stream polls, computed at most once a second per process
+however many tabs are open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bot.policy import Policy
+from bot.ports import History, Locks, ThreadNotFound, ThreadStore
+from bot.thread import Thread
+
+CACHE_SIZE = 2_000
+WATCHED = 50  # the newest threads whose versions make the board's fingerprint
+FRESH_SECONDS = 0.9  # a fingerprint this recent is shared, not recomputed
+# Reads at once, across every page being rendered: the app's Redis pool is shared with the
+# API and the worker, and a board reads hundreds of threads.
+CONCURRENT_READS = 16
+
+
+@dataclass
+class Reader:
+    store: ThreadStore
+    locks: Locks
+    history: History
+    policy: Policy
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self._cache: OrderedDict[str, Thread] = OrderedDict()
+        self._prints: dict[str, tuple[float, str]] = {}
+        self._computing: dict[str, asyncio.Lock] = {}
+        self._slots = asyncio.Semaphore(CONCURRENT_READS)
+
+    async def thread(self, thread_id: str) -> Thread:
+        """The thread as stored now; raises ThreadNotFound."""
+        cached = self._cache.get(thread_id)
+        async with self._slots:
+            thread = await self.store.refresh(cached) if cached is not None else await self.store.load(thread_id)
+        self._cache[thread_id] = thread
+        self._cache.move_to_end(thread_id)
+        while len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return thread
+
+    async def maybe(self, thread_id: str) -> Thread | None:
+        try:
+            return await self.thread(thread_id)
+        except ThreadNotFound:
+            return None
+
+    async def threads(self, ids: Sequence[str]) -> list[Thread]:
+        """These threads (those that exist), in order, read concurrently."""
+        found = await asyncio.gather(*(self.maybe(i) for i in ids))
+        return [t for t in found if t is not None]
+
+    async def recent(self, limit: int) -> list[Thread]:
+        """The `limit` threads most recently created or run, newest first."""
+        return await self.threads(await self.store.recent(limit))
+
+    # --- what the live pages watch --------------------------------------------------------
+
+    async def fingerprint(self, watch: str) -> str:
+        """A short digest that changes when what `watch` shows may have: "board" (locks, the
+        newest deploys, the newest threads and their versions; the board, approvals, threads
+        and deploys pages) or "thread:<id>" (that thread's version)."""
+        now = self.clock()
+        known = self._prints.get(watch)
+        if known and now - known[0] < FRESH_SECONDS:
+            return known[1]
+        lock = self._computing.setdefault(watch, asyncio.Lock())
+        async with lock:
+            known = self._prints.get(watch)
+            if known and self.clock() - known[0] < FRESH_SECONDS:
+                return known[1]
+            digest = await self._compute(watch)
+            self._prints[watch] = (self.clock(), digest)
+            if len(self._prints) > CACHE_SIZE:  # one per watched thread: forget the stalest
+                stalest = min(self._prints, key=lambda k: self._prints[k][0])
+                self._prints.pop(stalest, None)
+                self._computing.pop(stalest, None)
+            return digest
+
+    async def _compute(self, watch: str) -> str:
+        parts: list[str] = []
+        if watch.startswith("thread:"):
+            thread = await self.maybe(watch.removeprefix("thread:"))
+            parts.append(str(thread.version if thread else -1))
+        else:
+            environments = sorted(self.policy.environments)
+            holders = await asyncio.gather(*(self.locks.holder(e) for e in environments))
+            heads = await asyncio.gather(*(self.history.recent(e, 1) for e in environments))
+            for env, holder, head in zip(environments, holders, heads, strict=True):
+                parts.append(f"{env}:{holder.owner if holder else ''}:{holder.since if holder else ''}:"
+                             f"{head[0].deploy_id if head else ''}")
+            parts += [f"{t.id}:{t.version}" for t in await self.recent(WATCHED)]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -1,0 +1,630 @@
+"""The web console's routes: server-rendered pages under /console/, forms that POST back with a
+CSRF token, and a Server-Sent Events stream that says when a page's content changed.
+
+Every action goes through what the JSON API uses: ThreadService (respond, decide, cancel,
+fork; its policy decides who may approve) and, for Lock and Unlock, the same chat command a
+person would send, carried out by a worker that asks the policy again. The console only asks
+the policy first so it can hide a button and refuse a forged form with a 403.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import functools
+import getpass
+import hashlib
+import hmac
+import io
+import json
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode
+
+import jinja2
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.background import BackgroundTasks
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+
+from bot.console import model
+from bot.console.reader import Reader
+from bot.people import ANONYMOUS, SERVICE, SESSION, Identity
+from bot.policy import Policy
+from bot.ports import DeployRecord, History, Locks
+from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
+from bot.thread import STATUSES
+
+PREFIX = "/console"
+SESSION_COOKIE = "deploybot_session"  # bot.http_limits.SESSION_COOKIE
+MAX_TEXT_CHARS = 20_000  # bot.web.MAX_TEXT_CHARS: what a person may write in one go
+MAX_REASON_CHARS = 500
+PAGE_SIZE = 25
+SEARCH_SCAN = 1_000  # threads a filtered or searched list looks through, newest first
+BOARD_SCAN = 200  # threads the board and the approvals page look through for running deploys and approvals
+HISTORY_LIMIT = 200  # bot.stores.environments.HISTORY_LENGTH: what is kept per environment
+STREAM_SECONDS = 10.0  # an event stream ends after this and the browser reconnects (no stream outlives a tab)
+POLL_SECONDS = 1.0
+STATUS = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
+HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+}
+NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the page say anything
+    "approved": "Approved: the deploy starts shortly.",
+    "rejected": "Rejected: the model re-plans from your feedback.",
+    "lock": "Lock asked for: it shows here once it is set.",
+    "unlock": "Unlock asked for: it shows here once the lock is lifted.",
+    "sent": "Sent.",
+    "cancelled": "Cancelled.",
+    "resumed": "Handed to a worker.",
+    "forked": "Forked: this is the new thread.",
+    "link": "If that address belongs to someone deploybot knows, a sign-in link is on its way.",
+}
+STATIC = {"console.js": "text/javascript", "console.css": "text/css"}
+
+
+class Parts(Protocol):
+    """What the console needs of the app (bot.web.Parts provides it)."""
+
+    @property
+    def service(self) -> ThreadService: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+    @property
+    def locks(self) -> Locks: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def api_token(self) -> str | None: ...
+
+    @property
+    def secrets(self) -> tuple[str, ...]: ...
+
+    async def kick(self, thread_id: str) -> None: ...
+
+
+class SignIn(Protocol):
+    """Signing in and out (bot.http_limits.Auth, as bot.web.SignIn)."""
+
+    @property
+    def secure_cookies(self) -> bool: ...
+
+    async def sign_out(self, session: Any) -> None: ...
+
+    def csrf(self, session: Any) -> str: ...
+
+    async def email_link(self, address: str) -> None: ...
+
+
+class Page(Exception):
+    """Stop and show a page saying why: a refusal, a bad parameter, something not found."""
+
+    def __init__(self, status: int, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.title, self.detail = status, title, detail
+
+
+@dataclass(frozen=True)
+class _NoSession:
+    """Whose CSRF token a request without a session uses (local mode, a bearer token):
+    Auth.csrf derives a token from any id, with the same secret sessions use."""
+
+    id: str = "deploybot console: no session"
+
+
+@dataclass(frozen=True)
+class Viewer:
+    identity: Identity
+    session: Any | None
+    csrf: str
+    open_mode: bool
+
+    @property
+    def label(self) -> str:
+        return self.identity.label
+
+    @property
+    def signed_in(self) -> bool:
+        return self.session is not None or (self.identity.known and self.identity.via == SESSION)
+
+    @property
+    def is_service(self) -> bool:
+        return self.identity == SERVICE
+
+
+def _local_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in a bare container
+        return "local"
+
+
+def templates() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("bot.console", "templates"),
+        autoescape=True,  # every value printed is escaped, whatever the file's name
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["when"] = lambda d: d.strftime("%Y-%m-%d %H:%M:%S UTC") if d else ""
+    env.filters["iso"] = lambda d: d.isoformat() if d else ""
+    env.filters["short"] = lambda s, n=7: (s or "")[:n]
+    env.globals.update(ago=model.ago, left=model.left)
+    return env
+
+
+def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> None:
+    """Add the console's routes to `web`, and `GET /` -> /console/."""
+    web.include_router(router(parts, sign_in))
+
+
+def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (one closure per route)
+    pages = templates()
+    reader = Reader(parts.service.store, parts.locks, parts.history, parts.policy)
+    words = model.Words()
+    policy, service = parts.policy, parts.service
+    local_user = _local_user()
+    key = secrets.token_bytes(32)  # CSRF without sign-in support (an app built without /auth)
+    static = {name: resources.files("bot.console").joinpath("static", name).read_bytes() for name in STATIC}
+    r = APIRouter(include_in_schema=False)
+
+    def csrf_for(session: Any | None) -> str:
+        if sign_in is not None:
+            return sign_in.csrf(session if session is not None else _NoSession())
+        return hmac.new(key, (getattr(session, "id", None) or _NoSession.id).encode(), hashlib.sha256).hexdigest()
+
+    def viewer(request: Request) -> Viewer:
+        state = request.scope.get("state", {})
+        if "identity" not in state and parts.api_token:  # served without bot.http_limits: nobody checked
+            raise Page(401, "Sign in", "")
+        identity: Identity | None = state.get("identity")
+        if identity == ANONYMOUS:
+            raise Page(401, "Sign in", "")
+        if identity is None:  # open mode: nothing configured, names are trusted
+            identity = service.directory.by_name(local_user if not parts.api_token else "api")
+        session = state.get("session")
+        return Viewer(identity, session, csrf_for(session), policy.open_mode)
+
+    def render(request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
+        try:
+            who = viewer(request)
+        except Page:
+            who = None
+        notice = NOTICES.get(request.query_params.get("notice", ""))
+        body = pages.get_template(name).render(
+            viewer=who, notice=notice, path=request.url.path, now=service.clock(), prefix=PREFIX,
+            can_mail_links=sign_in is not None, **context,
+        )
+        return HTMLResponse(body, status_code=code, headers=HEADERS)
+
+    def page(request: Request, error: Page) -> HTMLResponse:
+        if error.status == 401:
+            return render(request, "sign_in.html", 401)
+        return render(request, "error.html", error.status, title=error.title, detail=error.detail)
+
+    def refused(request: Request, e: Refused) -> HTMLResponse:
+        status = next((code for kind, code in STATUS.items() if isinstance(e, kind)), 400)
+        titles = {401: "Sign in", 403: "Not allowed", 404: "Not found", 409: "Not possible now"}
+        return page(request, Page(status, titles.get(status, "Not valid"), e.message))
+
+    Handler = Callable[..., Awaitable[Response]]
+
+    def guarded(handler: Handler) -> Handler:
+        """Turn a refusal or a bad parameter into its page, never a 500 or JSON."""
+
+        @functools.wraps(handler)  # FastAPI reads the handler's own parameters
+        async def run(request: Request, *args: Any, **kwargs: Any) -> Response:
+            try:
+                return await handler(request, *args, **kwargs)
+            except Page as e:
+                return page(request, e)
+            except Refused as e:
+                return refused(request, e)
+
+        return run
+
+    async def form(request: Request, who: Viewer) -> dict[str, str]:
+        """The posted form, once its CSRF token is the viewer's (else a 403 page)."""
+        body = (await request.body()).decode("utf-8", "replace")
+        try:
+            fields = dict(parse_qsl(body, keep_blank_values=True, max_num_fields=20))
+        except ValueError:
+            raise Page(400, "Not valid", "this form could not be read") from None
+        if not hmac.compare_digest(fields.get("csrf_token", "").encode(), who.csrf.encode()):
+            raise Page(403, "Not allowed", "this form has no valid CSRF token: reload the page and try again")
+        return fields
+
+    def back(fields: dict[str, str], default: str, notice: str) -> RedirectResponse:
+        target = fields.get("next", "")
+        if not (target.startswith(PREFIX + "/") and "//" not in target and "\\" not in target):
+            target = default
+        target = re.sub(r"([?&])notice=[^&]*&?", r"\1", target).rstrip("?&")
+        joiner = "&" if "?" in target else "?"
+        return RedirectResponse(f"{target}{joiner}notice={notice}", status_code=303)
+
+    def text(fields: dict[str, str], name: str, limit: int, required: bool = False) -> str:
+        value = fields.get(name, "")
+        if len(value) > limit:
+            raise Page(413, "Too long", f"{name} is longer than {limit} characters")
+        if required and not value.strip():
+            raise Page(422, "Not valid", f"say something: {name} is empty")
+        return value
+
+    def known_environment(name: str) -> str:
+        if name not in policy.environments:
+            raise Page(404, "Not found", f"there is no environment {name!r}")
+        return name
+
+    # --- pages -------------------------------------------------------------------------
+
+    @r.get("/")
+    async def root() -> RedirectResponse:
+        return RedirectResponse(PREFIX + "/", status_code=307)
+
+    @r.get(PREFIX + "/")
+    @guarded
+    async def board(request: Request) -> Response:
+        who = viewer(request)
+        now = service.clock()
+        names = model.ordered(policy.environments, policy)
+        holders, histories, threads = await asyncio.gather(
+            asyncio.gather(*(parts.locks.holder(e) for e in names)),
+            asyncio.gather(*(parts.history.recent(e, 50) for e in names)),
+            reader.recent(BOARD_SCAN),
+        )
+        cards = []
+        for name, holder, records in zip(names, holders, histories, strict=True):
+            card = model.environment(name, policy, who.identity)
+            card.lock = model.held(holder, policy, who.identity) if holder else None
+            current = model.latest_per_service(records)
+            asked = await _asked_by(current + records[:1])
+            card.current = [model.Deployed(rec, asked.get(rec.deploy_id, "")) for rec in current]
+            card.last = model.Deployed(records[0], asked.get(records[0].deploy_id, "")) if records else None
+            cards.append(card)
+        by_name = {c.name: c for c in cards}
+        for t in threads:
+            going = model.running(t)
+            if going and going.environment in by_name:
+                by_name[going.environment].running.append(going)
+            for a in model.approvals(t, who.identity, policy, now):
+                if a.pending and a.request.environment in by_name:
+                    by_name[a.request.environment].waiting.append(a)
+        version = await reader.fingerprint("board")
+        return render(request, "board.html", environments=cards, version=version, watch="board")
+
+    async def _asked_by(records: list[DeployRecord]) -> dict[str, str]:
+        ids = list(dict.fromkeys(r.thread_id for r in records))
+        threads = {t.id: t for t in await reader.threads(ids)}
+        return {r.deploy_id: model.audit(threads.get(r.thread_id), r.deploy_id).asked_by for r in records}
+
+    @r.get(PREFIX + "/approvals")
+    @guarded
+    async def approvals_page(request: Request) -> Response:
+        who = viewer(request)
+        now = service.clock()
+        found = [a for t in await reader.recent(BOARD_SCAN) for a in model.approvals(t, who.identity, policy, now)]
+        pending = sorted((a for a in found if a.pending), key=lambda a: a.request.expires_at)
+        decided = sorted((a for a in found if a.decided), key=lambda a: a.decided.at if a.decided else now,
+                         reverse=True)[:50]
+        version = await reader.fingerprint("board")
+        return render(request, "approvals.html", pending=pending, decided=decided, version=version, watch="board")
+
+    @r.get(PREFIX + "/threads")
+    @guarded
+    async def threads_page(request: Request) -> Response:
+        viewer(request)
+        q = request.query_params
+        status = q.get("status", "")
+        if status and status not in STATUSES:
+            raise Page(400, "Not valid", f"status must be one of {', '.join(STATUSES)}")
+        search = q.get("q", "")[:200]
+        number = _int(q.get("page", "1"), "page", 1, 10_000)
+        now = service.clock()
+        start = (number - 1) * PAGE_SIZE
+        if status or search.strip():
+            scanned = await reader.recent(SEARCH_SCAN)
+            hits = [t for t in scanned if (not status or t.status(now) == status) and model.matches(t, search)]
+            shown, more = hits[start:start + PAGE_SIZE], len(hits) > start + PAGE_SIZE
+        else:
+            ids = await service.store.recent(start + PAGE_SIZE + 1)
+            shown = await reader.threads(ids[start:start + PAGE_SIZE])
+            more = len(ids) > start + PAGE_SIZE
+
+        def link(n: int) -> str:
+            return PREFIX + "/threads?" + urlencode({k: v for k, v in (("status", status), ("q", search),
+                                                                      ("page", str(n))) if v})
+
+        version = await reader.fingerprint("board")
+        return render(
+            request, "threads.html", rows=[model.row(t, now) for t in shown], status=status, q=search,
+            statuses=STATUSES, page=number, previous=link(number - 1) if number > 1 else None,
+            next_page=link(number + 1) if more else None, version=version, watch="board", scan=SEARCH_SCAN,
+        )
+
+    @r.get(PREFIX + "/threads/{thread_id}")
+    @guarded
+    async def thread_page(request: Request, thread_id: str) -> Response:
+        who = viewer(request)
+        thread = await reader.maybe(thread_id) if _id_like(thread_id) else None
+        if thread is None:
+            raise Page(404, "Not found", f"there is no thread {thread_id!r}")
+        now = service.clock()
+        return render(
+            request, "thread.html", thread=thread, status=thread.status(now),
+            items=model.timeline(thread, parts.secrets, words),
+            approvals=model.approvals(thread, who.identity, policy, now),
+            version=await reader.fingerprint(f"thread:{thread.id}"), watch=f"thread:{thread.id}",
+        )
+
+    @r.get(PREFIX + "/deploys")
+    @guarded
+    async def deploys_page(request: Request) -> Response:
+        viewer(request)
+        filters, records = await _deploys(request)
+        asked = await _asked_by(records)
+        rows = [model.Deployed(rec, asked.get(rec.deploy_id, "")) for rec in records]
+        query = urlencode({k: v for k, v in filters.items() if v})
+        version = await reader.fingerprint("board")
+        return render(
+            request, "deploys.html", rows=rows, filters=filters, query=query, version=version, watch="board",
+            environments=model.ordered(policy.environments, policy),
+        )
+
+    @r.get(PREFIX + "/deploys.csv")
+    @guarded
+    async def deploys_csv(request: Request) -> Response:
+        viewer(request)
+        rows = await _export(request)
+        out = io.StringIO()
+        columns = list(dict.fromkeys(k for row in rows for k in row)) or ["deploy_id"]
+        writer = csv.DictWriter(out, columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+        return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
+            **HEADERS, "Content-Disposition": 'attachment; filename="deploys.csv"'})
+
+    @r.get(PREFIX + "/deploys.jsonl")
+    @guarded
+    async def deploys_jsonl(request: Request) -> Response:
+        viewer(request)
+        rows = await _export(request)
+        body = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        return Response(body, media_type="application/jsonl; charset=utf-8", headers={
+            **HEADERS, "Content-Disposition": 'attachment; filename="deploys.jsonl"'})
+
+    async def _deploys(request: Request) -> tuple[dict[str, str], list[DeployRecord]]:
+        q = request.query_params
+        environment = q.get("environment", "")
+        if environment and environment not in policy.environments:
+            raise Page(400, "Not valid", f"environment must be one of {', '.join(sorted(policy.environments))}")
+        outcome = q.get("outcome", "")
+        if outcome not in ("", "ok", "failed"):
+            raise Page(400, "Not valid", "outcome must be ok or failed")
+        service_name, tag, person = q.get("service", "")[:100], q.get("tag", "")[:200], q.get("person", "")[:200]
+        limit = _int(q.get("limit", "100"), "limit", 1, HISTORY_LIMIT * max(1, len(policy.environments)))
+        names = [environment] if environment else sorted(policy.environments)
+        records = [rec for recs in await asyncio.gather(*(parts.history.recent(e, HISTORY_LIMIT) for e in names))
+                   for rec in recs]
+        records = [
+            rec for rec in model.newest_first(records)
+            if (not service_name or rec.service == service_name) and (not tag or rec.tag == tag)
+            and (not outcome or rec.ok == (outcome == "ok"))
+        ]
+        if person:
+            asked = await _asked_by(records)
+            records = [rec for rec in records if person in (rec.approved_by, asked.get(rec.deploy_id))]
+        filters = {"environment": environment, "service": service_name, "tag": tag, "outcome": outcome,
+                   "person": person, "limit": str(limit) if q.get("limit") else ""}
+        return filters, records[:limit]
+
+    async def _export(request: Request) -> list[dict[str, Any]]:
+        _, records = await _deploys(request)
+        threads = {t.id: t for t in await reader.threads(list(dict.fromkeys(r.thread_id for r in records)))}
+        return [
+            model.record_fields(rec, model.audit(threads.get(rec.thread_id), rec.deploy_id, parts.secrets))
+            for rec in records
+        ]
+
+    @r.get(PREFIX + "/deploys/{environment}/{deploy_id}")
+    @guarded
+    async def deploy_page(request: Request, environment: str, deploy_id: str) -> Response:
+        viewer(request)
+        known_environment(environment)
+        record = next((rec for rec in await parts.history.recent(environment, HISTORY_LIMIT)
+                       if rec.deploy_id == deploy_id), None)
+        if record is None:
+            raise Page(404, "Not found", f"no deploy {deploy_id!r} in the history of {environment}")
+        thread = await reader.maybe(record.thread_id) if _id_like(record.thread_id) else None
+        trail = model.audit(thread, deploy_id, parts.secrets)
+        return render(request, "deploy.html", record=model.Deployed(record, trail.asked_by), trail=trail,
+                      thread=thread, secrets=parts.secrets)
+
+    # --- actions -------------------------------------------------------------------------
+
+    async def _decide(request: Request, thread_id: str, approval_id: str, approve: bool) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        feedback = "" if approve else text(fields, "feedback", MAX_TEXT_CHARS)
+        thread = await service.respond(thread_id, feedback, who.identity, approval_id, approve, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, f"{PREFIX}/threads/{thread_id}", "approved" if approve else "rejected")
+
+    @r.post(PREFIX + "/approvals/{thread_id}/{approval_id}/approve")
+    @guarded
+    async def approve(request: Request, thread_id: str, approval_id: str) -> Response:
+        return await _decide(request, thread_id, approval_id, True)
+
+    @r.post(PREFIX + "/approvals/{thread_id}/{approval_id}/reject")
+    @guarded
+    async def reject(request: Request, thread_id: str, approval_id: str) -> Response:
+        return await _decide(request, thread_id, approval_id, False)
+
+    @r.post(PREFIX + "/environments/{environment}/lock")
+    @guarded
+    async def lock(request: Request, environment: str) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        known_environment(environment)
+        reason = " ".join(text(fields, "reason", MAX_REASON_CHARS, required=True).split())
+        why = policy.may_lock(who.identity, environment)
+        if why:
+            raise Forbidden(why)
+        # The chat command, so the lock is set (and checked again) where every lock is, and recorded.
+        thread = await service.launch(f"lock {environment}: {reason}", who.identity, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, PREFIX + "/", "lock")
+
+    @r.post(PREFIX + "/environments/{environment}/unlock")
+    @guarded
+    async def unlock(request: Request, environment: str) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        known_environment(environment)
+        holder = await parts.locks.holder(environment)
+        if holder is None:
+            raise WrongState(f"{environment} is not locked")
+        why = policy.may_unlock(who.identity, environment, holder.owner)
+        if why:
+            raise Forbidden(why)
+        thread = await service.launch(f"unlock {environment}", who.identity, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, PREFIX + "/", "unlock")
+
+    @r.post(PREFIX + "/threads/{thread_id}/respond")
+    @guarded
+    async def respond(request: Request, thread_id: str) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        said = text(fields, "text", MAX_TEXT_CHARS, required=True)
+        thread = await service.respond(thread_id, said, who.identity, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, f"{PREFIX}/threads/{thread_id}", "sent")
+
+    @r.post(PREFIX + "/threads/{thread_id}/cancel")
+    @guarded
+    async def cancel(request: Request, thread_id: str) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        reason = text(fields, "reason", MAX_TEXT_CHARS)
+        await service.cancel(thread_id, who.identity, reason, channel="console")
+        return back(fields, f"{PREFIX}/threads/{thread_id}", "cancelled")
+
+    @r.post(PREFIX + "/threads/{thread_id}/fork")
+    @guarded
+    async def fork(request: Request, thread_id: str) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        at = _int(fields.get("at", ""), "at", 1, 1_000_000)
+        thread = await service.fork(thread_id, at)
+        await parts.kick(thread.id)
+        return back({}, f"{PREFIX}/threads/{thread.id}", "forked")
+
+    @r.post(PREFIX + "/threads/{thread_id}/resume")
+    @guarded
+    async def resume(request: Request, thread_id: str) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        thread = await service.get(thread_id)
+        if thread.cancelled():
+            raise WrongState("this thread was cancelled: fork it to go on")
+        await parts.kick(thread.id)  # a run re-derives what to do from the events
+        return back(fields, f"{PREFIX}/threads/{thread_id}", "resumed")
+
+    # --- signing in and out -----------------------------------------------------------------
+
+    @r.post(PREFIX + "/sign-in")
+    @guarded
+    async def mail_link(request: Request, background: BackgroundTasks) -> Response:
+        """Mail a sign-in link (the same answer whoever's address it is)."""
+        body = (await request.body()).decode("utf-8", "replace")
+        fields = dict(parse_qsl(body, keep_blank_values=True, max_num_fields=5))
+        address = fields.get("email", "").strip()[:320]
+        if sign_in is not None and "@" in address:
+            background.add_task(sign_in.email_link, address)
+        return back({}, PREFIX + "/", "link")
+
+    @r.post(PREFIX + "/sign-out")
+    @guarded
+    async def sign_out(request: Request) -> Response:
+        who = viewer(request)
+        await form(request, who)
+        if who.session is not None and sign_in is not None:
+            await sign_in.sign_out(who.session)
+        response = RedirectResponse(PREFIX + "/", status_code=303)
+        secure = (sign_in is not None and sign_in.secure_cookies) or request.url.scheme == "https"
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=secure)
+        return response
+
+    # --- live updates and static files ---------------------------------------------------------
+
+    @r.get(PREFIX + "/changes")
+    @guarded
+    async def changes(request: Request) -> Response:
+        """Server-Sent Events: `changed` (with the new version) whenever what `watch` shows
+        changed since `since`. Each stream ends after STREAM_SECONDS; the browser reconnects."""
+        viewer(request)
+        watch, since = request.query_params.get("watch", "board"), request.query_params.get("since", "")
+        if watch != "board" and not (watch.startswith("thread:") and _id_like(watch.removeprefix("thread:"))):
+            raise Page(400, "Not valid", "watch must be board or thread:<id>")
+
+        async def stream() -> AsyncIterator[str]:
+            yield "retry: 1000\n\n"
+            last, ends = since, time.monotonic() + STREAM_SECONDS
+            while time.monotonic() < ends and not await request.is_disconnected():
+                try:
+                    version = await reader.fingerprint(watch)
+                except Exception:  # Redis away for a moment: say nothing, try again
+                    version = last
+                if version != last:
+                    last = version
+                    yield f"event: changed\ndata: {version}\n\n"
+                await asyncio.sleep(POLL_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={**HEADERS, "X-Accel-Buffering": "no"})
+
+    @r.get(PREFIX + "/static/{name}")
+    async def static_file(name: str) -> Response:
+        if name not in static:
+            return Response("not found", status_code=404, media_type="text/plain")
+        return Response(static[name], media_type=STATIC[name],
+                        headers={"Cache-Control": "max-age=300", "X-Content-Type-Options": "nosniff"})
+
+    return r
+
+
+def _int(value: str, name: str, low: int, high: int) -> int:
+    if not value.strip().isdigit() or not low <= int(value) <= high:
+        raise Page(400, "Not valid", f"{name} must be a whole number from {low} to {high}")
+    return int(value)
+
+
+_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+
+
+def _id_like(value: str) -> bool:
+    return bool(_ID.match(value))
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: one starting with = + - @ (a formula) gets a '."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value

@@ -1,0 +1,70 @@
+// deploybot console: live updates over Server-Sent Events, and approval countdowns.
+// No framework. Without JavaScript every page and form still works; pages just do not update.
+(function () {
+  "use strict";
+  var live = document.getElementById("live");
+
+  function busy() {
+    // Do not replace the page under someone typing feedback or a reason.
+    var active = document.activeElement;
+    if (active && live.contains(active) && /^(TEXTAREA|INPUT|SELECT)$/.test(active.tagName)) return true;
+    var fields = live.querySelectorAll(
+      "form[method=post] textarea, form[method=post] input[type=text], form[method=post] input:not([type])");
+    for (var i = 0; i < fields.length; i++) if (fields[i].value) return true;
+    return false;
+  }
+
+  var source = null, pending = false, loading = false;
+
+  function listen() {
+    if (!live || !live.dataset.watch || !window.EventSource) return;
+    if (source) source.close();
+    var url = live.dataset.prefix + "/changes?watch=" + encodeURIComponent(live.dataset.watch) +
+      "&since=" + encodeURIComponent(live.dataset.version || "");
+    source = new EventSource(url);
+    source.addEventListener("changed", function (e) {
+      if (e.data !== live.dataset.version) { pending = true; refresh(); }
+    });
+  }
+
+  function refresh() {
+    if (!pending || loading) return;
+    if (busy()) return;  // tried again when the field is left
+    loading = true; pending = false;
+    fetch(window.location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        loading = false;
+        if (html === null) return;
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("live");
+        if (!fresh) return;
+        var open = {};
+        live.querySelectorAll("details[open]").forEach(function (d) { if (d.parentElement.id) open[d.parentElement.id] = true; });
+        live.innerHTML = fresh.innerHTML;
+        live.dataset.version = fresh.dataset.version;
+        live.querySelectorAll("details").forEach(function (d) { if (open[d.parentElement.id]) d.open = true; });
+        tick();
+        listen();
+      })
+      .catch(function () { loading = false; pending = true; });
+  }
+
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("[data-expires]").forEach(function (el) {
+      var left = Math.floor((Date.parse(el.dataset.expires) - now) / 1000);
+      if (left <= 0) { el.textContent = "expired"; return; }
+      var m = Math.floor(left / 60), s = left % 60;
+      el.textContent = m < 60 ? m + " min " + (s < 10 ? "0" : "") + s + " s left"
+        : Math.floor(m / 60) + " h " + (m % 60) + " min left";
+    });
+  }
+
+  if (live) {
+    live.dataset.prefix = "/console";
+    live.addEventListener("focusout", function () { setTimeout(refresh, 0); });
+    listen();
+  }
+  tick();
+  setInterval(tick, 1000);
+})();
