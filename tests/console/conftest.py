@@ -167,7 +167,7 @@ class Console:
         thread_id = self.start(
             "deploy the latest backend to production",
             reply(intent="list_git_tags"),
-            reply(intent="deploy_backend", tag=tag, environment="production", reason="the newest tag"),
+            reply(intent="deploy", service="backend", tag=tag, environment="production", reason="the newest tag"),
         )
         body = self.wait(thread_id)
         assert body["status"] == "waiting_for_approval", body["events"]

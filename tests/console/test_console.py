@@ -119,7 +119,7 @@ def test_reject_with_feedback_and_the_model_replans(context, console: Console):
     page.goto(f"{console.url}/console/threads/{thread_id}")
     before = page.locator("ol.timeline > li").count()
     page.evaluate("window.__stayed = true")
-    console.llm.script(reply(intent="deploy_backend", tag="v1.2.2", environment="production",
+    console.llm.script(reply(intent="deploy", service="backend", tag="v1.2.2", environment="production",
                              reason="v1.2.3 has a bug, so the one before"))
     approval = page.locator("article.approval")
     approval.get_by_label("Feedback for the model").fill("v1.2.3 has a bug: ship v1.2.2")
@@ -138,7 +138,7 @@ def test_reject_with_feedback_and_the_model_replans(context, console: Console):
     assert page.evaluate("window.__stayed === true")
     assert page.locator("ol.timeline > li").count() > before
     # a model step shows its parsed form behind a toggle
-    step = page.locator("li.event-deploy_backend").last
+    step = page.locator("li.event-deploy").last
     step.get_by_text("Model step").click()
     expect(step).to_contain_text('"tag": "v1.2.2"')
     with console.api() as api:
