@@ -11,6 +11,7 @@ from bot import commands, prompt, wording
 from bot.catalog import Catalog
 from bot.events import (
     DEPLOY_STEPS,
+    ApprovalExpired,
     CommandResult,
     Deploy,
     DeployResult,
@@ -39,7 +40,7 @@ async def decide(
     if instruction:
         step = _command(thread, instruction, catalog)
         if step is not None:
-            if not any(e.type == step.type for e in thread.events[instruction.position + 1 :]):
+            if not any(_same_kind(e, step) for e in thread.events[instruction.position + 1 :]):
                 return step
             return DoneForNow(message=summary(thread, instruction.position), source="command")
     if llm is None:
@@ -71,11 +72,22 @@ def _command(thread: Thread, instruction: Instruction, catalog: Catalog) -> Even
     )
 
 
+def _same_kind(event: Event, step: Event) -> bool:
+    """Whether `event` is the step a command asked for, already taken: any deploy step for a
+    deploy (a thread older than the catalog holds `deploy_backend`, which the command now
+    parses to `deploy`: it must not be proposed, and run, a second time)."""
+    return event.type == step.type or (isinstance(event, DEPLOY_STEPS) and isinstance(step, DEPLOY_STEPS))
+
+
 def _blocked_deploy(thread: Thread, before: int) -> Deploy | None:
-    """The newest deploy step before `before` that CI checks stopped."""
+    """The newest deploy step before `before` that CI checks stopped. A "deploy anyway" that
+    was refused (not an approver) is passed over: the deploy it tried to force is still
+    blocked, for an approver to force."""
     for e in reversed(thread.events[:before]):
         if isinstance(e, DEPLOY_STEPS):
             outcome = thread.outcome(e)
+            if getattr(e, "force", None) and isinstance(outcome, Error) and outcome.kind == "validation":
+                continue
             return e if isinstance(outcome, Error) and outcome.kind == "checks" else None
     return None
 
@@ -95,6 +107,10 @@ def summary(thread: Thread, since: int) -> str:
                 return wording.deploy_failed_saying(what, e.exit_code, e.output[-300:])
             case CommandResult():
                 return e.text
+            case ApprovalExpired():
+                request = thread.approval(e.approval_id)
+                what = wording.what_to_deploy(request.service, request.tag, request.environment) if request else "it"
+                return wording.approval_expired_notice(what, e.expires_at)
             case Error():
                 return wording.stopped(e.message)
     return wording.done()
