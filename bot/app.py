@@ -29,12 +29,12 @@ from bot.ports import Deployer, Health, History, Locks, NextStepModel, Notifier
 from bot.schedules import TICK_EVERY, Scheduler
 from bot.service import ThreadService
 from bot.settings import ServiceSettings, Settings
-from bot.stores import keys as names
 from bot.stores.credentials import RedisCredentials
 from bot.stores.environments import RedisEnvironments
 from bot.stores.inbox import RedisInbox
 from bot.stores.redis import RedisThreadStore
 from bot.stores.schedules import RedisScheduleMarks
+from bot.stores.timers import RedisDeployQueue, RedisTimers
 from bot.stores.work import RedisWorkQueue
 from bot.thread import Thread
 from bot.worker import Worker, worker_name
@@ -269,7 +269,11 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     queue = RedisWorkQueue(redis)
     name = worker_name()
     clock = utcnow  # one clock for every event recorded, by a run or by the service
-    deploying = Deploying(make_deployers(settings), environments, environments, policy, settings.secrets())
+    timers = RedisTimers(redis)
+    deploying = Deploying(
+        make_deployers(settings), environments, environments, policy, settings.secrets(),
+        queue=RedisDeployQueue(redis), wake=queue.push,
+    )
     llm = make_llm(settings)
     runner = Runner(
         name=name,  # a lease names the worker process that holds it
@@ -282,6 +286,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         secrets=settings.secrets(),
         transient=(RedisConnectionError, RedisTimeoutError),
         clock=clock,
+        timers=timers,
     )
     service = ThreadService(store, policy, fanout, clock)
     webhooks = None
@@ -296,8 +301,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     if schedules := settings.schedules():
         scheduler = Scheduler(schedules, RedisScheduleMarks(redis), service, queue.push, clock)
         chores.append((TICK_EVERY, scheduler.tick))
-    if webhooks is not None:
-        chores.append((EXPIRY_EVERY, expired_approvals(store, inbox, queue, webhooks, clock)))
+    chores.append((TIMER_EVERY, fire_timers(timers, queue, clock)))
     worker = Worker(runner, queue, store, settings.worker_concurrency, name, chores=tuple(chores))
     email = None
     if settings.email is not None:
@@ -326,31 +330,20 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     )
 
 
-EXPIRY_EVERY = 30  # seconds; one worker at a time looks for approvals that lapsed
+TIMER_EVERY = 1.0  # seconds between looks for threads due (reminders, expiry, the queue)
+TIMER_LEASE_MS = 30_000  # a due thread taken by a worker that died is due again after this
 
 
-def expired_approvals(
-    store: RedisThreadStore, inbox: RedisInbox, queue: RedisWorkQueue, webhooks: WebhookNotifier,
-    clock: Callable[[], Any],
-) -> Callable[[], Awaitable[None]]:
-    """A worker chore: `approval.expired` for each approval that lapsed undecided, once. No
-    event is recorded when an approval lapses (the thread derives it), so this looks."""
-    from bot.channels.webhook import expired
+def fire_timers(timers: RedisTimers, queue: RedisWorkQueue, clock: Callable[[], Any]) -> Callable[[], Awaitable[None]]:
+    """A worker chore: hand each thread that is due to a worker, like any other input. Its
+    run decides what is due and records it (bot/control.py), so a timer that fires twice
+    (a worker died after taking it) does nothing twice."""
 
-    async def look() -> None:
-        if not await queue.turn("approval-expiry", EXPIRY_EVERY):
-            return
-        now = clock()
-        for thread_id in await store.recent(500):
-            thread = await store.load(thread_id)
-            request = thread.expired_approval(now)
-            if request is None:
-                continue
-            fresh, _, _ = await inbox.receive(names.WEBHOOK_EXPIRED, request.approval_id, 7 * 24 * 3600, None)
-            if fresh:
-                webhooks.send(thread.id, expired(thread, request))
+    async def fire() -> None:
+        for thread_id in await timers.due(clock(), TIMER_LEASE_MS, 100):
+            await queue.push(thread_id)
 
-    return look
+    return fire
 
 
 def http_app(app: App, worker: bool = True) -> ASGIApp:

@@ -4,6 +4,7 @@ the same thread reaches the same answer, and a crash is only a pause."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from bot import wording
 from bot.events import (
@@ -81,10 +82,93 @@ class Escalate:
     message: str
 
 
-Action = Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
+@dataclass(frozen=True)
+class Remind:
+    """A pending approval is due its `count`-th reminder."""
+
+    request: ApprovalRequested
+    count: int
 
 
-def next_action(thread: Thread, policy: Policy) -> Action:
+@dataclass(frozen=True)
+class EscalateApproval:
+    """Nobody decided in time: ask `to` (principals) too."""
+
+    request: ApprovalRequested
+    to: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Expire:
+    request: ApprovalRequested
+
+
+Action = (
+    Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
+    | Remind | EscalateApproval | Expire
+)
+
+
+def next_action(thread: Thread, policy: Policy, now: datetime | None = None) -> Action:
+    """`now`: the time, for what is due by then (reminders, escalation, expiry); without it
+    nothing is due."""
+    action = _next_action(thread, policy)
+    if now is not None and isinstance(action, Stop) and action.status == "waiting_for_approval":
+        request = thread.pending_approval()
+        if request is not None:
+            return _due(thread, request, policy, now) or action
+    return action
+
+
+def _due(thread: Thread, request: ApprovalRequested, policy: Policy, now: datetime) -> Action | None:
+    if now > request.expires_at:
+        return Expire(request)
+    timing = policy.timing_for(request.environment)
+    if timing.escalates() and thread.escalation(request.approval_id) is None:
+        assert timing.escalate_after is not None
+        if now >= request.at + timing.escalate_after:
+            return EscalateApproval(request, timing.escalate_to)
+    if timing.remind_after:
+        sent = thread.reminded(request.approval_id)
+        # Missed intervals (every worker down) make one reminder, numbered for the latest.
+        count = int((now - request.at) / timing.remind_after)
+        if count > sent and request.at + count * timing.remind_after < request.expires_at:
+            return Remind(request, count)
+    return None
+
+
+def next_due(thread: Thread, policy: Policy, now: datetime) -> datetime | None:
+    """When the thread next needs a run without anyone writing to it: a pending approval's
+    next reminder, escalation or expiry; a deploy waiting in line, a look at its lock (or
+    freeze) every QUEUE_RETRY, and its approval's expiry. None: nothing is due."""
+    if thread.status() == "waiting_for_lock":
+        last = thread.last_step()
+        request = thread.approval_for(last[1].id) if last else None
+        retry = now + QUEUE_RETRY
+        return min(retry, request.expires_at + EXPIRY_GRACE) if request else retry
+    request = thread.pending_approval()
+    if request is None:
+        return None
+    due = [request.expires_at + EXPIRY_GRACE]
+    timing = policy.timing_for(request.environment)
+    if timing.escalates() and thread.escalation(request.approval_id) is None:
+        assert timing.escalate_after is not None
+        due.append(request.at + timing.escalate_after)
+    if timing.remind_after:
+        following = request.at + (thread.reminded(request.approval_id) + 1) * timing.remind_after
+        if following < request.expires_at:
+            due.append(following)
+    return min(due)
+
+
+# An expiry is due just after the moment, so `now > expires_at` holds when it fires.
+EXPIRY_GRACE = timedelta(milliseconds=10)
+# A deploy waiting in line is woken when the lock it waits for is released; this is the
+# safety net for a lock that lapsed instead (its holder died) and for a freeze that ended.
+QUEUE_RETRY = timedelta(seconds=15)
+
+
+def _next_action(thread: Thread, policy: Policy) -> Action:
     if thread.cancelled():
         return Stop("cancelled")
     last = thread.last_step()

@@ -22,10 +22,12 @@ from typing import Protocol
 from bot import wording
 from bot.control import Interrupted, RunDeploy
 from bot.events import (
+    DEPLOY_STEPS,
     PREVIEW_COMMITS,
     ApprovalRequested,
     Change,
     Deploy,
+    DeployQueued,
     DeployResult,
     DeployStarted,
     Error,
@@ -34,7 +36,7 @@ from bot.events import (
     RequestMoreInformation,
 )
 from bot.policy import Policy, args_hash, lock_owner
-from bot.ports import Deployer, DeployerError, DeployRecord, DeployRequest, History, Lock, Locks
+from bot.ports import Deployer, DeployerError, DeployQueue, DeployRecord, DeployRequest, History, Lock, Locks
 from bot.prompt import redact
 from bot.thread import Thread
 
@@ -46,6 +48,11 @@ LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
 def deploy_id(thread_id: str, step_id: str) -> str:
     """The idempotency key of one deploy step; also the owner of its environment lock."""
     return f"{thread_id}-{step_id}"
+
+
+def thread_of(deploy: str) -> str:
+    """The thread a deploy id belongs to (ids hold no '-')."""
+    return deploy.partition("-")[0]
 
 
 def started_here(thread: Thread, started: DeployStarted) -> bool:
@@ -74,6 +81,8 @@ class Deploying:
     history: History
     policy: Policy
     secrets: tuple[str, ...] = ()  # redacted from deploy output, which people and the model read
+    queue: DeployQueue | None = None  # approved deploys wait here for a lock (None: they fail)
+    wake: Callable[[str], Awaitable[None]] | None = None  # hands a thread to a worker
 
     # --- before: asking for approval ------------------------------------------------
 
@@ -101,6 +110,7 @@ class Deploying:
             reason=step.reason,
             expires_at=now + self.policy.approval_ttl,
             change=await self.change(step, checked),
+            required=self.policy.timing_for(step.environment).required,
             rollback_of=_field(step, "rollback_of"),
             force=_field(step, "force"),
             forced_by=_field(step, "forced_by"),
@@ -153,7 +163,13 @@ class Deploying:
         step = action.step
         checked = await self._preflight(thread, action, now)
         if isinstance(checked, DeployStarted):
-            checked = await self._lock(thread, step, now) or checked
+            blocked = await self._lock(thread, step, now, waits=action.decision is not None)
+            if isinstance(blocked, DeployQueued):
+                said = thread.queued(step.id)
+                if said and (said.position, said.behind) == (blocked.position, blocked.behind):
+                    return thread  # still waiting, nothing new to say
+                return await journal.decide(thread, [blocked])
+            checked = blocked or checked
         try:
             # Only the run whose deploy_started wins the compare-and-set may deploy.
             thread = await journal.decide(thread, [checked])
@@ -185,6 +201,9 @@ class Deploying:
             why = self.policy.recheck(thread.id, step, request, action.decision, now)
             if why:
                 return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(why))
+        stale = await self._stale_rollback(step)
+        if stale:
+            return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(stale))
         checked = await self._check(step)
         if isinstance(checked, Error):
             return checked
@@ -199,13 +218,64 @@ class Deploying:
             return gated
         return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked)
 
-    async def _lock(self, thread: Thread, step: Deploy, now: datetime) -> Error | None:
-        reason = wording.deploy_lock_reason(step.service, step.tag)
-        owner = deploy_id(thread.id, step.id)
-        holder = await self.locks.acquire(Lock(step.environment, owner, reason, now, step.service), LOCK_TTL_MS)
-        if holder is None:
+    async def _stale_rollback(self, step: Deploy) -> str | None:
+        """Why a rollback must not run now: the deploy it rolls back is no longer what is on
+        (someone deployed since it was planned and approved), so it would replace a deploy
+        nobody asked it to, and mark faulty one that is not on. None when it is still on."""
+        rolled_back = _field(step, "rollback_of")
+        if rolled_back is None:
             return None
+        records = await self.history.recent(step.environment, 1000, service=step.service)
+        current = next((r for r in records if r.ok), None)
+        if current is None or current.deploy_id == rolled_back:
+            return None
+        return wording.rollback_overtaken(
+            step.service, current.tag, step.environment, _field(step, "rollback_from") or "an older deploy"
+        )
+
+    async def _lock(
+        self, thread: Thread, step: Deploy, now: datetime, waits: bool = False
+    ) -> Error | DeployQueued | None:
+        """Take the service's lock in the environment for this deploy. An approved deploy
+        (`waits`) that meets a lock, or others waiting before it, waits in line instead of
+        failing: it starts when it is first and the lock is free."""
+        env, service = step.environment, step.service
+        owner = deploy_id(thread.id, step.id)
+        queue = self.queue if waits else None
+        if queue is not None:
+            first = await queue.first(env, service)
+            if first is not None and first != owner:
+                position = await queue.join(env, service, owner, now)
+                return DeployQueued(step_id=step.id, position=position, behind=wording.waiting_for_turn(position))
+        reason = wording.deploy_lock_reason(service, step.tag)
+        holder = await self.locks.acquire(Lock(env, owner, reason, now, service), LOCK_TTL_MS)
+        if holder is None:
+            if queue is not None:
+                await queue.leave(env, service, owner)
+            return None
+        if queue is not None:
+            position = await queue.join(env, service, owner, now)
+            return DeployQueued(step_id=step.id, position=position, behind=holder.describe())
         return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
+
+    async def leave_queue(self, thread: Thread) -> None:
+        """A thread that no longer waits (it deployed, was cancelled, its approval expired)
+        leaves every line it stood in, and the next in line is woken."""
+        if self.queue is None:
+            return
+        for queued in thread.of(DeployQueued):
+            step = next((e for e in thread.events if e.id == queued.step_id and isinstance(e, DEPLOY_STEPS)), None)
+            if step is not None:
+                await self.queue.leave(step.environment, step.service, deploy_id(thread.id, step.id))
+                await self.wake_next(step.environment, step.service)
+
+    async def wake_next(self, environment: str, service: str) -> None:
+        """Hand the first deploy waiting for `service` in `environment` to a worker."""
+        if self.queue is None or self.wake is None:
+            return
+        first = await self.queue.first(environment, service)
+        if first is not None:
+            await self.wake(thread_of(first))
 
     async def _execute(
         self, thread: Thread, action: RunDeploy | Interrupted, started: DeployStarted, journal: Journal
@@ -243,6 +313,7 @@ class Deploying:
         renewing.cancel()
         try:
             await self.locks.release(step.environment, started.deploy_id, step.service)
+            await self.wake_next(step.environment, step.service)
         except Exception:  # it expires by itself within LOCK_TTL_MS
             log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
         recorded = next(e for e in reversed(thread.events) if e.id == result.id)

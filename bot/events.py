@@ -256,9 +256,46 @@ class ApprovalRequested(_Event):
     reason: str | None = None
     expires_at: datetime
     change: Change | None = None  # what it changes against what is deployed there now
+    required: int = 1  # approvals from different people it needs (bound when asked)
     rollback_of: str | None = None  # the deploy it rolls back
     force: str | None = None  # why it goes ahead past failing checks, and who said so
     forced_by: str | None = None
+
+
+class ApprovalReminded(_Event):
+    """A pending approval was reminded (the `count`-th time) to whoever may decide."""
+
+    type: Literal["approval_reminded"] = "approval_reminded"
+    approval_id: str
+    count: int
+
+
+class ApprovalEscalated(_Event):
+    """Nobody decided in time: `to` (people, as principals) are asked too, and may decide."""
+
+    type: Literal["approval_escalated"] = "approval_escalated"
+    approval_id: str
+    to: list[str]
+
+
+class ApprovalExpired(_Event):
+    """Nobody decided before `expires_at`: not a rejection, not a human's decision. It closes
+    the deploy step; nothing was deployed."""
+
+    type: Literal["approval_expired"] = "approval_expired"
+    approval_id: str
+    step_id: str
+    expires_at: datetime
+
+
+class DeployQueued(_Event):
+    """An approved deploy met a lock (or a freeze that ends before its approval expires):
+    it waits in line, `position` of the waiting ones, and starts when it is its turn."""
+
+    type: Literal["deploy_queued"] = "deploy_queued"
+    step_id: str
+    position: int
+    behind: str  # what it waits for, for people ("production is locked by ...")
 
 
 class DeployStarted(_Event):
@@ -304,7 +341,9 @@ class DeliveryFailed(_Event):
     reason: str
 
 
-ErrorKind = Literal["llm", "validation", "deployer", "recheck", "locked", "checks", "interrupted", "internal"]
+ErrorKind = Literal[
+    "llm", "validation", "deployer", "recheck", "locked", "checks", "frozen", "interrupted", "internal"
+]
 
 
 class Error(_Event):
@@ -331,6 +370,10 @@ Event = Annotated[
     | CommandResult
     | GitTagsResult
     | ApprovalRequested
+    | ApprovalReminded
+    | ApprovalEscalated
+    | ApprovalExpired
+    | DeployQueued
     | DeployStarted
     | DeployResult
     | DeliveryFailed

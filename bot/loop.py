@@ -21,18 +21,34 @@ from bot.control import (
     AskApproval,
     Decide,
     Escalate,
+    EscalateApproval,
+    Expire,
     Interrupted,
     PlanRollback,
+    Remind,
     RunCommand,
     RunDeploy,
     RunTags,
     Stop,
     next_action,
+    next_due,
 )
 from bot.deploying import Deploying, keep_renewing
-from bot.events import Error, Event, RequestMoreInformation, new_id, stamped
+from bot.events import (
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
+    CommandResult,
+    DeployQueued,
+    Error,
+    Event,
+    RequestMoreInformation,
+    UnlockEnvironment,
+    new_id,
+    stamped,
+)
 from bot.policy import Policy
-from bot.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore
+from bot.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore, Timers
 from bot.prompt import redact
 from bot.retry import retrying
 from bot.thread import Thread
@@ -57,6 +73,7 @@ class Runner:
     transient: tuple[type[Exception], ...] = ()
     clock: Callable[[], datetime] = utcnow
     name: str = field(default_factory=lambda: f"runner-{new_id()}")
+    timers: Timers | None = None  # when each thread is next due (reminders, expiry, the queue)
 
     async def run(self, thread_id: str) -> Thread | None:
         """Advance the thread until it pauses. None if another runner holds it right now:
@@ -82,16 +99,27 @@ class Runner:
                 latest = await self.store.release(thread, owner)
             # Whoever appended while we held the lease could not run the thread: look again.
             if latest.version == thread.version:
+                await self._paused(thread)
                 return thread
+
+    async def _paused(self, thread: Thread) -> None:
+        """What a paused thread leaves behind: when it is next due, and no place in a line
+        it no longer waits in."""
+        if thread.status() != "waiting_for_lock" and any(True for _ in thread.of(DeployQueued)):
+            await self.deploying.leave_queue(thread)
+        if self.timers is not None:
+            await self.timers.set(thread.id, next_due(thread, self.policy, self.clock()))
 
     async def _run(self, thread: Thread, journal: RunJournal) -> Thread:
         # A backstop only: the policy's step limit pauses a run long before this.
         for _ in range(4 * self.policy.max_steps + 20):
-            action = next_action(thread, self.policy)
+            action = next_action(thread, self.policy, self.clock())
             if isinstance(action, Stop):
                 return thread
             try:
                 thread = await self._advance(thread, action, journal)
+                if isinstance(action, RunDeploy) and thread.status() == "waiting_for_lock":
+                    return thread  # in line: woken when its turn may have come
             except Conflict:
                 thread = await self.store.refresh(thread)
             except LeaseLost:
@@ -120,7 +148,12 @@ class Runner:
                 result = await steps.run_command(
                     action.step, thread, deploying.locks, deploying.history, self.policy, now
                 )
-                return await journal.fact(thread, [result])
+                thread = await journal.fact(thread, [result])
+                if isinstance(action.step, UnlockEnvironment) and isinstance(result, CommandResult) and result.ok:
+                    unlocked = [action.step.service] if action.step.service else self.policy.catalog.names
+                    for service in unlocked:  # deploys waiting for it: the first may go now
+                        await deploying.wake_next(action.step.environment, service)
+                return thread
             case AskApproval():
                 return await journal.decide(thread, [await deploying.ask_approval(thread, action.step, now)])
             case Interrupted():
@@ -129,6 +162,17 @@ class Runner:
                 return await deploying.run(thread, action, journal, now)
             case Escalate():
                 return await journal.decide(thread, [RequestMoreInformation(source="bot", message=action.message)])
+            case Remind():
+                return await journal.decide(thread, [ApprovalReminded(approval_id=action.request.approval_id,
+                                                                      count=action.count)])
+            case EscalateApproval():
+                escalated = ApprovalEscalated(approval_id=action.request.approval_id, to=sorted(action.to))
+                return await journal.decide(thread, [escalated])
+            case Expire():
+                request = action.request
+                expired = ApprovalExpired(approval_id=request.approval_id, step_id=request.step_id,
+                                          expires_at=request.expires_at)
+                return await journal.decide(thread, [expired])
         raise TypeError(f"unknown action {action!r}")
 
 

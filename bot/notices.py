@@ -13,7 +13,9 @@ from typing import Literal
 from bot import wording
 from bot.events import (
     DEPLOY_STEPS,
+    ApprovalExpired,
     Cancelled,
+    DeployQueued,
     DeployResult,
     DeployStarted,
     DoneForNow,
@@ -23,8 +25,8 @@ from bot.events import (
 )
 from bot.thread import Thread
 
-Kind = Literal["started", "deployed", "failed", "message", "warning", "cancelled"]
-TOLD_ERRORS = ("recheck", "locked", "interrupted", "deployer", "internal")
+Kind = Literal["started", "deployed", "failed", "message", "warning", "cancelled", "waiting"]
+TOLD_ERRORS = ("recheck", "locked", "checks", "frozen", "interrupted", "deployer", "internal")
 
 
 @dataclass(frozen=True)
@@ -64,4 +66,13 @@ def notice(thread: Thread, event: Event) -> Notice | None:
             return Notice("warning", event.message)
         case Cancelled():
             return Notice("cancelled", wording.cancelled_by_who(event.reason), who=event.user)
+        case ApprovalExpired():
+            request = thread.approval(event.approval_id)
+            what = wording.what_to_deploy(request.service, request.tag, request.environment) if request else "it"
+            return Notice("warning", wording.approval_expired_notice(what, event.expires_at))
+        case DeployQueued():
+            step = next((e for e in thread.events if e.id == event.step_id), None)
+            if isinstance(step, DEPLOY_STEPS):
+                what = wording.what_to_deploy(step.service, step.tag, step.environment)
+                return Notice("waiting", wording.queued(what, event.behind, event.position))
     return None

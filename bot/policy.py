@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
@@ -17,7 +17,7 @@ from bot.catalog import Catalog
 from bot.events import ApprovalRequested, Deploy, HumanResponse
 from bot.people import ANYONE, BOT_USER, Directory, Identity, Rules
 
-__all__ = ["BOT_USER", "Policy", "PolicyError", "args_hash", "parse_approvers"]
+__all__ = ["BOT_USER", "Policy", "PolicyError", "Timing", "args_hash", "parse_approvers", "parse_required"]
 
 DEFAULT_ENVIRONMENTS = frozenset({"development", "staging", "production"})
 _TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}$")
@@ -48,6 +48,30 @@ class PolicyError(ValueError):
 _ANYONE = Rules(protected=True, approvers=frozenset({ANYONE}))
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How an environment's approval requests behave over time."""
+
+    remind_after: timedelta | None = timedelta(seconds=900)  # None: never reminded
+    escalate_after: timedelta | None = None
+    escalate_to: frozenset[str] = frozenset()  # people, as principals
+    required: int = 1  # approvals from different people
+
+    def escalates(self) -> bool:
+        return self.escalate_after is not None and bool(self.escalate_to)
+
+
+def parse_required(spec: str) -> dict[str, int]:
+    """REQUIRED_APPROVALS: `production:2` or `production:2;staging:1`."""
+    found: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        env, _, count = part.rpartition(":")
+        if not env.strip() or not count.strip().isdigit() or int(count) < 1:
+            raise ValueError(f"REQUIRED_APPROVALS: {part!r} is not ENVIRONMENT:COUNT (like production:2)")
+        found[env.strip()] = int(count)
+    return found
+
+
 def _open_directory() -> Directory:
     return Directory(trust_names=True)
 
@@ -70,6 +94,11 @@ class Policy:
     catalog: Catalog = field(default_factory=Catalog)
     required_checks: frozenset[str] = frozenset()  # environments whose deploys need green CI
     no_lock_after_rollback: frozenset[str] = frozenset()
+    timing: Mapping[str, Timing] = field(default_factory=dict)  # per environment; else `default_timing`
+    default_timing: Timing = field(default_factory=Timing)
+
+    def timing_for(self, environment: str) -> Timing:
+        return self.timing.get(environment, self.default_timing)
 
     @classmethod
     def configured(
@@ -88,6 +117,8 @@ class Policy:
         catalog: Catalog | None = None,
         required_checks: frozenset[str] = frozenset(),
         no_lock_after_rollback: frozenset[str] = frozenset(),
+        timing: Mapping[str, Timing] | None = None,
+        default_timing: Timing | None = None,
     ) -> Policy:
         """The effective rules of deploybot.toml (`directory`: its people, None without a
         file; `written`: its [environments.*], whose names join `environments`) and the
@@ -118,6 +149,8 @@ class Policy:
             catalog=catalog or Catalog(),
             required_checks=required_checks,
             no_lock_after_rollback=no_lock_after_rollback,
+            timing=MappingProxyType(dict(timing or {})),
+            default_timing=default_timing or Timing(),
         )
 
     def needs_approval(self, environment: str) -> bool:
@@ -174,11 +207,16 @@ class Policy:
                     principals.add(identity.person)
         return frozenset(principals)
 
-    def may_decide(self, who: Identity, request: ApprovalRequested) -> str | None:
+    def may_decide(
+        self, who: Identity, request: ApprovalRequested, escalated_to: Iterable[str] = ()
+    ) -> str | None:
         """Why `who` may not decide on `request`, or None when they may: an approver of its
-        environment (by person: any channel is the same approver), and, with
-        approver_must_differ, nobody who asked for it by any channel."""
+        environment (by person: any channel is the same approver), or someone it was
+        escalated to, and, with approver_must_differ, nobody who asked for it by any channel."""
         rules = self.rules_for(request.environment)
+        extra = frozenset(escalated_to)
+        if extra:
+            rules = replace(rules, approvers=rules.approvers | extra)
         asked = self.requesters(request)
         why = people.may_approve(who, rules, asked)
         if why is None and rules.approver_must_differ and who.evidence in asked:

@@ -315,3 +315,32 @@ class ScheduleMarks(Protocol):
     async def advance(self, schedule_id: str, to: int) -> None:
         """Move the mark forward to `to` (never back), atomically."""
         ...
+
+
+class Timers(Protocol):
+    """When each thread next needs a run without anyone writing to it (reminders, expiry,
+    escalation, a deploy waiting in line): one due time per thread, derived from its events
+    by whoever ran it last (control.next_due)."""
+
+    async def set(self, thread_id: str, due: datetime | None) -> None:
+        """The thread's next due time (None: nothing is due)."""
+        ...
+
+    async def due(self, now: datetime, lease_ms: int, limit: int) -> list[str]:
+        """Threads due by `now`, each claimed for `lease_ms`: two workers never get the same
+        one at once, and one a worker took but never ran is due again once the lease lapses.
+        What a fired timer does is decided by the thread's run, and appended with
+        compare-and-set, so firing twice never does it twice."""
+        ...
+
+
+class DeployQueue(Protocol):
+    """The deploys waiting for a service's lock in an environment, first come first served."""
+
+    async def join(self, environment: str, service: str, deploy_id: str, at: datetime) -> int:
+        """Take a place in line (keeping one already taken): the 1-based position."""
+        ...
+
+    async def leave(self, environment: str, service: str, deploy_id: str) -> None: ...
+
+    async def first(self, environment: str, service: str) -> str | None: ...

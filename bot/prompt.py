@@ -26,12 +26,16 @@ from bot import wording
 from bot.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
     ApprovalRequested,
     Cancelled,
     CommandResult,
     DeliveryFailed,
     DeployBackend,
     DeployFrontend,
+    DeployQueued,
     DeployResult,
     DeployService,
     DeployStarted,
@@ -272,6 +276,15 @@ class _Context:
                 return tag(e.type, environment=e.environment)
             case CommandResult():
                 return tag("command_result", e.text, tokens, ok=str(e.ok).lower())
+            case ApprovalReminded():
+                return tag(e.type, count=e.count)
+            case ApprovalEscalated():
+                return tag(e.type, to=", ".join(e.to))
+            case ApprovalExpired():
+                # Not a rejection: nobody decided in time, and nothing was deployed.
+                return tag(e.type, "nobody decided in time; not deployed", expired=f"{e.expires_at:%Y-%m-%d %H:%M}Z")
+            case DeployQueued():
+                return tag(e.type, e.behind, tokens, position=e.position)
             case DeployStarted():
                 return tag("deploy_started")
             case DeployResult():

@@ -15,7 +15,7 @@ from datetime import datetime
 from bot import wording
 from bot.clock import utcnow
 from bot.commands import is_approval
-from bot.events import DEPLOY_STEPS, Cancelled, Event, HumanResponse, UserMessage, stamped
+from bot.events import DEPLOY_STEPS, Cancelled, Event, HumanResponse, UserMessage, principal_of, stamped
 from bot.people import EMAIL, SLACK, Directory, Identity
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
@@ -248,14 +248,21 @@ class ThreadService:
         decided = thread.decision_for(approval_id)
         if decided is not None:
             raise WrongState(wording.already_decided(bool(decided.approve), decided.user, decided.at))
+        expired = thread.expiry(approval_id)
+        if expired is not None:
+            raise WrongState(wording.expired_not_deployed(expired.expires_at))
         pending = thread.pending_approval()
         if pending is None or pending.approval_id != approval_id:
             raise WrongState(wording.no_longer_pending(approval_id))
-        why = self.policy.may_decide(who, request)
+        escalated = thread.escalation(approval_id)
+        why = self.policy.may_decide(who, request, escalated.to if escalated else ())
         if why:
             raise Forbidden(why)
-        if approve and self.clock() > request.expires_at:
+        if approve and self.clock() > request.expires_at:  # a rejection still closes it
             raise WrongState(wording.approval_expired_ask_again(approval_id, request.expires_at))
+        if approve and any(principal_of(a) == who.principal for a in thread.approvals_for(approval_id)):
+            given = len(thread.approvals_for(approval_id))
+            raise WrongState(wording.already_approved_by_you(given, request.required))
         return HumanResponse(
             text=text or ("approved" if approve else ""),
             channel=channel,

@@ -39,7 +39,7 @@ from bot import settings_file, wording
 from bot.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.deployers.command import DRY_RUN, command_argv
 from bot.people import Directory
-from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError
+from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_required
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.settings_file import FileConfig, FileError
 from bot.triggers import Schedule, Trigger, email_targets, slack_targets
@@ -168,6 +168,8 @@ class Settings(BaseSettings):
     approver_emails: str | None = Field(None, description="like APPROVERS: production:a@x.com,b@x.com")
     approver_must_differ: bool | None = Field(None, description="unset: false")
     approval_ttl: int = Field(3600, gt=0, description="seconds an approval request stays valid")
+    approval_remind: int = Field(900, ge=0, description="seconds between reminders of a pending approval; 0: none")
+    required_approvals: str | None = Field(None, description="approvals from different people: production:2")
     max_steps: int = 20
     context_budget: int = Field(
         CONTEXT_BUDGET, ge=MIN_BUDGET, description="estimated tokens of a thread the model reads (docs/context.md)"
@@ -210,6 +212,13 @@ class Settings(BaseSettings):
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("required_approvals")
+    @classmethod
+    def _required(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_required(value)
+        return value
+
     @field_validator("deploy_command")
     @classmethod
     def _command(cls, value: str) -> str:
@@ -243,6 +252,9 @@ class Settings(BaseSettings):
             clashes += self._service_conflicts(self._file)
             if clashes:
                 return clashes
+        clashes = self._approval_conflicts(self._file)
+        if clashes:
+            return clashes
         try:
             self._policy = self._build_policy()
         except PolicyError as e:
@@ -274,6 +286,18 @@ class Settings(BaseSettings):
                     where = settings_file.key_path(("services", service, "environments", i))
                     lines.append(f"{where}: unknown environment {env!r}; known: {', '.join(sorted(environments))}")
         return lines
+
+    def _approval_conflicts(self, file: FileConfig | None) -> list[str]:
+        name = file.source.name if file and file.source else settings_file.FILE_NAME
+        entries = file.environments if file else {}
+        required = parse_required(self.required_approvals or "")
+        return [
+            f"REQUIRED_APPROVALS names {env}, which is not an environment"
+            for env in required if env not in self.policy_environments()
+        ] + [
+            f"{env}'s required_approvals is set in {name} and by REQUIRED_APPROVALS; set it in one place"
+            for env, entry in entries.items() if entry.required_approvals is not None and env in required
+        ]
 
     def policy_environments(self) -> frozenset[str]:
         """Every environment's name, as the policy will have them."""
@@ -386,9 +410,31 @@ class Settings(BaseSettings):
             approval_ttl=timedelta(seconds=self.approval_ttl),
             max_steps=self.max_steps,
             catalog=self.catalog(),
+            timing=self._timing(environments),
+            default_timing=Timing(remind_after=_seconds(self.approval_remind)),
             required_checks=frozenset(env for env, e in entries.items() if e.required_checks),
             no_lock_after_rollback=frozenset(env for env, e in entries.items() if not e.lock_after_rollback),
         )
+
+    def _timing(self, environments: frozenset[str]) -> dict[str, Timing]:
+        """Each environment's reminders, escalation and approvals needed: its entry in the
+        file, else APPROVAL_REMIND and REQUIRED_APPROVALS."""
+        file = self._file
+        entries = file.environments if file is not None else {}
+        required = parse_required(self.required_approvals or "")
+        directory = file.directory() if file is not None else None
+        timing = {}
+        for env in environments:
+            entry = entries.get(env)
+            remind = entry.remind_after if entry and entry.remind_after is not None else self.approval_remind
+            escalate_to = directory.expand(entry.escalate_to) if entry and directory else frozenset()
+            timing[env] = Timing(
+                remind_after=_seconds(remind),
+                escalate_after=_seconds(entry.escalate_after) if entry and entry.escalate_after else None,
+                escalate_to=escalate_to,
+                required=(entry.required_approvals if entry and entry.required_approvals else required.get(env, 1)),
+            )
+        return timing
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A changed copy is validated like new Settings (pydantic's own copy skips that), so
@@ -566,6 +612,10 @@ def url_passwords(value: str) -> list[str]:
         if password:
             found += [password, unquote(password)]
     return list(dict.fromkeys(found))
+
+
+def _seconds(value: int | None) -> timedelta | None:
+    return timedelta(seconds=value) if value else None
 
 
 def _require(what: str, values: tuple[tuple[str, object], ...]) -> None:

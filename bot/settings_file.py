@@ -17,6 +17,7 @@ import difflib
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -29,11 +30,13 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from bot.deployers.command import command_argv
+from bot.freezes import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
 from bot.people import ANYONE, GROUP, Directory, Person, Written
 from bot.policy import parse_approvers
 from bot.triggers import KINDS, Schedule, Trigger, target_problem
@@ -114,6 +117,12 @@ class EnvironmentEntry(BaseModel):
     required_checks: StrictBool = False
     # A rollback that succeeds locks the service there ("rolled back from TAG by PERSON").
     lock_after_rollback: StrictBool = True
+    # Approvals over time (seconds): a reminder every remind_after (unset: APPROVAL_REMIND;
+    # 0: never), and after escalate_after the people of escalate_to are asked too.
+    remind_after: int | None = Field(None, ge=0)
+    escalate_after: int | None = Field(None, gt=0)
+    escalate_to: tuple[str, ...] = ()
+    required_approvals: int | None = Field(None, ge=1)  # from different people (unset: 1)
 
     def written(self) -> Written:
         return Written(self.protected, self.approvers, self.approver_must_differ, self.may_lock)
@@ -258,6 +267,100 @@ class ScheduleEntry(BaseModel):
         return Schedule(self.cron, self.timezone, self.message, self.notify)
 
 
+class FreezeEntry(BaseModel):
+    """`[[freezes]]`: no deploy to `environments` (a list of names, or "*" for all) starts
+    during the window, in `timezone` (wall-clock time there, daylight saving included):
+    every week from `from` to `to` ("Fri 16:00" to "Mon 08:00"), or once from `start` to
+    `end` (a date, "2026-12-24 18:00", or a TOML date or datetime; a date alone as `end`
+    includes that whole day). Written as it was; `freeze()` is what bot/freezes.py uses."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    environments: tuple[str, ...]
+    from_: str | None = Field(None, alias="from")  # `from` is a Python keyword
+    to: str | None = None
+    start: datetime | date | str | None = None
+    end: datetime | date | str | None = None
+    timezone: str = "UTC"
+    reason: str
+
+    @field_validator("environments", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("environments")
+    @classmethod
+    def _environments(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        names = _unique(n.strip() for n in names)
+        if not names:
+            raise ValueError('name at least one environment, or write "*" for all')
+        if ANYONE in names and len(names) > 1:
+            raise ValueError('"*" means every environment: write environments = "*" on its own')
+        for name in names:
+            if name != ANYONE and not _NAME.match(name):
+                raise ValueError(f"{name!r}: a name holds only letters, digits, '.', '_' and '-'")
+        return names
+
+    @field_validator("from_", "to", mode="before")
+    @classmethod
+    def _weekly(cls, value: Any) -> Any:
+        if isinstance(value, date | datetime | time):
+            raise ValueError(
+                f"{value} is not a weekday and a time: from and to repeat every week (like \"Fri 16:00\"); "
+                "a freeze that happens once has start and end"
+            )
+        if not isinstance(value, str):
+            raise ValueError('should be a weekday and a time, like "Fri 16:00"')
+        return str(parse_weekly(value))
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _moment(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str | date | datetime | time):
+            raise ValueError('should be a date, or a date and a time (like 2026-12-24 or "2026-12-24 18:00")')
+        parse_moment(value, end=info.field_name == "end")
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        zone(value)
+        return value.strip()
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("say why: the people whose deploys wait are told it")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _window(self) -> FreezeEntry:
+        every_week = self.from_ is not None or self.to is not None
+        once = self.start is not None or self.end is not None
+        if every_week and once:
+            raise ValueError("give from and to (every week) or start and end (once), not both")
+        if not every_week and not once:
+            raise ValueError(
+                'say when: from and to (every week, like from = "Fri 16:00") or start and end (once, '
+                "like start = 2026-12-24)"
+            )
+        if every_week and (self.from_ is None or self.to is None):
+            raise ValueError("a weekly freeze needs both from and to")
+        if once and (self.start is None or self.end is None):
+            raise ValueError("a one-off freeze needs both start and end")
+        self.freeze()  # whatever else is wrong (it ends before it starts), said by bot/freezes.py
+        return self
+
+    def freeze(self) -> Freeze:
+        if self.from_ is not None and self.to is not None:
+            return weekly(self.environments, self.from_, self.to, timezone=self.timezone, reason=self.reason)
+        if self.start is None or self.end is None:
+            raise ValueError("a freeze needs from and to, or start and end")
+        return one_off(self.environments, self.start, self.end, timezone=self.timezone, reason=self.reason)
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -267,10 +370,8 @@ class FileConfig(BaseModel):
     services: dict[str, ServiceEntry] = Field(default_factory=dict)
     triggers: tuple[TriggerEntry, ...] = ()
     schedules: tuple[ScheduleEntry, ...] = ()
-    # Reserved for a feature on its way ([[freezes]]): accepted and ignored until something
-    # reads it, so it is the only unknown top-level key that is not an error. Give it its
-    # model when it lands.
-    freezes: Any = Field(None, exclude=True, repr=False)
+    # Scheduled freezes (bot/freezes.py). No key is reserved any more: every unknown key is an error.
+    freezes: tuple[FreezeEntry, ...] = ()
 
     _source: Path | None = PrivateAttr(None)
 
@@ -302,6 +403,22 @@ class FileConfig(BaseModel):
     def schedule_list(self) -> tuple[Schedule, ...]:
         return tuple(entry.schedule() for entry in self.schedules)
 
+    def freeze_list(self) -> tuple[Freeze, ...]:
+        return tuple(entry.freeze() for entry in self.freezes)
+
+    def freeze_problems(self, environments: Iterable[str]) -> list[str]:
+        """The environments freezes name that are not among `environments` (every environment
+        the bot knows, from this file or the variables): one line each, by key path. For
+        settings.py, which alone knows them all."""
+        known = list(environments)
+        return [
+            f"{key_path(('freezes', i, 'environments', j))}: there is no environment {name!r}"
+            + _did_you_mean(name, known)
+            for i, entry in enumerate(self.freezes)
+            for j, name in enumerate(entry.environments)
+            if name != ANYONE and name not in known
+        ]
+
     # --- checks across entries -----------------------------------------------------------
 
     def _names(self) -> Iterable[str]:
@@ -326,7 +443,9 @@ class FileConfig(BaseModel):
 
     def _reference_problems(self) -> Iterable[str]:
         for env, entry in self.environments.items():
-            for field in ("approvers", "may_lock"):
+            if (entry.escalate_after is None) != (not entry.escalate_to):
+                yield f"{key_path(('environments', env))}: escalate_after and escalate_to go together"
+            for field in ("approvers", "may_lock", "escalate_to"):
                 for i, ref in enumerate(getattr(entry, field) or ()):
                     why = self._bad_reference(ref)
                     if why:
@@ -445,7 +564,7 @@ def load(path: Path) -> FileConfig:
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): FileConfig, ("people", "*"): PersonEntry, ("environments", "*"): EnvironmentEntry,
     ("services", "*"): ServiceEntry,
-    ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry,
+    ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry, ("freezes", "*"): FreezeEntry,
 }
 _MESSAGES = {
     "bool_type": "should be true or false",
@@ -474,9 +593,10 @@ def problems(error: ValidationError) -> list[str]:
             lines.append(f"{where}: {cause}")
         else:
             message = _MESSAGES.get(e["type"], e["msg"])
-            if e["type"] == "tuple_type" and loc in (("triggers",), ("schedules",)):
+            if e["type"] == "tuple_type" and loc in (("triggers",), ("schedules",), ("freezes",)):
                 message = f"should be an array of tables: write [[{loc[0]}]] above each entry"
-            if e["type"] == "tuple_type" and loc[-1] in ("slack", "email", "notify"):
+            one_or_many = loc[-1] in ("slack", "email", "notify") or loc[::2] == ("freezes", "environments")
+            if e["type"] == "tuple_type" and one_or_many:
                 message = "should be a string or a list of strings"
             lines.append(f"{where}: {message}" if where else message)
     return lines
@@ -486,8 +606,8 @@ def _unknown_key(loc: tuple[str | int, ...]) -> str:
     table = _TABLES.get(tuple("*" if i == 1 else str(part) for i, part in enumerate(loc[:-1])))
     if table is None:
         return "unknown key"
-    known = [name for name, field in table.model_fields.items() if not field.exclude]
-    hint = _did_you_mean(str(loc[-1]), table.model_fields)
+    known = [field.alias or name for name, field in table.model_fields.items() if not field.exclude]
+    hint = _did_you_mean(str(loc[-1]), known)
     return f"unknown key{hint}; expected one of: {', '.join(known)}" if not hint else f"unknown key{hint}"
 
 

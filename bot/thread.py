@@ -17,10 +17,14 @@ from pydantic import BaseModel, ConfigDict
 from bot.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
     ApprovalRequested,
     Cancelled,
     CommandResult,
     DeliveryFailed,
+    DeployQueued,
     DeployResult,
     DeployStarted,
     DoneForNow,
@@ -37,7 +41,7 @@ from bot.events import (
 from bot.people import Identity
 
 Status = Literal[
-    "running", "waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"
+    "running", "waiting_for_approval", "waiting_for_lock", "waiting_for_human", "done", "failed", "cancelled"
 ]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
 E = TypeVar("E")
@@ -113,15 +117,43 @@ class Thread:
         )
 
     def decision_for(self, approval_id: str) -> HumanResponse | None:
-        """The first decision recorded for an approval request is the only one that counts."""
-        return next(
-            (
-                e
-                for e in self.of(HumanResponse)
-                if e.approval_id == approval_id and e.approve is not None
-            ),
-            None,
-        )
+        """What decided an approval request, once it is decided: the first rejection (one
+        rejects), else the approval that made the number it needs from different people
+        (`required`; one for requests older than that). None while it is still open."""
+        request = self.approval(approval_id)
+        required = request.required if request else 1
+        approvers: set[str] = set()
+        for e in self.of(HumanResponse):
+            if e.approval_id != approval_id or e.approve is None:
+                continue
+            if e.approve is False:
+                return e
+            approvers.add(principal_of(e))
+            if len(approvers) >= required:
+                return e
+        return None
+
+    def approvals_for(self, approval_id: str) -> list[HumanResponse]:
+        """The approvals given so far, one per person (their first), oldest first."""
+        seen: dict[str, HumanResponse] = {}
+        for e in self.of(HumanResponse):
+            if e.approval_id == approval_id and e.approve is True:
+                seen.setdefault(principal_of(e), e)
+        return list(seen.values())
+
+    def expiry(self, approval_id: str) -> ApprovalExpired | None:
+        return next((e for e in self.of(ApprovalExpired) if e.approval_id == approval_id), None)
+
+    def reminded(self, approval_id: str) -> int:
+        """The number of the newest reminder of the approval (0: none yet)."""
+        return max((e.count for e in self.of(ApprovalReminded) if e.approval_id == approval_id), default=0)
+
+    def escalation(self, approval_id: str) -> ApprovalEscalated | None:
+        return next((e for e in self.of(ApprovalEscalated) if e.approval_id == approval_id), None)
+
+    def queued(self, step_id: str) -> DeployQueued | None:
+        """The newest word on the deploy's place in line, if it waited."""
+        return next((e for e in reversed(self.events) if isinstance(e, DeployQueued) and e.step_id == step_id), None)
 
     def started(self, step_id: str) -> DeployStarted | None:
         return next((e for e in self.of(DeployStarted) if e.step_id == step_id), None)
@@ -136,6 +168,8 @@ class Thread:
             decision = self.decision_for(request.approval_id)
             if decision is not None and decision.approve is False:
                 return decision
+            if decision is None:
+                return self.expiry(request.approval_id)
         return None
 
     def cancelled(self) -> Cancelled | None:
@@ -216,6 +250,9 @@ class Thread:
         if self.pending_approval():
             return "waiting_for_human" if now is not None and self.expired_approval(now) else "waiting_for_approval"
         last = self.last_step()
+        if last and isinstance(last[1], DEPLOY_STEPS) and self.outcome(last[1]) is None \
+                and not self.started(last[1].id) and self.queued(last[1].id):
+            return "waiting_for_lock"
         if last and not self.human_input_after(last[0]):
             if isinstance(last[1], RequestMoreInformation):
                 return "waiting_for_human"

@@ -17,12 +17,16 @@ from datetime import datetime
 
 from bot import wording
 from bot.events import (
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
     ApprovalRequested,
     Cancelled,
     CommandResult,
     DeliveryFailed,
     DeployBackend,
     DeployFrontend,
+    DeployQueued,
     DeployResult,
     DeployService,
     DeployStarted,
@@ -185,6 +189,14 @@ def _line(e: Event, s: _Style) -> str:
             return f"{bot} looks up what is on {t(e.environment)}"
         case CommandResult():
             return t(e.text)
+        case ApprovalReminded():
+            return f"{bot} reminds the approvers (reminder {e.count})"
+        case ApprovalEscalated():
+            return f"{bot} asks {t(', '.join(e.to))} too: nobody decided in time"
+        case ApprovalExpired():
+            return f"approval expired at {e.expires_at:%Y-%m-%d %H:%M} UTC: not deployed"
+        case DeployQueued():
+            return f"waits in line (number {e.position}): {t(e.behind)}"
         case DeployStarted():
             return f"deploying… (deploy id {s.code(e.deploy_id)})"
         case DeployResult():

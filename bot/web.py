@@ -343,10 +343,11 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
         the same rules (approval, locks, the re-check) apply; the thread says what it found."""
         if body.environment not in a.policy.environments:
             raise Invalid(wording.unknown_environment(body.environment, a.policy.environments))
-        invalid = a.policy.catalog.invalid(body.service, body.environment)
+        service = a.policy.catalog.find(body.service) or body.service  # as chat: `API` is api
+        invalid = a.policy.catalog.invalid(service, body.environment)
         if invalid:
             raise Invalid(invalid)
-        text = commands.rollback_text(body.service, body.environment)
+        text = commands.rollback_text(service, body.environment)
         who = acting(request, body.user, text=text)
         thread = await a.service.launch(text, who, channel="api")
         await a.kick(thread.id)

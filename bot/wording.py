@@ -369,6 +369,13 @@ def no_rollback_of_rollback(service: str, environment: str, tag: str) -> str:
     )
 
 
+def rollback_overtaken(service: str, tag: str, environment: str, rolled_back: str) -> str:
+    return (
+        f"{service} {tag} was deployed to {environment} after this rollback was planned; it rolled "
+        f"back {rolled_back}. Ask again: roll back {service} in {environment}"
+    )
+
+
 def rollback_reason(tag: str, current: str) -> str:
     return f"roll back from {current} to {tag}"
 
@@ -503,3 +510,43 @@ def status_line(thread_id: str, status: str, text: str) -> str:
 
 def delivery_kept_failing(url: str, attempts: int, error: str) -> str:
     return f"the webhook {url} failed {attempts} times: {error}"
+
+
+# --- approvals over time: reminders, expiry, escalation, several approvers, the queue -------
+
+
+def waiting_for_turn(position: int) -> str:
+    return f"{position - 1} earlier deploy{'s' if position != 2 else ''} waiting for their turn"
+
+
+def expired_not_deployed(expires_at: datetime) -> str:
+    return f"this approval expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed"
+
+
+def already_approved_by_you(count: int, required: int) -> str:
+    more = max(required - count, 1)
+    return f"you have approved already; it needs {more} more approval{'s' if more != 1 else ''} from someone else"
+
+
+def approval_progress(given: Sequence[str], required: int) -> str:
+    """"1 of 2: approved by bob": how far a request that needs several approvals got."""
+    return f"{len(given)} of {required}: approved by {', '.join(given)}" if given else f"0 of {required} approvals"
+
+
+def approval_expired_notice(what: str, expires_at: datetime) -> str:
+    return f"The approval to deploy {what} expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed."
+
+
+def reminder(what: str, deciders: str, expires_at: datetime) -> str:
+    return (
+        f"Reminder: deploying {what} still waits for approval from {deciders}. It expires at "
+        f"{expires_at:%Y-%m-%d %H:%M} UTC."
+    )
+
+
+def escalated(what: str, to: str) -> str:
+    return f"Nobody has decided on deploying {what} yet, so I have asked {to} too."
+
+
+def queued(what: str, behind: str, position: int) -> str:
+    return f"Approved; deploying {what} waits in line (number {position}): {behind}. It starts when it is its turn."

@@ -78,14 +78,6 @@ def test_an_empty_file_is_fine(tmp_path):
     assert config.directory().people == {}
 
 
-def test_reserved_tables_are_accepted_and_ignored(tmp_path):
-    config = load(write(tmp_path, EXAMPLE + """
-[[freezes]]
-from = 2026-12-24
-"""))
-    assert "freezes" not in config.model_dump() and config.people["bob"].slack == ("U045EF6GH",)
-
-
 def test_a_missing_file_is_said_plainly(tmp_path):
     with pytest.raises(FileError) as e:
         load(tmp_path / "nope.toml")
@@ -111,7 +103,8 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path):
 def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
     assert problems_of(tmp_path, '[peple.alice]\nslack = "U1"\n') == ["peple: unknown key (did you mean people?)"]
     assert problems_of(tmp_path, 'colour = "blue"\n') == [
-        "colour: unknown key; expected one of: people, groups, environments, services, triggers, schedules"
+        "colour: unknown key; expected one of: people, groups, environments, services, triggers, schedules, "
+        "freezes"
     ]
 
 

@@ -78,6 +78,12 @@ SAMPLES = {
     "pending": ["e2e"],
     "environments": ["staging", "production"],
     "target": "api in production",
+    "given": ["bob"],
+    "required": 2,
+    "position": 2,
+    "deciders": "bob or carol",
+    "rolled_back": "v1.2.3",
+    "to": "the sre group",
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
         commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),

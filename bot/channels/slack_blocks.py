@@ -243,7 +243,7 @@ def feedback_value(view: Any) -> str | None:
 
 EMOJI = {
     "started": ":rocket:", "deployed": ":white_check_mark:", "failed": ":x:", "message": "",
-    "warning": ":warning:", "cancelled": ":no_entry:",
+    "warning": ":warning:", "cancelled": ":no_entry:", "waiting": ":hourglass_flowing_sand:",
 }
 
 

@@ -27,7 +27,15 @@ from urllib.parse import urlsplit
 import httpx
 
 from bot import wording
-from bot.events import ApprovalRequested, DeliveryFailed, DeployResult, DeployStarted, Event, HumanResponse
+from bot.events import (
+    ApprovalExpired,
+    ApprovalRequested,
+    DeliveryFailed,
+    DeployResult,
+    DeployStarted,
+    Event,
+    HumanResponse,
+)
 from bot.retry import retrying
 from bot.thread import Thread
 
@@ -99,6 +107,9 @@ def payload(thread: Thread, event: Event) -> dict[str, Any] | None:
                 "environment": getattr(step, "environment", None), "commit": event.commit,
             }
             return {**base, "event": "deploy.started", "deploy": {**deploy, "deploy_id": event.deploy_id}}
+        case ApprovalExpired():
+            request = thread.approval(event.approval_id)
+            return expired(thread, request) if request else None
         case DeployResult():
             return {
                 **base, "event": "deploy.finished",
@@ -115,9 +126,8 @@ def payload(thread: Thread, event: Event) -> dict[str, Any] | None:
 
 
 def expired(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
-    """The payload for an approval that lapsed with nobody deciding. No event says so when it
-    happens: the root's watcher finds it (bot/app.py), and a reply that closes it later sends
-    the same payload (same id: receivers dedupe)."""
+    """The payload for an approval that lapsed with nobody deciding (its approval_expired
+    event; the id is the approval's, so receivers can dedupe)."""
     return {
         "version": VERSION, "id": f"{request.approval_id}-expired", "at": _iso(request.expires_at),
         "thread": {"id": thread.id, "channel": thread.origin.channel}, "event": "approval.expired",

@@ -48,9 +48,6 @@ def email_notify_root(thread_id: str, address: str) -> str:
     return f"email:notify-root:{thread_id}:{address}"
 
 
-WEBHOOK_EXPIRED = "webhook:approval-expired"
-"""The scope an expired approval is taken in once (by approval id), to send its webhook once."""
-
 GITHUB_DELIVERIES = "github:deliveries"
 """The scope every GitHub webhook delivery is deduplicated in (by X-GitHub-Delivery)."""
 
@@ -99,6 +96,14 @@ class Keys:
     def history(self, environment: str) -> str:
         return f"{self.prefix}:deploys:{environment}"
 
+    def timers(self) -> str:
+        """When each thread is next due (reminders, expiry, a deploy waiting in line)."""
+        return f"{self.prefix}:timers"
+
+    def queue(self, environment: str, service: str) -> str:
+        """The deploys of `service` waiting for their turn in `environment`."""
+        return f"{self.prefix}:queue:{environment}:{service}"
+
     def faulty(self, environment: str) -> str:
         """The ids of the deploys to `environment` that were rolled back."""
         return f"{self.prefix}:deploys:{environment}:faulty"
@@ -114,6 +119,10 @@ class Keys:
     def ref(self, name: str) -> str:
         """A channel's pointer: a Slack thread to its bot thread, an approval to its message."""
         return f"{self.prefix}:ref:{name}"
+
+    def freezes(self) -> str:
+        """The stop-the-line freezes: a hash, scope (an environment, or '*') -> the freeze as JSON."""
+        return f"{self.prefix}:freezes"
 
     def schedule(self, schedule_id: str) -> str:
         """A schedule's last occurrence that started a thread (Unix seconds); created when the

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from bot.app import expired_approvals
 from bot.channels.webhook import sign
 from bot.testing.http import serve, stop, url
 from tests.helpers import eventually, ledger_lines, settle
@@ -161,15 +160,12 @@ async def test_a_refusing_receiver_is_not_retried(api, app, receiver, fast):
 
 async def test_an_approval_that_lapses_is_posted_as_expired_once(api, app, receiver, fast):
     thread_id = await paused(api)
-    thread = await app.service.get(thread_id)
-    request = thread.pending_approval()
+    request = (await app.service.get(thread_id)).pending_approval()
     later = request.expires_at + timedelta(seconds=1)
-    look = expired_approvals(app.store, app.inbox, app.queue, app.webhooks, lambda: later)
-    await app.redis.delete(app.queue.keys.turn("approval-expiry"))  # the worker took a turn at start
-    await look()
+    app.runner.clock = lambda: later  # its timer fires: the run records approval_expired
+    await app.runner.run(thread_id)
     [lapsed] = await eventually(lambda: receiver.got("/a", "approval.expired"))
     assert body(lapsed)["approval"]["decision"] == "expired" and body(lapsed)["approval"]["id"] == request.approval_id
-    await app.redis.delete(app.queue.keys.turn("approval-expiry"))  # another worker's turn, later
-    await look()
+    await app.runner.run(thread_id)  # fired again (a worker died after taking it): nothing more
     await app.webhooks.drain()
     assert len(receiver.got("/a", "approval.expired")) == 1

@@ -14,6 +14,7 @@ from bot.control import (
     Decide,
     Escalate,
     Interrupted,
+    PlanRollback,
     RunCommand,
     RunDeploy,
     RunTags,
@@ -21,13 +22,16 @@ from bot.control import (
     next_action,
 )
 from bot.events import (
+    ApprovalExpired,
     ApprovalRequested,
     Cancelled,
     CommandResult,
     DeliveryFailed,
     DeployBackend,
     DeployFrontend,
+    DeployQueued,
     DeployResult,
+    DeployService,
     DeployStarted,
     DoneForNow,
     Error,
@@ -37,6 +41,7 @@ from bot.events import (
     ListGitTags,
     LockEnvironment,
     RequestMoreInformation,
+    RollBack,
     ShowDeploys,
     UnlockEnvironment,
     UserMessage,
@@ -198,9 +203,11 @@ def generated(seed: int) -> Thread:
                 lambda: LockEnvironment(environment="staging"),
                 lambda: UnlockEnvironment(environment="staging"),
                 lambda: ShowDeploys(environment="production"),
+                lambda: DeployService(service="api", tag="v3", environment=rng.choice(ENVIRONMENTS)),
+                lambda: RollBack(service="api", environment="production"),
             ])()
             steps.append(step)
-            if isinstance(step, (DeployBackend, DeployFrontend)):
+            if isinstance(step, (DeployBackend, DeployFrontend, DeployService)):
                 deploys.append(step)
             events.append(step)
         elif roll < 0.45 and (protected := [d for d in deploys if POLICY.needs_approval(d.environment)]):
@@ -209,12 +216,21 @@ def generated(seed: int) -> Thread:
             approvals.append(request)
             events.append(request)
         elif roll < 0.58 and approvals:
-            events.append(HumanResponse(text="", user=rng.choice(["bob", "carol"]),
-                                        approval_id=rng.choice(approvals).approval_id,
-                                        approve=rng.random() < 0.6))
+            chosen = rng.choice(approvals)
+            if rng.random() < 0.1:
+                events.append(ApprovalExpired(approval_id=chosen.approval_id, step_id=chosen.step_id,
+                                              expires_at=chosen.expires_at))
+            else:
+                events.append(HumanResponse(text="", user=rng.choice(["bob", "carol"]),
+                                            approval_id=chosen.approval_id, approve=rng.random() < 0.6))
         elif roll < 0.66 and (ready := [d for d in deploys if cleared(Thread(THREAD, tuple(events)), d)]):
-            # A deploy starts only once the policy lets it: unprotected, or approved.
-            events.append(started_for(rng.choice(ready), rng.choice([THREAD, THREAD, "elsewhere"])))
+            # A deploy starts only once the policy lets it: unprotected, or approved; or it
+            # meets a lock and waits in line.
+            chosen = rng.choice(ready)
+            if rng.random() < 0.25:
+                events.append(DeployQueued(step_id=chosen.id, position=rng.randint(1, 3), behind="locked"))
+            else:
+                events.append(started_for(chosen, rng.choice([THREAD, THREAD, "elsewhere"])))
         elif roll < 0.74 and steps:
             step = rng.choice(steps)
             outcomes = [
@@ -245,7 +261,8 @@ THREADS = [generated(seed) for seed in range(3000)]
 
 def test_the_generator_covers_every_action_and_status():
     actions = {type(next_action(t, POLICY)) for t in THREADS}
-    assert actions == {Stop, Decide, RunTags, RunCommand, AskApproval, RunDeploy, Interrupted, Escalate}
+    assert actions == {
+        Stop, Decide, RunTags, RunCommand, PlanRollback, AskApproval, RunDeploy, Interrupted, Escalate}
     assert {t.status() for t in THREADS} == set(STATUSES)
 
 
@@ -291,6 +308,10 @@ def test_a_stop_says_the_threads_status_and_only_running_threads_go_on():
             # thread "failed", yet the open step is what runs on the next kick.
             assert isinstance(action, (RunTags, RunCommand, AskApproval, RunDeploy, Interrupted)), action
             assert t.outcome(t.last_step()[1]) is None
+        elif t.status() == "waiting_for_lock":
+            # A deploy waiting in line is tried again whenever its thread runs (woken when a
+            # lock is released, or by its timer): it starts, or it stays in line.
+            assert isinstance(action, RunDeploy), action
         else:
             assert t.status() == "running", (t.status(), action)
 
