@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError
 
 from bot import events as ev
 from bot.events import Event, new_id
@@ -192,16 +191,13 @@ class RedisThreadStore:
         return Thread(thread_id, tuple(ev.load(r) for r in reply[2:]), Origin.model_validate_json(reply[1]))
 
     async def release(self, thread: Thread, owner: str) -> Thread:
-        """One round trip: the script (one slot) and the recency index beside it."""
+        """One round trip: the script (one slot) and the recency index beside it. EVAL, not
+        EVALSHA: redis-py's cluster pipeline refuses EVALSHA, and this script is short."""
         keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
-        for _ in range(2):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.evalsha(scripts.sha(_RELEASE), len(keys), *keys, owner, thread.version)
-                pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
-                raw, _ = await pipe.execute(raise_on_error=False)
-            if not isinstance(raw, NoScriptError):
-                break
-            await self.redis.script_load(_RELEASE)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_RELEASE, len(keys), *keys, owner, thread.version)
+            pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
+            raw, _ = await pipe.execute(raise_on_error=False)
         if isinstance(raw, Exception):
             raise raw
         return thread.extended([ev.load(r) for r in raw])
