@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
 from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -58,6 +58,27 @@ def _retry() -> dict[str, Any]:
     }
 
 
+class MasterConnection(SentinelManagedConnection):
+    """A connection to the master that asks the Sentinels where the master is on *every*
+    connect. redis-py's own reconnects a dropped connection (a retried command) to the
+    address it had (redis-py issues #3874, #3560): after a failover that is the old master,
+    and if it is back by then (restarted, not yet turned into a replica by the Sentinels)
+    it accepts writes that vanish when it becomes a replica. The chaos suite's --sentinel run
+    lost threads that way."""
+
+    async def connect_check_health(self, check_health: bool = True, retry_socket_connect: bool = True) -> None:
+        if not self.is_connected:
+            self.host, self.port = await self.connection_pool.get_master_address()
+        # One try per lookup: trying again means asking the Sentinels again (the command's
+        # own retry does), never knocking on the same address for seconds.
+        await super().connect_check_health(check_health=check_health, retry_socket_connect=False)
+
+    async def _connect_retry(self) -> None:
+        if not self.is_connected:  # the address is looked up by connect_check_health
+            await self.connect_check_health(check_health=self.connection_pool.check_connection,
+                                            retry_socket_connect=False)
+
+
 class SentinelRedis(Redis):
     """The master's client through Sentinel; closing it also closes its Sentinel clients."""
 
@@ -83,7 +104,7 @@ def client(target: RedisTarget, max_connections: int = 100) -> Redis:
             },
             max_connections=max_connections, **password, **_retry(),
         )
-        return sentinel.master_for(target.master, redis_class=SentinelRedis)
+        return sentinel.master_for(target.master, redis_class=SentinelRedis, connection_class=MasterConnection)
     assert target.url, "single and cluster targets have a URL by now"
     if target.mode == "cluster":
         return cast(Redis, RedisCluster.from_url(target.url, max_connections=max_connections, **password, **_retry()))

@@ -119,13 +119,18 @@ class SentinelServer:
 
 class SentinelServers:
     """A master, one replica and three Sentinels, with short timeouts so a failover takes a
-    couple of seconds (down after `down_after_ms`). `kill_master` SIGKILLs whichever server is
-    master now; `wait_for_failover` waits until the Sentinels name another one and it is a
-    master; `heal` starts the killed server again on its data (the Sentinels make it a replica
-    of the new master)."""
+    couple of seconds (the master is down after `down_after_ms`). Not 1000 ms: a Sentinel
+    pings once a second, and with a one-second down-after it sometimes took the master it had
+    just switched to for dead (its first pong came a few ms late) and failed over again. The
+    live master it demoted kept taking writes until the Sentinels turned it into a replica,
+    seconds later, and those writes were gone.
+
+    `kill_master` SIGKILLs whichever server is master now; `wait_for_failover` waits until the
+    Sentinels name another one and it says it is a master; `heal` starts the killed server
+    again on its data, as a replica of the new master."""
 
     def __init__(
-        self, directory: Path, down_after_ms: int = 1000, failover_timeout_ms: int = 3000,
+        self, directory: Path, down_after_ms: int = 1500, failover_timeout_ms: int = 3000,
         appendfsync: str = "always",
     ) -> None:
         self.servers: list[RedisServer] = []
@@ -133,7 +138,7 @@ class SentinelServers:
         self.killed: list[RedisServer] = []
         try:
             # A replica syncs at once, not after the default 5 s wait for more replicas.
-            quick = ("--repl-diskless-sync-delay", "0")
+            quick = self.quick = ("--repl-diskless-sync-delay", "0")
             master = RedisServer(directory / "node0", appendfsync, args=quick)
             self.servers.append(master)
             replica = RedisServer(
@@ -212,8 +217,14 @@ class SentinelServers:
         return self.master()
 
     def heal(self) -> None:
-        """Start the killed servers again; the Sentinels turn them into replicas."""
+        """Start the killed servers again, as replicas of the master now, as an operator
+        would. Started as they were, they would be masters with stale data until the Sentinels
+        turn them into replicas (seconds later), and a Sentinel that wrongly thought the new
+        master down in the meantime (a loaded host, a 1 s down-after) could promote one back
+        and undo everything written since: seen in the chaos suite."""
+        port = self.master_port()
         for server in self.killed:
+            server.args = [*self.quick, "--replicaof", "127.0.0.1", str(port)]
             server.start()
         self.killed = []
 

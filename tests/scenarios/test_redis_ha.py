@@ -10,6 +10,7 @@ failover under load (`python -m bot.testing.chaos --sentinel` is the long one).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -71,6 +72,31 @@ def sentinels(tmp_path: Path) -> Iterator[SentinelServers]:
     servers = SentinelServers(tmp_path / "redis")
     yield servers
     servers.stop()
+
+
+async def test_a_reconnect_asks_the_sentinels_and_never_lands_on_the_old_master_back_up(sentinels):
+    """redis-py reconnects a dropped connection to the address it had (its issues #3874,
+    #3560). If the old master is back by then, restarted and not yet made a replica, it takes
+    writes that vanish when it becomes one: the chaos suite lost threads that way."""
+    from bot.stores.connect import RedisTarget, client
+
+    redis = client(RedisTarget("sentinel", sentinels=tuple(
+        ("127.0.0.1", s.port) for s in sentinels.sentinels), master=MASTER_NAME))
+    try:
+        connection = await redis.connection_pool.get_connection()
+        assert connection.port == sentinels.master_port()
+        old = await asyncio.to_thread(sentinels.kill_master)
+        new = await asyncio.to_thread(sentinels.wait_for_failover, old.port)
+        await asyncio.to_thread(sentinels.heal)  # the old master is up again, still a master
+        await connection.disconnect()  # as a command's error does, before it is retried
+        await connection.send_command("SET", "written", "after the failover")
+        assert await connection.read_response() in (b"OK", "OK")
+        assert connection.port == new.port != old.port
+        with sync_redis.Redis(port=new.port) as promoted:
+            assert promoted.get("written") == b"after the failover"
+        await redis.connection_pool.release(connection)
+    finally:
+        await redis.aclose()
 
 
 def get(http: httpx.Client, path: str) -> dict[str, Any]:
