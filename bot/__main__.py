@@ -159,9 +159,7 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
     """tokens create | list | revoke, login-link: straight to Redis, nothing else built."""
-    from redis.asyncio import Redis
-
-    from bot.app import redis_url, sign_in_linker
+    from bot.app import redis_client, sign_in_linker
     from bot.stores.credentials import RedisCredentials
 
     person = getattr(args, "person", None)
@@ -171,7 +169,7 @@ async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
             known = ", ".join(sorted(people)) or "nobody: there is no deploybot.toml, or it names no people"
             print(f"refused: {person!r} is not a person in deploybot.toml (people: {known})", file=sys.stderr)
             return 2
-    redis = Redis.from_url(redis_url(settings))
+    redis = redis_client(settings)
     credentials = RedisCredentials(redis)
     try:
         if args.command == "login-link":

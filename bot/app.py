@@ -6,12 +6,10 @@ import logging
 import os
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.types import ASGIApp
@@ -29,10 +27,12 @@ from bot.ports import Deployer, Health, History, Locks, NextStepModel, Notifier
 from bot.schedules import TICK_EVERY, Scheduler
 from bot.service import ThreadService
 from bot.settings import ServiceSettings, Settings
+from bot.stores import connect
 from bot.stores.credentials import RedisCredentials
 from bot.stores.environments import RedisEnvironments
 from bot.stores.inbox import RedisInbox
 from bot.stores.redis import RedisThreadStore
+from bot.stores.replicas import Replicas
 from bot.stores.schedules import RedisScheduleMarks
 from bot.stores.timers import RedisDeployQueue, RedisTimers
 from bot.stores.work import RedisWorkQueue
@@ -164,7 +164,18 @@ class Closeable(Protocol):
 
 
 def redis_url(settings: Settings) -> str:
+    """The single server's URL: REDIS_URL, or the embedded server's (started if need be)."""
     return settings.redis_url or embedded_redis.ensure_running(settings.data_dir)
+
+
+def redis_client(settings: Settings, max_connections: int = 100) -> Redis:
+    """The Redis client for these settings: one server, Sentinel or Cluster
+    (bot/stores/connect.py). The embedded server is started only when nothing names a
+    server: never with REDIS_SENTINELS or REDIS_CLUSTER."""
+    target = settings.redis
+    if target.mode == "single" and target.url is None:
+        target = replace(target, url=redis_url(settings))
+    return connect.client(target, max_connections)
 
 
 def make_llm(settings: Settings) -> NextStepModel | None:
@@ -243,16 +254,15 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     # Enough connections for every run at once (one command each, plus the renewals of a
     # deploy): redis-py's default of 100 failed a burst of 200 runs with "Too many
     # connections". Past the limit (a burst of web requests) a command is retried like a
-    # broken connection. Commands are resent on a broken connection (a Redis restart) for
-    # about 3 s: appends, thread creation and inbound dedupe recognise their own first send;
-    # a resent stream read only delays its entries until they are reclaimed; the deploy
-    # history may get an entry twice.
-    redis = Redis.from_url(
-        redis_url(settings), max_connections=2 * settings.worker_concurrency + 100,
-        retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 6),
-        retry_on_error=[RedisConnectionError, RedisTimeoutError],
-    )
-    store = RedisThreadStore(redis)
+    # broken connection. Commands are resent on a broken connection (a Redis restart, a
+    # Sentinel failover) for about 3 s: appends, thread creation and inbound dedupe
+    # recognise their own first send; a resent stream read only delays its entries until
+    # they are reclaimed; the deploy history may get an entry twice.
+    redis = redis_client(settings, max_connections=2 * settings.worker_concurrency + 100)
+    target = settings.redis
+    # Appends and thread creation WAIT for a replica when the master has one (not on a cluster).
+    replicas = Replicas(redis, target.wait_ms) if target.waits else None
+    store = RedisThreadStore(redis, replicas=replicas)
     inbox = RedisInbox(redis)
     credentials = RedisCredentials(redis)
     policy = settings.policy()

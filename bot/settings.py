@@ -42,6 +42,7 @@ from bot.people import Directory
 from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_required
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.settings_file import FileConfig, FileError
+from bot.stores.connect import RedisTarget
 from bot.triggers import Schedule, Trigger, email_targets, slack_targets
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
@@ -129,6 +130,15 @@ class Settings(BaseSettings):
     # its password is one of secrets() and the URL stays out of reprs.
     redis_url: str | None = Field(
         None, repr=False, description="unset: start an embedded Redis under DATA_DIR"
+    )
+    # Sentinel (instead of REDIS_URL) or Cluster (REDIS_URL names any node): see `redis`.
+    redis_sentinels: str | None = Field(None, description="host:port,host:port of the Sentinels")
+    redis_sentinel_master: str | None = Field(None, description="the master's name the Sentinels watch")
+    redis_password: SecretStr | None = Field(None, description="the Redis servers' password (not the Sentinels')")
+    redis_sentinel_password: SecretStr | None = Field(None, description="the Sentinels' own password")
+    redis_cluster: bool = Field(False, description="REDIS_URL names a node of a Redis Cluster")
+    redis_wait_ms: int = Field(
+        500, ge=0, description="ms a write that must survive a failover waits for a replica; 0: never"
     )
     data_dir: Path = Path(".deploybot")
     host: str = "0.0.0.0"
@@ -229,7 +239,7 @@ class Settings(BaseSettings):
     def _complete(self) -> Self:
         """Refuse half a configuration at start, with every problem at once."""
         problems = []
-        for read in (self._llm, self._slack, self._email, self._github, self._notify_webhook):
+        for read in (self._redis, self._llm, self._slack, self._email, self._github, self._notify_webhook):
             try:
                 read()
             except ConfigError as e:
@@ -445,6 +455,12 @@ class Settings(BaseSettings):
         return type(self)(_env_file=None, **{**self.model_dump(), **update})
 
     @property
+    def redis(self) -> RedisTarget:
+        """Where threads live: one server (REDIS_URL, or None: the embedded one), the master
+        behind Sentinels, or a cluster (bot/stores/connect.py makes the client)."""
+        return self._redis()
+
+    @property
     def slack(self) -> SlackSettings | None:
         return self._slack()
 
@@ -492,7 +508,8 @@ class Settings(BaseSettings):
         (REDIS_URL=redis://:pw@host, LLM_BASE_URL=https://user:pw@host/v1)."""
         values = [
             v.get_secret_value() for v in (
-                self.api_token, self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
+                self.api_token, self.redis_password, self.redis_sentinel_password,
+                self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
                 self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
                 self.smtp_password, self.inbound_email_secret, self.email_reply_secret, self.session_secret,
                 self.github_webhook_secret, self.notify_webhook_secret,
@@ -514,6 +531,34 @@ class Settings(BaseSettings):
         return tuple(sorted(_words(self.deploy_env_passthrough)))
 
     # --- one reader per channel or feature: None when it is off, ConfigError when half set ---
+
+    def _redis(self) -> RedisTarget:
+        password = self.redis_password.get_secret_value() if self.redis_password else None
+        sentinel_password = self.redis_sentinel_password.get_secret_value() if self.redis_sentinel_password else None
+        if self.redis_sentinels or self.redis_sentinel_master:
+            _require("Redis Sentinel", (
+                ("REDIS_SENTINELS", self.redis_sentinels), ("REDIS_SENTINEL_MASTER", self.redis_sentinel_master),
+            ))
+            if self.redis_url:
+                raise ConfigError("REDIS_SENTINELS replaces REDIS_URL: set one of them")
+            if self.redis_cluster:
+                raise ConfigError("REDIS_CLUSTER=true and REDIS_SENTINELS are different setups: set one of them")
+            assert self.redis_sentinels and self.redis_sentinel_master
+            return RedisTarget(
+                "sentinel", sentinels=_addresses("REDIS_SENTINELS", self.redis_sentinels),
+                master=self.redis_sentinel_master.strip(), password=password,
+                sentinel_password=sentinel_password, wait_ms=self.redis_wait_ms,
+            )
+        if sentinel_password:
+            raise ConfigError("REDIS_SENTINEL_PASSWORD is set but REDIS_SENTINELS is not")
+        if self.redis_cluster and not self.redis_url:
+            raise ConfigError("REDIS_CLUSTER=true needs REDIS_URL (any node of the cluster)")
+        if password and not self.redis_url:
+            raise ConfigError("REDIS_PASSWORD needs REDIS_URL or REDIS_SENTINELS (the embedded server has none)")
+        return RedisTarget(
+            "cluster" if self.redis_cluster else "single", url=self.redis_url, password=password,
+            wait_ms=self.redis_wait_ms,
+        )
 
     def _llm(self) -> LlmSettings | None:
         provider = self.llm_provider or (
@@ -616,6 +661,22 @@ def url_passwords(value: str) -> list[str]:
 
 def _seconds(value: int | None) -> timedelta | None:
     return timedelta(seconds=value) if value else None
+
+
+def _addresses(name: str, value: str) -> tuple[tuple[str, int], ...]:
+    """host:port,host:port ([::1]:26379 for IPv6), in the order written."""
+    found = []
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        host, _, port = entry.rpartition(":")
+        host = host.removeprefix("[").removesuffix("]")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"{name}: {entry!r} is not host:port")
+        found.append((host, int(port)))
+    if not found:
+        raise ConfigError(f"{name} names no host:port")
+    return tuple(found)
 
 
 def _require(what: str, values: tuple[tuple[str, object], ...]) -> None:

@@ -18,9 +18,12 @@ from redis.asyncio import Redis
 from bot import embedded_redis
 from bot.app import App, build, http_app
 from bot.settings import Settings
+from bot.stores import connect
+from bot.stores.connect import RedisTarget
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_llm import FakeLlm
+from bot.testing.ha import ClusterServers
 from tests.helpers import eventually
 
 TAGS = ["v1.2.1", "v1.2.2", "v1.2.3"]  # oldest first
@@ -141,3 +144,23 @@ async def api(settings: Settings, app: App) -> AsyncIterator[httpx.AsyncClient]:
         yield client
     server.should_exit = True
     await task
+
+
+# --- Redis Cluster and Sentinel: real topologies from the same binary (bot/testing/ha.py) ---
+
+
+@pytest.fixture(scope="session")
+def cluster_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterServers]:
+    """Three cluster masters, slots split evenly; started once, stopped at the end."""
+    servers = ClusterServers(tmp_path_factory.mktemp("redis-cluster"))
+    yield servers
+    servers.stop()
+
+
+@pytest.fixture
+async def redis_cluster(cluster_servers: ClusterServers) -> AsyncIterator[Redis]:
+    """deploybot's own cluster client (bot/stores/connect.py), every master flushed."""
+    client = connect.client(RedisTarget("cluster", url=cluster_servers.url))
+    await client.flushdb()  # sent to every master
+    yield client
+    await client.aclose()

@@ -7,6 +7,7 @@ bot.transcript, as in the markdown transcript.
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -360,19 +361,32 @@ def record_fields(record: DeployRecord, trail: Audit) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Deployed:
-    """A deploy record as the board and the history show it (the partial _record.html)."""
+    """A deploy record as the board and the history show it (the partial _record.html).
+    `may_roll_back`: show its Roll back button (see `rollbackable`)."""
 
     record: DeployRecord
     asked_by: str = ""
+    may_roll_back: bool = False
 
 
 @dataclass(frozen=True)
 class Held:
     lock: Lock
-    by: str  # a person, or "deploy <thread>"
+    by: str  # a person, or "deploy <deploy id>"
     manual: bool
     thread_id: str | None  # the deploying thread, for a deploy's own lock
     may_unlock: bool
+
+
+@dataclass(frozen=True)
+class ServiceRow:
+    """One service in one environment on the board: what is on, its own lock."""
+
+    name: str
+    in_catalog: bool  # False: deployed there once, no longer in the catalog (no buttons)
+    current: Deployed | None = None  # its newest successful deploy
+    failed: Deployed | None = None  # its newest deploy, when that failed
+    lock: Held | None = None  # its own lock (the environment's is the card's)
 
 
 @dataclass
@@ -381,9 +395,8 @@ class Environment:
     protected: bool
     approvers: str
     lockers: str
-    current: list[Deployed] = field(default_factory=list)  # the newest successful deploy of each service
-    last: Deployed | None = None  # the newest deploy, whatever its outcome
-    lock: Held | None = None
+    services: list[ServiceRow] = field(default_factory=list)
+    lock: Held | None = None  # on the whole environment
     may_lock: bool = False
     why_not_lock: str | None = None
     running: list[Running] = field(default_factory=list)
@@ -401,13 +414,80 @@ def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
     )
 
 
+_DEPLOY_OWNER = re.compile(r"^(?P<thread>.+)-[0-9a-f]{16}$")  # bot.deploying.deploy_id: thread id, step id
+
+
 def held(lock: Lock, policy: Policy, viewer: Identity) -> Held:
     manual = lock.owner.startswith("manual:")
+    deploying = _DEPLOY_OWNER.match(lock.owner)
     return Held(
         lock=lock, by=lock.owner.removeprefix("manual:") if manual else f"deploy {lock.owner}", manual=manual,
-        thread_id=None if manual else lock.owner,
+        thread_id=None if manual else deploying["thread"] if deploying else lock.owner,
         may_unlock=policy.may_unlock(viewer, lock.environment, lock.owner) is None,
     )
+
+
+def services_in(environment: str, policy: Policy) -> list[str]:
+    """The catalog's services that deploy to `environment`, in the catalog's order."""
+    return [s for s in policy.catalog.names if policy.catalog.invalid(s, environment) is None]
+
+
+def service_rows(
+    environment: str,
+    services: Sequence[str],
+    records: Sequence[DeployRecord],
+    locks: Iterable[Lock],
+    policy: Policy,
+    viewer: Identity,
+    asked: dict[str, str],
+    may_start: bool,
+) -> list[ServiceRow]:
+    """A row per service of `services` (the catalog's there), then one per other service
+    the history of `environment` (newest first) still shows deployed there."""
+    current = latest_per_service(records)
+    newest: dict[str, DeployRecord] = {}
+    for r in records:
+        newest.setdefault(r.service, r)
+    own = {lock.service: lock for lock in locks if lock.service}
+    rollbackable_ids = rollbackable(records)
+    extra = sorted(r.service for r in current if r.service not in services)
+    rows = []
+    for name in [*services, *extra]:
+        in_catalog = name in services
+        on = next((r for r in current if r.service == name), None)
+        last = newest.get(name)
+        rows.append(ServiceRow(
+            name=name, in_catalog=in_catalog,
+            current=deployed(on, asked, may_start and in_catalog and on.deploy_id in rollbackable_ids) if on else None,
+            failed=deployed(last, asked) if last is not None and not last.ok else None,
+            lock=held(own[name], policy, viewer) if name in own else None,
+        ))
+    return rows
+
+
+def deployed(record: DeployRecord, asked: dict[str, str], may_roll_back: bool = False) -> Deployed:
+    return Deployed(record, asked.get(record.deploy_id, ""), may_roll_back)
+
+
+def rollbackable(records: Iterable[DeployRecord]) -> set[str]:
+    """The deploy ids, among `records` (a whole history, of one environment or several),
+    that a rollback would roll back: each service's current deploy in each environment (its
+    newest successful one), unless it is faulty or itself a rollback (those the thread would
+    refuse: a rollback is not rolled back, it is rolled forward)."""
+    found: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    for r in newest_first(list(records)):
+        if not r.ok or (r.environment, r.service) in seen:
+            continue
+        seen.add((r.environment, r.service))
+        if not r.faulty and not r.rollback_of:
+            found.add(r.deploy_id)
+    return found
+
+
+def current_of(records: Iterable[DeployRecord], service: str) -> DeployRecord | None:
+    """`service`'s newest successful deploy among `records` (one environment's)."""
+    return next((r for r in newest_first(list(records)) if r.ok and r.service == service), None)
 
 
 def latest_per_service(records: Iterable[DeployRecord]) -> list[DeployRecord]:

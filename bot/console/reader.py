@@ -69,9 +69,11 @@ class Reader:
     # --- what the live pages watch --------------------------------------------------------
 
     async def fingerprint(self, watch: str) -> str:
-        """A short digest that changes when what `watch` shows may have: "board" (locks, the
-        newest deploys, the newest threads and their versions; the board, approvals, threads
-        and deploys pages) or "thread:<id>" (that thread's version)."""
+        """A short digest that changes when what `watch` shows may have: "board" (the locks
+        on environments and on services there, the newest deploys, the newest threads and
+        their versions; the board, approvals, threads and deploys pages) or "thread:<id>"
+        (that thread's version). A page reads it before what it shows: a change made while
+        it renders then makes the next digest differ, and the page updates."""
         now = self.clock()
         known = self._prints.get(watch)
         if known and now - known[0] < FRESH_SECONDS:
@@ -96,10 +98,11 @@ class Reader:
             parts.append(str(thread.version if thread else -1))
         else:
             environments = sorted(self.policy.environments)
-            holders = await asyncio.gather(*(self.locks.holder(e) for e in environments))
+            services = self.policy.catalog.names
+            helds = await asyncio.gather(*(self.locks.held(e, services) for e in environments))
             heads = await asyncio.gather(*(self.history.recent(e, 1) for e in environments))
-            for env, holder, head in zip(environments, holders, heads, strict=True):
-                parts.append(f"{env}:{holder.owner if holder else ''}:{holder.since if holder else ''}:"
-                             f"{head[0].deploy_id if head else ''}")
+            for env, held, head in zip(environments, helds, heads, strict=True):
+                locks = ",".join(f"{lock.service}={lock.owner}@{lock.since}" for lock in held)
+                parts.append(f"{env}:{locks}:{head[0].deploy_id if head else ''}")
             parts += [f"{t.id}:{t.version}" for t in await self.recent(WATCHED)]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -2,9 +2,11 @@
 CSRF token, and a Server-Sent Events stream that says when a page's content changed.
 
 Every action goes through what the JSON API uses: ThreadService (respond, decide, cancel,
-fork; its policy decides who may approve) and, for Lock and Unlock, the same chat command a
-person would send, carried out by a worker that asks the policy again. The console only asks
-the policy first so it can hide a button and refuse a forged form with a 403.
+fork; its policy decides who may approve) and, for Lock and Unlock (of an environment, or of
+one service there) and Roll back, the same chat command a person would send, carried out by a
+worker that asks the policy again (a rollback is a deploy: approval and locks apply in its
+thread). The console only asks the policy first so it can hide a button and refuse a forged
+form with a 403.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.background import BackgroundTasks
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
+from bot import commands, wording
 from bot.console import model
 from bot.console.reader import Reader
 from bot.people import ANONYMOUS, SERVICE, SESSION, Identity
@@ -65,6 +68,7 @@ NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the 
     "rejected": "Rejected: the model re-plans from your feedback.",
     "lock": "Lock asked for: it shows here once it is set.",
     "unlock": "Unlock asked for: it shows here once the lock is lifted.",
+    "rollback": "Rollback asked for: this thread finds what to put back, and asks for approval where it must.",
     "sent": "Sent.",
     "cancelled": "Cancelled.",
     "resumed": "Handed to a worker.",
@@ -146,6 +150,12 @@ class Viewer:
     def is_service(self) -> bool:
         return self.identity == SERVICE
 
+    @property
+    def may_start(self) -> bool:
+        """Whether this viewer may start threads here (ask for a rollback): anyone but the
+        shared token, which only reads the console."""
+        return not self.is_service
+
 
 def _local_user() -> str:
     try:
@@ -165,7 +175,7 @@ def templates() -> jinja2.Environment:
     env.filters["when"] = lambda d: d.strftime("%Y-%m-%d %H:%M:%S UTC") if d else ""
     env.filters["iso"] = lambda d: d.isoformat() if d else ""
     env.filters["short"] = lambda s, n=7: (s or "")[:n]
-    env.globals.update(ago=model.ago, left=model.left)
+    env.globals.update(ago=model.ago, left=model.left, change_lines=wording.change_lines)
     return env
 
 
@@ -281,21 +291,27 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     @guarded
     async def board(request: Request) -> Response:
         who = viewer(request)
+        version = await reader.fingerprint("board")  # before reading: a change meanwhile shows up live
         now = service.clock()
         names = model.ordered(policy.environments, policy)
-        holders, histories, threads = await asyncio.gather(
-            asyncio.gather(*(parts.locks.holder(e) for e in names)),
-            asyncio.gather(*(parts.history.recent(e, 50) for e in names)),
+        services = {e: model.services_in(e, policy) for e in names}
+        helds, histories, threads = await asyncio.gather(
+            asyncio.gather(*(parts.locks.held(e, services[e]) for e in names)),
+            asyncio.gather(*(parts.history.recent(e, HISTORY_LIMIT) for e in names)),
             reader.recent(BOARD_SCAN),
         )
+        shown = [  # what the rows show: each service's current deploy and its newest one
+            rec for records in histories
+            for rec in {*model.latest_per_service(records), *_newest_per_service(records)}
+        ]
+        asked = await _asked_by(shown)
         cards = []
-        for name, holder, records in zip(names, holders, histories, strict=True):
+        for name, locks, records in zip(names, helds, histories, strict=True):
             card = model.environment(name, policy, who.identity)
-            card.lock = model.held(holder, policy, who.identity) if holder else None
-            current = model.latest_per_service(records)
-            asked = await _asked_by(current + records[:1])
-            card.current = [model.Deployed(rec, asked.get(rec.deploy_id, "")) for rec in current]
-            card.last = model.Deployed(records[0], asked.get(records[0].deploy_id, "")) if records else None
+            whole = next((lock for lock in locks if not lock.service), None)
+            card.lock = model.held(whole, policy, who.identity) if whole else None
+            card.services = model.service_rows(
+                name, services[name], records, locks, policy, who.identity, asked, who.may_start)
             cards.append(card)
         by_name = {c.name: c for c in cards}
         for t in threads:
@@ -305,8 +321,10 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             for a in model.approvals(t, who.identity, policy, now):
                 if a.pending and a.request.environment in by_name:
                     by_name[a.request.environment].waiting.append(a)
-        version = await reader.fingerprint("board")
         return render(request, "board.html", environments=cards, version=version, watch="board")
+
+    def _newest_per_service(records: list[DeployRecord]) -> list[DeployRecord]:
+        return list({r.service: r for r in reversed(records)}.values())
 
     async def _asked_by(records: list[DeployRecord]) -> dict[str, str]:
         ids = list(dict.fromkeys(r.thread_id for r in records))
@@ -317,12 +335,12 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     @guarded
     async def approvals_page(request: Request) -> Response:
         who = viewer(request)
+        version = await reader.fingerprint("board")
         now = service.clock()
         found = [a for t in await reader.recent(BOARD_SCAN) for a in model.approvals(t, who.identity, policy, now)]
         pending = sorted((a for a in found if a.pending), key=lambda a: a.request.expires_at)
         decided = sorted((a for a in found if a.decided), key=lambda a: a.decided.at if a.decided else now,
                          reverse=True)[:50]
-        version = await reader.fingerprint("board")
         return render(request, "approvals.html", pending=pending, decided=decided, version=version, watch="board")
 
     @r.get(PREFIX + "/threads")
@@ -335,6 +353,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             raise Page(400, "Not valid", f"status must be one of {', '.join(STATUSES)}")
         search = q.get("q", "")[:200]
         number = _int(q.get("page", "1"), "page", 1, 10_000)
+        version = await reader.fingerprint("board")
         now = service.clock()
         start = (number - 1) * PAGE_SIZE
         if status or search.strip():
@@ -350,7 +369,6 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             return PREFIX + "/threads?" + urlencode({k: v for k, v in (("status", status), ("q", search),
                                                                       ("page", str(n))) if v})
 
-        version = await reader.fingerprint("board")
         return render(
             request, "threads.html", rows=[model.row(t, now) for t in shown], status=status, q=search,
             statuses=STATUSES, page=number, previous=link(number - 1) if number > 1 else None,
@@ -361,7 +379,10 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     @guarded
     async def thread_page(request: Request, thread_id: str) -> Response:
         who = viewer(request)
-        thread = await reader.maybe(thread_id) if _id_like(thread_id) else None
+        if not _id_like(thread_id):
+            raise Page(404, "Not found", f"there is no thread {thread_id!r}")
+        version = await reader.fingerprint(f"thread:{thread_id}")
+        thread = await reader.maybe(thread_id)
         if thread is None:
             raise Page(404, "Not found", f"there is no thread {thread_id!r}")
         now = service.clock()
@@ -369,21 +390,24 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             request, "thread.html", thread=thread, status=thread.status(now),
             items=model.timeline(thread, parts.secrets, words),
             approvals=model.approvals(thread, who.identity, policy, now),
-            version=await reader.fingerprint(f"thread:{thread.id}"), watch=f"thread:{thread.id}",
+            version=version, watch=f"thread:{thread.id}",
         )
 
     @r.get(PREFIX + "/deploys")
     @guarded
     async def deploys_page(request: Request) -> Response:
-        viewer(request)
-        filters, records = await _deploys(request)
-        asked = await _asked_by(records)
-        rows = [model.Deployed(rec, asked.get(rec.deploy_id, "")) for rec in records]
-        query = urlencode({k: v for k, v in filters.items() if v})
+        who = viewer(request)
         version = await reader.fingerprint("board")
+        filters, records, current = await _deploys(request)
+        asked = await _asked_by(records)
+        rows = [model.deployed(rec, asked, who.may_start and _may_roll_back(rec, current)) for rec in records]
+        query = urlencode({k: v for k, v in filters.items() if v})
+        services = list(policy.catalog.names)
+        if filters["service"] and filters["service"] not in services:
+            services.append(filters["service"])  # deployed once, no longer in the catalog
         return render(
             request, "deploys.html", rows=rows, filters=filters, query=query, version=version, watch="board",
-            environments=model.ordered(policy.environments, policy),
+            environments=model.ordered(policy.environments, policy), services=services,
         )
 
     @r.get(PREFIX + "/deploys.csv")
@@ -409,7 +433,16 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         return Response(body, media_type="application/jsonl; charset=utf-8", headers={
             **HEADERS, "Content-Disposition": 'attachment; filename="deploys.jsonl"'})
 
-    async def _deploys(request: Request) -> tuple[dict[str, str], list[DeployRecord]]:
+    def _may_roll_back(record: DeployRecord, current: set[str]) -> bool:
+        """Whether `record` gets a Roll back button (the viewer aside): it is the current
+        deploy of a service the catalog still deploys there, and the rollback would not be
+        refused outright."""
+        return (record.deploy_id in current and record.environment in policy.environments
+                and policy.catalog.invalid(record.service, record.environment) is None)
+
+    async def _deploys(request: Request) -> tuple[dict[str, str], list[DeployRecord], set[str]]:
+        """The filters, the records they keep (newest first), and the ids of the deploys a
+        rollback would roll back now (model.rollbackable: of the whole history, unfiltered)."""
         q = request.query_params
         environment = q.get("environment", "")
         if environment and environment not in policy.environments:
@@ -422,6 +455,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         names = [environment] if environment else sorted(policy.environments)
         records = [rec for recs in await asyncio.gather(*(parts.history.recent(e, HISTORY_LIMIT) for e in names))
                    for rec in recs]
+        current = model.rollbackable(records)
         records = [
             rec for rec in model.newest_first(records)
             if (not service_name or rec.service == service_name) and (not tag or rec.tag == tag)
@@ -432,10 +466,10 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             records = [rec for rec in records if person in (rec.approved_by, asked.get(rec.deploy_id))]
         filters = {"environment": environment, "service": service_name, "tag": tag, "outcome": outcome,
                    "person": person, "limit": str(limit) if q.get("limit") else ""}
-        return filters, records[:limit]
+        return filters, records[:limit], current
 
     async def _export(request: Request) -> list[dict[str, Any]]:
-        _, records = await _deploys(request)
+        _, records, _ = await _deploys(request)
         threads = {t.id: t for t in await reader.threads(list(dict.fromkeys(r.thread_id for r in records)))}
         return [
             model.record_fields(rec, model.audit(threads.get(rec.thread_id), rec.deploy_id, parts.secrets))
@@ -445,15 +479,16 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     @r.get(PREFIX + "/deploys/{environment}/{deploy_id}")
     @guarded
     async def deploy_page(request: Request, environment: str, deploy_id: str) -> Response:
-        viewer(request)
+        who = viewer(request)
         known_environment(environment)
-        record = next((rec for rec in await parts.history.recent(environment, HISTORY_LIMIT)
-                       if rec.deploy_id == deploy_id), None)
+        history = await parts.history.recent(environment, HISTORY_LIMIT)
+        record = next((rec for rec in history if rec.deploy_id == deploy_id), None)
         if record is None:
             raise Page(404, "Not found", f"no deploy {deploy_id!r} in the history of {environment}")
         thread = await reader.maybe(record.thread_id) if _id_like(record.thread_id) else None
         trail = model.audit(thread, deploy_id, parts.secrets)
-        return render(request, "deploy.html", record=model.Deployed(record, trail.asked_by), trail=trail,
+        may = who.may_start and _may_roll_back(record, model.rollbackable(history))
+        return render(request, "deploy.html", record=model.Deployed(record, trail.asked_by, may), trail=trail,
                       thread=thread, secrets=parts.secrets)
 
     # --- actions -------------------------------------------------------------------------
@@ -476,36 +511,92 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     async def reject(request: Request, thread_id: str, approval_id: str) -> Response:
         return await _decide(request, thread_id, approval_id, False)
 
-    @r.post(PREFIX + "/environments/{environment}/lock")
-    @guarded
-    async def lock(request: Request, environment: str) -> Response:
+    def known_service(name: str, environment: str) -> str:
+        if name not in policy.catalog.services:
+            raise Page(404, "Not found", wording.unknown_service(name, policy.catalog.names))
+        why = policy.catalog.invalid(name, environment)
+        if why:
+            raise Invalid(why)
+        return name
+
+    async def _lock(request: Request, environment: str, service_name: str = "") -> Response:
         who = viewer(request)
         fields = await form(request, who)
         known_environment(environment)
+        if service_name:
+            known_service(service_name, environment)
         reason = " ".join(text(fields, "reason", MAX_REASON_CHARS, required=True).split())
         why = policy.may_lock(who.identity, environment)
         if why:
             raise Forbidden(why)
         # The chat command, so the lock is set (and checked again) where every lock is, and recorded.
-        thread = await service.launch(f"lock {environment}: {reason}", who.identity, channel="console")
+        where = f"{service_name} in {environment}" if service_name else environment
+        thread = await service.launch(f"lock {where}: {reason}", who.identity, channel="console")
         await parts.kick(thread.id)
         return back(fields, PREFIX + "/", "lock")
+
+    async def _unlock(request: Request, environment: str, service_name: str = "") -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        known_environment(environment)
+        if service_name:
+            known_service(service_name, environment)
+        held = await parts.locks.held(environment, [service_name] if service_name else [])
+        holder = next((lock for lock in held if lock.service == service_name), None)
+        if holder is None:
+            raise WrongState(wording.not_locked(wording.lock_target(environment, service_name)))
+        why = policy.may_unlock(who.identity, environment, holder.owner)
+        if why:
+            raise Forbidden(why)
+        where = f"{service_name} in {environment}" if service_name else environment
+        thread = await service.launch(f"unlock {where}", who.identity, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, PREFIX + "/", "unlock")
+
+    @r.post(PREFIX + "/environments/{environment}/lock")
+    @guarded
+    async def lock(request: Request, environment: str) -> Response:
+        return await _lock(request, environment)
 
     @r.post(PREFIX + "/environments/{environment}/unlock")
     @guarded
     async def unlock(request: Request, environment: str) -> Response:
+        return await _unlock(request, environment)
+
+    @r.post(PREFIX + "/environments/{environment}/services/{service_name}/lock")
+    @guarded
+    async def lock_service(request: Request, environment: str, service_name: str) -> Response:
+        return await _lock(request, environment, service_name)
+
+    @r.post(PREFIX + "/environments/{environment}/services/{service_name}/unlock")
+    @guarded
+    async def unlock_service(request: Request, environment: str, service_name: str) -> Response:
+        return await _unlock(request, environment, service_name)
+
+    @r.post(PREFIX + "/environments/{environment}/services/{service_name}/rollback")
+    @guarded
+    async def roll_back(request: Request, environment: str, service_name: str) -> Response:
+        """Start a thread that rolls the service back, as POST /deploys/rollback does: the
+        exact command, so the same rules apply there (approval, locks, the re-check) and the
+        thread says what it found. `deploy_id`, when posted: the deploy the button was shown
+        on, which must still be the current one (else the rollback would undo another)."""
         who = viewer(request)
         fields = await form(request, who)
+        if not who.may_start:
+            raise Forbidden(wording.shared_token_cannot("ask for a rollback"))
         known_environment(environment)
-        holder = await parts.locks.holder(environment)
-        if holder is None:
-            raise WrongState(f"{environment} is not locked")
-        why = policy.may_unlock(who.identity, environment, holder.owner)
-        if why:
-            raise Forbidden(why)
-        thread = await service.launch(f"unlock {environment}", who.identity, channel="console")
+        known_service(service_name, environment)
+        shown = fields.get("deploy_id", "")[:200]
+        if shown:
+            history = await parts.history.recent(environment, HISTORY_LIMIT, service=service_name)
+            now_on = model.current_of(history, service_name)
+            if now_on is None or now_on.deploy_id != shown:
+                where = wording.lock_target(environment, service_name)
+                raise WrongState(f"deploy {shown} is no longer what is on {where}: reload the page and look again")
+        thread = await service.launch(commands.rollback_text(service_name, environment), who.identity,
+                                      channel="console")
         await parts.kick(thread.id)
-        return back(fields, PREFIX + "/", "unlock")
+        return back({}, f"{PREFIX}/threads/{thread.id}", "rollback")
 
     @r.post(PREFIX + "/threads/{thread_id}/respond")
     @guarded

@@ -1,7 +1,10 @@
 """Every Redis key deploybot uses is built here, and every name that ends up in one.
 
 Per-thread keys share the hash tag `{id}` so a thread's keys live in one slot on Redis
-Cluster, which lets one script touch them atomically.
+Cluster, which lets one script touch them atomically. The same holds for a conversation's keys
+(`{scope}`) and the personal tokens (`{api-tokens}`). Keys without a tag (the work stream, the
+recency index, an environment's lock and history) are each used alone, or beside a thread's
+script in a pipeline that is not a transaction; no script or transaction spans two of them.
 
 The module-level functions name a channel's conversations (scopes for Inbox.receive) and
 pointers (names for Inbox.link/lookup); the Inbox puts them inside its own keys. Channels
@@ -79,7 +82,8 @@ class Keys:
         return f"{self.prefix}:thread:{{{thread_id}}}:lease"
 
     def work(self) -> str:
-        """The handoff stream: one entry per "run this thread", read by a consumer group."""
+        """The handoff stream: one entry per "run this thread", read by a consumer group. One
+        stream, so on a cluster one slot: every handoff goes through that shard's master."""
         return f"{self.prefix}:work"
 
     def turn(self, chore: str) -> str:

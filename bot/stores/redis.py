@@ -4,6 +4,10 @@ The list length is the thread's version. Appending is O(1), one round trip, and 
 rewrites history;
 a writer that read an older version gets a Conflict, re-reads what it missed
 (`LRANGE key version -1`, also O(new events)) and decides again.
+
+Creating a thread and appending to it WAIT for a replica when given `replicas` and the
+master has one (bot/stores/replicas.py), in the same round trip: a decision,
+`deploy_started` or a deploy's result acknowledged here survives a failover.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError
 
 from bot import events as ev
 from bot.events import Event, new_id
@@ -22,6 +25,7 @@ from bot.ports import Conflict, LeaseLost, ThreadExists, ThreadNotFound
 from bot.retry import retrying
 from bot.stores import scripts
 from bot.stores.keys import Keys
+from bot.stores.replicas import Replicas
 from bot.stores.replies import text
 from bot.thread import Origin, Thread
 
@@ -86,9 +90,10 @@ FACT_ATTEMPTS = 50  # each one lost a race to another writer; re-read and append
 
 
 class RedisThreadStore:
-    def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
+    def __init__(self, redis: Redis, keys: Keys | None = None, replicas: Replicas | None = None) -> None:
         self.redis = redis
         self.keys = keys or Keys()
+        self.replicas = replicas  # None: writes never WAIT (no replicas, or a cluster)
 
     async def create(
         self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
@@ -100,11 +105,17 @@ class RedisThreadStore:
         keys = [self.keys.meta(thread_id), self.keys.events(thread_id)]
         args: list[float | str] = [now, origin.dump(), *(ev.dump(e) for e in events)]
         # One round trip: the thread's keys in one script (one cluster slot), the global
-        # recency index beside it in the same pipeline.
+        # recency index beside it in the same pipeline (not a transaction: another slot),
+        # then WAIT for a replica when there is one.
+        wait_ms = await self.replicas.timeout_ms() if self.replicas else 0
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.eval(_CREATE, len(keys), *keys, *args)
             pipe.zadd(self.keys.recent(), {thread_id: now}, nx=True)
-            created, _ = await pipe.execute()
+            if wait_ms:
+                pipe.wait(1, wait_ms)
+            created, _, *acked = await pipe.execute()
+        if self.replicas and acked:
+            self.replicas.acked(acked[0], f"thread {thread_id}: creating it")
         if not created:
             if await self._landed(thread_id, 0, events):
                 return await self.load(thread_id)
@@ -128,7 +139,13 @@ class RedisThreadStore:
         if not events:
             return thread
         keys = [self.keys.events(thread.id), self.keys.lease(thread.id)]
-        version = await self._script(_APPEND, keys, thread.version, holder or "", *(ev.dump(e) for e in events))
+        args = (thread.version, holder or "", *(ev.dump(e) for e in events))
+        if self.replicas:  # WAITs for a replica in the same round trip, when there is one
+            version = await self.replicas.script(
+                _APPEND, keys, *args, what=f"thread {thread.id}: appending {events[0].type}"
+            )
+        else:
+            version = await self._script(_APPEND, keys, *args)
         if version == -1:
             raise ThreadNotFound(thread.id)
         if version == 0:
@@ -174,16 +191,13 @@ class RedisThreadStore:
         return Thread(thread_id, tuple(ev.load(r) for r in reply[2:]), Origin.model_validate_json(reply[1]))
 
     async def release(self, thread: Thread, owner: str) -> Thread:
-        """One round trip: the script (one slot) and the recency index beside it."""
+        """One round trip: the script (one slot) and the recency index beside it. EVAL, not
+        EVALSHA: redis-py's cluster pipeline refuses EVALSHA, and this script is short."""
         keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
-        for _ in range(2):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.evalsha(scripts.sha(_RELEASE), len(keys), *keys, owner, thread.version)
-                pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
-                raw, _ = await pipe.execute(raise_on_error=False)
-            if not isinstance(raw, NoScriptError):
-                break
-            await self.redis.script_load(_RELEASE)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_RELEASE, len(keys), *keys, owner, thread.version)
+            pipe.zadd(self.keys.recent(), {thread.id: time.time()}, xx=True)
+            raw, _ = await pipe.execute(raise_on_error=False)
         if isinstance(raw, Exception):
             raise raw
         return thread.extended([ev.load(r) for r in raw])

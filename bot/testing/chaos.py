@@ -1,12 +1,16 @@
 """The chaos suite: many threads through full scenarios on `serve --no-worker` and two
 `python -m bot worker` processes, while workers are SIGKILLed at random moments and the
-Redis server is killed and restarted once (AOF on). Then it checks, and prints:
+Redis server is killed and restarted once (AOF on). With --sentinel the bot connects through
+three Sentinels to a master with a replica instead, and the master is killed once: the
+Sentinels promote the replica and the run carries on there (the killed server comes back as
+a replica). Then it checks, and prints:
 
   events lost, duplicate events, deploys executed twice, deploys without a recorded
   authorized approval, threads neither done nor waiting for a human  (all must be 0)
 
     python -m bot.testing.chaos                      # the long version: 200+ kills
     python -m bot.testing.chaos --threads 16 --kills 10   # about what CI runs
+    python -m bot.testing.chaos --sentinel                # a Sentinel failover instead of a restart
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from bot.testing import cluster
+from bot.testing import cluster, ha
 from bot.testing.cluster import ledger_lines
 from bot.testing.fake_llm import FakeLlm
 
@@ -62,9 +66,9 @@ def plan(prompt: str) -> str:
         return _reply(intent="list_git_tags")
     if last == "list_git_tags_result":
         newest = thread.split("<list_git_tags_result>", 1)[1].split()[0]
-        return _reply(intent=f"deploy_{service}", tag=newest, environment=environment, reason="asked for")
+        return _reply(intent="deploy", service=service, tag=newest, environment=environment, reason="asked for")
     if last == "human_response" and 'decision="rejected"' in attrs:
-        return _reply(intent=f"deploy_{service}", tag="v1.2.2", environment=environment, reason="feedback")
+        return _reply(intent="deploy", service=service, tag="v1.2.2", environment=environment, reason="feedback")
     return _reply(intent="done_for_now", message=f"finished after {last or 'nothing'}")
 
 
@@ -145,16 +149,22 @@ POOL = 256  # environments, reused round-robin: a thread has its own while it is
 # (an interrupted deploy keeps its environment locked for a minute, as it should)
 
 
-def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> dict[str, int]:
+def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print, sentinel: bool = False) -> dict[str, int]:
     """At least `threads` threads and exactly `kills` worker kills: threads keep coming
-    until both are reached, so every kill lands while work is in flight."""
+    until both are reached, so every kill lands while work is in flight. `sentinel`: the
+    master of a Sentinel-watched pair is killed once, instead of a restart of one server."""
     rng = random.Random(seed)
-    redis = cluster.RedisServer(workdir / "redis")
+    if sentinel:
+        servers = ha.SentinelServers(workdir / "redis")
+        where = {"REDIS_SENTINELS": servers.addresses, "REDIS_SENTINEL_MASTER": ha.MASTER_NAME}
+    else:
+        redis = cluster.RedisServer(workdir / "redis")
+        where = {"REDIS_URL": redis.url}
     llm = FakeLlm(delay=0.05, default=plan).start()
     ledger = workdir / "deploys.log"
     staging, production = [f"s{i}" for i in range(POOL)], [f"p{i}" for i in range(POOL)]
     env = cluster.clean_env(**{
-        "REDIS_URL": redis.url, "PORT": str(cluster.free_port()), "API_TOKEN": TOKEN,
+        **where, "PORT": str(cluster.free_port()), "API_TOKEN": TOKEN,
         "DATA_DIR": str(workdir / "data"), "GIT_REPO": str(cluster.make_repo(workdir / "repo")),
         "DEPLOY_COMMAND": cluster.deploy_command(workdir, ledger), "FAKE_DEPLOY_SECONDS": "0.3",
         "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "chaos", "LLM_API_KEY": "unused",
@@ -178,7 +188,15 @@ def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> di
             i = rng.randrange(len(workers))
             workers[i].kill()
             killed[0] += 1
-            if killed[0] == restart_at:
+            if killed[0] == restart_at and sentinel:
+                with run.quiet:
+                    began_failover = time.monotonic()
+                    old = servers.kill_master()
+                    new = servers.wait_for_failover(old.port)
+                    down[0] = time.monotonic() - began_failover
+                servers.heal()  # the old master comes back, as a replica of the new one
+                log(f"  master killed; the Sentinels promoted the replica on port {new.port} in {down[0]:.2f} s")
+            elif killed[0] == restart_at:
                 with run.quiet:
                     down[0] = redis.restart(down_for=1.0)
                 log(f"  redis killed and restarted on its AOF (down {down[0]:.2f} s)")
@@ -211,9 +229,13 @@ def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print) -> di
         for w in workers:
             w.kill()
         web.kill()
-        redis.kill()
+        if sentinel:
+            servers.stop()
+        else:
+            redis.kill()
         llm.stop()
-    report.update(threads=len(run.threads), kills=killed[0], redis_restarts=1 if down[0] else 0,
+    report.update(threads=len(run.threads), kills=killed[0],
+                  redis_restarts=1 if down[0] and not sentinel else 0, failovers=1 if down[0] and sentinel else 0,
                   deploys=len(ledger_lines(ledger)), seconds=round(time.monotonic() - began))
     return report
 
@@ -276,11 +298,14 @@ def main() -> int:
     p.add_argument("--kills", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workdir", type=Path, help="keep logs and data here (default: a temporary directory)")
+    p.add_argument("--sentinel", action="store_true",
+                   help="a master, a replica and three Sentinels; the master is killed once (a failover)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="deploybot-chaos-") as tmp:
         workdir = args.workdir or Path(tmp)
-        print(f"chaos: {args.threads} threads, {args.kills} worker kills, one Redis restart (logs in {workdir})")
-        report = run(args.threads, args.kills, workdir, args.seed)
+        redis_event = "one Sentinel failover" if args.sentinel else "one Redis restart"
+        print(f"chaos: {args.threads} threads, {args.kills} worker kills, {redis_event} (logs in {workdir})")
+        report = run(args.threads, args.kills, workdir, args.seed, sentinel=args.sentinel)
         for key, value in report.items():
             print(f"{key:>46}: {value}")
         return 0 if all(report[k] == 0 for k in FIGURES) else 1

@@ -34,7 +34,7 @@ def clean_env(**settings: str) -> dict[str, str]:
     """This process's environment without anything that would point a bot process at a
     real model, Slack, SMTP or Redis, passing the fake deploy command's knobs on, plus
     `settings`."""
-    own = ("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_", "SMTP_", "REDIS_URL")
+    own = ("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_", "SMTP_", "REDIS_")
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(own)},
         "DEPLOY_ENV_PASSTHROUGH": FAKE_DEPLOY_ENV,
@@ -82,11 +82,12 @@ class RedisServer:
     """A Redis-compatible server on its own port and directory, AOF with fsync on every
     write, that can be SIGKILLed and started again on the same data."""
 
-    def __init__(self, directory: Path, appendfsync: str = "always") -> None:
+    def __init__(self, directory: Path, appendfsync: str = "always", args: Sequence[str] = ()) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.appendfsync = appendfsync
+        self.args = list(args)  # more server options: cluster mode, replicaof
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
 
@@ -98,7 +99,7 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [server_binary(), "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.dir),
              "--appendonly", "yes", "--appendfsync", self.appendfsync, "--save", "",
-             "--logfile", str(self.dir / "redis.log")],
+             "--logfile", str(self.dir / "redis.log"), *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10

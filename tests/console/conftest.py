@@ -1,8 +1,9 @@
 """The console in a real browser: one Chromium for the whole session (Playwright drives the
 system's /usr/bin/chromium; it downloads no browser), and for each test module a real
 `python -m bot serve` (web and worker, API_TOKEN on, a deploybot.toml naming alice, who
-approves and locks, and bob, who does neither) on a real Redis, a model stand-in and a deploy
-command that keeps a ledger.
+approves and locks, and bob, who does neither; the services backend and frontend, from one
+repository tagged v1.2.1 to v1.3.0) on a real Redis, a model stand-in and a deploy command that
+keeps a ledger.
 
 Screenshots go to a temporary folder; with CONSOLE_SCREENSHOTS=1 to docs/console/ (the
 README shows those).
@@ -62,6 +63,20 @@ approvers = ["alice"]
 protected = true
 approvers = ["alice"]
 """
+
+
+# The subject of the commit tagged v1.3.0: commit subjects are other people's text, shown as text.
+HOSTILE_SUBJECT = '<img src=x onerror="window.__pwned = 3"> <b>faster</b> sign-in'
+
+
+def release(repo: Path, tag: str, subject: str) -> Path:
+    """One more commit on `repo`, tagged `tag` (after make_repo's v1.2.1 to v1.2.3)."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "dana", "GIT_AUTHOR_EMAIL": "dana@example.com",
+           "GIT_COMMITTER_NAME": "dana", "GIT_COMMITTER_EMAIL": "dana@example.com",
+           "GIT_AUTHOR_DATE": "2026-11-20T12:00:00Z", "GIT_COMMITTER_DATE": "2026-11-20T12:00:00Z"}
+    for args in (("commit", "-q", "--allow-empty", "-m", subject), ("tag", tag)):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+    return repo
 
 
 def in_a_thread(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -195,7 +210,8 @@ def console(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     port = free_port()
     env = cluster.clean_env(
         REDIS_URL=redis_url, PORT=str(port), HOST="127.0.0.1", DATA_DIR=str(tmp / "data"),
-        GIT_REPO=str(make_repo(tmp / "repo")), DEPLOY_COMMAND=cluster.deploy_command(tmp, ledger),
+        GIT_REPO=str(release(make_repo(tmp / "repo"), "v1.3.0", HOSTILE_SUBJECT)),
+        DEPLOY_COMMAND=cluster.deploy_command(tmp, ledger),
         API_TOKEN=TOKEN, DEPLOYBOT_CONFIG=str(config), LLM_BASE_URL=llm.base_url, LLM_MODEL="fake-model",
         LLM_API_KEY="sk-console-test-key-0123456789", PUBLIC_URL=f"http://127.0.0.1:{port}",
     )

@@ -1,7 +1,8 @@
 """The web console in Chromium against the real bot: signing in with a link, approving and
 watching the deploy arrive live, rejecting with feedback and watching the model re-plan,
-locking and unlocking, what a non-approver sees (and the 403 of a forged form), the CSRF
-token, and text that holds HTML or markdown shown as text.
+locking and unlocking an environment and a service there, a change preview and a rollback
+from the board, what a non-approver sees (and the 403 of a forged form), the CSRF token, and
+text that holds HTML or markdown (a message, a commit subject) shown as text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import httpx
 from playwright.sync_api import Page, expect
 
-from tests.console.conftest import Console
+from tests.console.conftest import HOSTILE_SUBJECT, Console
 from tests.helpers import ledger_lines, reply
 
 LIVE = 15_000  # ms a live update may take (the stream polls every second)
@@ -42,13 +43,34 @@ def csrf(page: Page) -> str:
     return page.locator("input[name=csrf_token]").first.get_attribute("value")
 
 
+def row(page: Page, service: str, environment: str):
+    """A service's row in an environment's card on the board."""
+    return page.get_by_role("group", name=f"{service} in {environment}", exact=True)
+
+
+def approve_on_its_page(page: Page, console: Console, thread_id: str) -> dict:
+    """Approve the thread's pending deploy on the thread's page; the thread once it is done."""
+    page.goto(f"{console.url}/console/threads/{thread_id}")
+    page.locator("article.approval").get_by_role("button", name="Approve", exact=True).click()
+    expect(page).to_have_url(re.compile(r"notice=approved$"))
+    body = console.wait(thread_id, {"done", "failed", "cancelled", "waiting_for_human"})
+    assert body["status"] == "done", body["events"]
+    return body
+
+
+def deploy_id(body: dict) -> str:
+    return next(e["deploy_id"] for e in body["events"] if e["type"] == "deploy_result")
+
+
 def test_sign_in_approve_and_the_deploy_shows_up_live(context, console: Console):
     thread_id, pending = console.waiting_deploy()
     page = signed_in(context, console, "alice")
     board = context.new_page()  # left open, never reloaded: it must update by itself
     board.goto(f"{console.url}/console/")
     prod = section(board, "production")
-    expect(prod).to_contain_text("Nothing deployed yet")
+    expect(row(board, "backend", "production")).to_contain_text("Nothing deployed yet")
+    expect(row(board, "frontend", "production")).to_contain_text("Nothing deployed yet")
+    expect(prod.get_by_role("group")).to_have_count(2)  # a row per service of the catalog
     expect(card(board, thread_id)).to_contain_text("v1.2.3")  # waiting, on the board too
     board.evaluate("window.__stayed = true")
 
@@ -59,16 +81,19 @@ def test_sign_in_approve_and_the_deploy_shows_up_live(context, console: Console)
     expect(approval).to_contain_text("carol")  # who asked
     expect(approval).to_contain_text("alice")  # who may decide
     expect(approval.locator("[data-expires]")).to_have_text(re.compile(r"\d+ min \d\d s left"))
-    console.shot(page, "approvals")
+    expect(approval.locator(".change")).to_contain_text("nothing deployed there yet")
 
     console.llm.script(reply(intent="done_for_now", message="Deployed backend v1.2.3 to production."))
     approval.get_by_role("button", name="Approve", exact=True).click()
     expect(page).to_have_url(re.compile(r"/console/approvals\?notice=approved$"))
     expect(page.get_by_role("status")).to_contain_text("Approved")
 
-    expect(prod.locator(".record.ok")).to_contain_text("v1.2.3", timeout=LIVE)
-    expect(prod).to_contain_text("approved by alice")
-    expect(prod).to_contain_text("asked by carol")
+    backend = row(board, "backend", "production")
+    expect(backend.locator(".record.ok")).to_contain_text("v1.2.3", timeout=LIVE)
+    expect(backend).to_contain_text("approved by alice")
+    expect(backend).to_contain_text("asked by carol")
+    expect(backend.get_by_role("button", name="Roll back")).to_be_visible()  # the current deploy
+    expect(row(board, "frontend", "production")).to_contain_text("Nothing deployed yet")
     expect(section(board, "production")).to_contain_text("No approval waiting")
     assert board.evaluate("window.__stayed === true"), "the board was reloaded instead of updated live"
 
@@ -78,14 +103,12 @@ def test_sign_in_approve_and_the_deploy_shows_up_live(context, console: Console)
     assert len(mine) == 1 and mine[0].endswith("backend v1.2.3 production"), ledger_lines(console.ledger)
     decision = next(e for e in body["events"] if e["type"] == "human_response" and e["approve"])
     assert (decision["person"], decision["via"], decision["channel"]) == ("alice", "session", "console")
-    console.shot(board, "board")
 
     # the history, and the deploy's audit trail: request -> proposal -> approval evidence -> run -> outcome
     page.goto(f"{console.url}/console/deploys?environment=production")
-    row = page.locator(".record", has_text="v1.2.3")
-    expect(row).to_contain_text("approved by alice")
-    console.shot(page, "deploys")
-    row.get_by_role("link", name="audit").click()
+    record = page.locator(".record", has_text="v1.2.3")
+    expect(record).to_contain_text("approved by alice")
+    record.get_by_role("link", name="audit").click()
     audit = page.locator("ol.audit")
     expect(audit).to_contain_text("deploy the latest backend to production")
     expect(audit).to_contain_text("The model proposed deploying backend v1.2.3 to production")
@@ -145,20 +168,117 @@ def test_reject_with_feedback_and_the_model_replans(context, console: Console):
         api.post(f"/threads/{thread_id}/cancel", json={"reason": "test over"})
 
 
+def test_a_change_preview_then_a_rollback_from_the_board(context, console: Console):
+    page = signed_in(context, console, "alice")
+    first = console.start("deploy frontend v1.2.3 to production")  # exact commands: the model is not asked
+    assert console.wait(first)["status"] == "waiting_for_approval"
+    approve_on_its_page(page, console, first)
+    second = console.start("deploy frontend v1.3.0 to production")
+    assert console.wait(second)["status"] == "waiting_for_approval"
+
+    # what it changes: the one wording every channel uses, a commit subject shown as text
+    page.goto(f"{console.url}/console/approvals")
+    change = card(page, second).locator(".change")
+    expect(change).to_contain_text(re.compile(r"from v1\.2\.3 \(\w{7}\) to \w{7}: 1 commit ahead"))
+    expect(change).to_contain_text("commits added:")
+    expect(change.locator("li").last).to_contain_text(f"{HOSTILE_SUBJECT} (dana)")
+    assert change.locator("img, b").count() == 0 and page.evaluate("window.__pwned === undefined")
+    console.shot(page, "approvals")
+    approve_on_its_page(page, console, second)
+    faulty = deploy_id(console.thread(second))
+
+    # Roll back, on the current deploy: a thread of its own, with the exact command
+    page.goto(f"{console.url}/console/")
+    frontend = row(page, "frontend", "production")
+    expect(frontend.locator(".record.ok")).to_contain_text("v1.3.0")
+    frontend.get_by_role("button", name="Roll back").click()
+    expect(page).to_have_url(re.compile(r"/console/threads/[^/?]+\?notice=rollback$"))
+    expect(page.get_by_role("status")).to_contain_text("Rollback asked for")
+    rollback = page.url.split("/threads/")[1].split("?")[0]
+    body = console.wait(rollback)
+    assert body["status"] == "waiting_for_approval", body["events"]
+    assert body["events"][0]["text"] == "roll back frontend in production" and body["events"][0]["person"] == "alice"
+    asking = page.locator("article.approval")
+    expect(asking).to_contain_text("Deploy frontend v1.2.3 to production")
+    expect(asking).to_contain_text(f"rolls back deploy {faulty}")
+    expect(asking.locator(".change")).to_contain_text("goes back 1 commit")
+    expect(asking.locator(".change")).to_contain_text(HOSTILE_SUBJECT)
+    console.shot(page, "rollback")
+    approve_on_its_page(page, console, rollback)
+    assert ledger_lines(console.ledger)[-1].endswith("frontend v1.2.3 production"), ledger_lines(console.ledger)
+
+    # the history: the deploy rolled back is faulty, the rollback says what it rolled back,
+    # and neither gets a Roll back button (a rollback is rolled forward, not back)
+    page.goto(f"{console.url}/console/deploys?environment=production&service=frontend")
+    records = page.locator(".record")
+    expect(records).to_have_count(3)
+    expect(records.nth(0)).to_contain_text(f"rolled back deploy {faulty}")
+    expect(records.nth(1)).to_contain_text("v1.3.0")
+    expect(records.nth(1)).to_contain_text("faulty: rolled back")
+    expect(page.get_by_role("button", name="Roll back")).to_have_count(0)
+    expect(page.locator("#f-service")).to_have_value("frontend")
+    console.shot(page, "deploys")
+    exported = [json.loads(line) for line in context.request.get(
+        f"{console.url}/console/deploys.jsonl?environment=production&service=frontend").text().splitlines()]
+    assert [(e["service"], e["tag"], e["faulty"], e["rollback_of"]) for e in exported] == [
+        ("frontend", "v1.2.3", False, faulty), ("frontend", "v1.3.0", True, None), ("frontend", "v1.2.3", False, None)]
+    header = context.request.get(f"{console.url}/console/deploys.csv?service=frontend").text().splitlines()[0]
+    assert {"rollback_of", "force", "forced_by", "faulty"} <= set(header.split(","))
+
+    # a rollback locks the service there, until someone has looked: unlocked from its row
+    page.goto(f"{console.url}/console/")
+    frontend = row(page, "frontend", "production")
+    expect(frontend).to_contain_text("Locked by alice: rolled back from v1.3.0 by alice")
+    expect(frontend.get_by_role("button", name="Roll back")).to_have_count(0)
+    console.shot(page, "board")
+    frontend.get_by_role("button", name="Unlock frontend in production", exact=True).click()
+    expect(frontend).to_contain_text("Not locked.", timeout=LIVE)
+
+    # the shared token reads, and may not ask; nor may a forged or stale form
+    token = csrf(page)
+    base = f"{console.url}/console/environments/production/services"
+    r = context.request.post(f"{base}/frontend/rollback", form={"csrf_token": token, "deploy_id": faulty})
+    assert r.status == 409 and "reload the page" in r.text()
+    r = context.request.post(f"{base}/payments/rollback", form={"csrf_token": token})
+    assert r.status == 404 and "unknown service" in r.text()
+    r = context.request.post(f"{base}/frontend/rollback", form={"csrf_token": "forged"})
+    assert r.status == 403
+    with console.api() as api:
+        assert "Roll back" not in api.get("/console/").text
+        assert api.post(f"{base}/backend/rollback", data={"csrf_token": "x"}).status_code == 403
+
+
 def test_lock_and_unlock(context, console: Console):
     page = signed_in(context, console, "alice")
     staging = section(page, "staging")
     expect(staging).to_contain_text("Not locked.")
-    staging.get_by_label("Reason").fill("release freeze <b>until Monday</b>")
-    staging.get_by_role("button", name="Lock", exact=True).click()
+    staging.get_by_label("Reason to lock staging", exact=True).fill("release freeze <b>until Monday</b>")
+    staging.get_by_role("button", name="Lock staging", exact=True).click()
     expect(staging).to_contain_text("Locked by alice: release freeze <b>until Monday</b>", timeout=LIVE)
     expect(staging.locator("b")).to_have_count(0)
+    # the services there are stopped by it, and cannot be locked on their own meanwhile
+    expect(row(page, "backend", "staging")).to_contain_text("the lock on staging stops its deploys")
+    expect(staging.get_by_role("button", name=re.compile("^Lock"))).to_have_count(0)
     console.shot(page, "board-locked")
-    staging.get_by_role("button", name="Unlock", exact=True).click()
+    staging.get_by_role("button", name="Unlock staging", exact=True).click()
     expect(staging).to_contain_text("Not locked.", timeout=LIVE)
-    expect(staging.get_by_role("button", name="Lock", exact=True)).to_be_visible()
+    expect(staging.get_by_role("button", name="Lock staging", exact=True)).to_be_visible()
+
+    # one service there: `lock backend in staging: REASON`, as in chat
+    backend = row(page, "backend", "staging")
+    backend.get_by_label("Reason to lock backend in staging", exact=True).fill("hotfix <i>first</i>")
+    backend.get_by_role("button", name="Lock backend in staging", exact=True).click()
+    expect(backend).to_contain_text("Locked by alice: hotfix <i>first</i>", timeout=LIVE)
+    expect(row(page, "frontend", "staging").get_by_role("button", name="Lock frontend in staging")).to_be_visible()
+    expect(staging.get_by_role("button", name="Lock staging", exact=True)).to_be_visible()
+    with console.api() as api:
+        held = api.get("/deploys", params={"environment": "staging"}).json()
+    assert [(lock["service"], lock["owner"], lock["reason"]) for lock in held["locks"]] == [
+        ("backend", "manual:alice", "hotfix <i>first</i>")], held
+    backend.get_by_role("button", name="Unlock backend in staging", exact=True).click()
+    expect(backend).to_contain_text("Not locked.", timeout=LIVE)
     # development names nobody: nobody may lock it, so there is no button
-    expect(section(page, "development").get_by_role("button", name="Lock", exact=True)).to_have_count(0)
+    expect(section(page, "development").get_by_role("button", name=re.compile("^Lock"))).to_have_count(0)
 
 
 def test_a_non_approver_sees_no_buttons_and_a_forged_post_is_refused(context, console: Console):
@@ -171,7 +291,7 @@ def test_a_non_approver_sees_no_buttons_and_a_forged_post_is_refused(context, co
     expect(page.get_by_role("button", name="Approve")).to_have_count(0)
     expect(page.get_by_role("button", name="Reject")).to_have_count(0)
     page.goto(f"{console.url}/console/")
-    expect(section(page, "staging").get_by_role("button", name="Lock", exact=True)).to_have_count(0)
+    expect(section(page, "staging").get_by_role("button", name=re.compile("^Lock"))).to_have_count(0)
 
     token = csrf(page)  # bob's own, valid token: the refusal is the policy's, not the CSRF check's
     base = f"{console.url}/console/approvals/{thread_id}/{pending['approval_id']}"
@@ -180,6 +300,9 @@ def test_a_non_approver_sees_no_buttons_and_a_forged_post_is_refused(context, co
     r = context.request.post(f"{base}/reject", form={"csrf_token": token, "feedback": "no"})
     assert r.status == 403
     r = context.request.post(f"{console.url}/console/environments/staging/lock",
+                             form={"csrf_token": token, "reason": "mine now"})
+    assert r.status == 403 and "bob may not lock staging" in r.text()
+    r = context.request.post(f"{console.url}/console/environments/staging/services/backend/lock",
                              form={"csrf_token": token, "reason": "mine now"})
     assert r.status == 403 and "bob may not lock staging" in r.text()
     after = console.wait(thread_id)

@@ -1,6 +1,8 @@
 """One backend per run of each contract test: the in-memory fakes (bot/testing/memory.py)
-and the Redis adapters against a real server. The same cases run against both, so a unit
-test that passes against a fake means what it would against Redis."""
+and the Redis adapters against a real server, and against a three-master Redis Cluster
+through deploybot's cluster client. The same cases run against all, so a unit test that
+passes against a fake means what it would against Redis, and no script or transaction
+spans cluster slots."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ class Backend:
     elapse: Callable[[float], Awaitable[None]]  # let this many seconds pass, for TTLs
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def backend(request: pytest.FixtureRequest) -> Backend:
     if request.param == "memory":
         clock = ManualClock()
@@ -39,9 +41,10 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     from bot.stores.inbox import RedisInbox
     from bot.stores.redis import RedisThreadStore
 
-    redis = request.getfixturevalue("redis")  # a real server, flushed for this test
+    # A real server, or the cluster's client; flushed for this test.
+    redis = request.getfixturevalue("redis" if request.param == "redis" else "redis_cluster")
     return Backend(
-        "redis", RedisThreadStore(redis), RedisInbox(redis), RedisEnvironments(redis), asyncio.sleep
+        request.param, RedisThreadStore(redis), RedisInbox(redis), RedisEnvironments(redis), asyncio.sleep
     )
 
 
