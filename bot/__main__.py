@@ -65,6 +65,18 @@ def parser() -> argparse.ArgumentParser:
     unlock.add_argument("environment")
     unlock.add_argument("--service", help="the lock on this service")
     unlock.add_argument("--user", default=_me())
+    freeze = sub.add_parser("freeze", help="stop the line: no deploy to ENV (or --all) starts until unfrozen")
+    where = freeze.add_mutually_exclusive_group(required=True)
+    where.add_argument("environment", nargs="?")
+    where.add_argument("--all", action="store_true", help="every environment")
+    freeze.add_argument("--reason", required=True)
+    freeze.add_argument("--until", help="when it ends by itself: 2026-11-26 or 2026-11-26T08:00 (UTC)")
+    freeze.add_argument("--user", default=_me())
+    unfreeze = sub.add_parser("unfreeze", help="lift a freeze set with `freeze`")
+    where = unfreeze.add_mutually_exclusive_group(required=True)
+    where.add_argument("environment", nargs="?")
+    where.add_argument("--all", action="store_true")
+    unfreeze.add_argument("--user", default=_me())
     rollback = sub.add_parser("rollback", help="put back what was deployed before (asks for approval where needed)")
     rollback.add_argument("service")
     rollback.add_argument("environment")
@@ -141,6 +153,12 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.command == "chat":
             return await cli.chat(terminal, args.message, args.user)
+        if args.command in ("freeze", "unfreeze"):
+            scope = "all deploys" if args.all else f"deploys to {args.environment}"
+            until = f" until {args.until}" if getattr(args, "until", None) else ""
+            text = (f"stop {scope}{until}: {args.reason}" if args.command == "freeze"
+                    else f"resume {'deploys' if args.all else scope}")
+            return await cli.chat(terminal, text, args.user)
         if args.command in ("lock", "unlock", "deploys", "rollback"):
             # The same exact commands as in chat, so each change is recorded in a thread.
             service = getattr(args, "service", None)

@@ -58,7 +58,7 @@ async def decide(
 
 def _command(thread: Thread, instruction: Instruction, catalog: Catalog) -> Event | None:
     """The step an exact command asks for. "deploy anyway: REASON" repeats the deploy that
-    CI checks stopped, with the reason and who gave it (Deploying checks they may)."""
+    CI checks or a freeze stopped, with the reason and who gave it (Deploying checks they may)."""
     reason = commands.deploy_anyway(instruction.text)
     if reason is None:
         return commands.parse(instruction.text, catalog)
@@ -80,7 +80,7 @@ def _same_kind(event: Event, step: Event) -> bool:
 
 
 def _blocked_deploy(thread: Thread, before: int) -> Deploy | None:
-    """The newest deploy step before `before` that CI checks stopped. A "deploy anyway" that
+    """The newest deploy step before `before` that CI checks or a freeze stopped. A "deploy anyway" that
     was refused (not an approver) is passed over: the deploy it tried to force is still
     blocked, for an approver to force."""
     for e in reversed(thread.events[:before]):
@@ -88,7 +88,7 @@ def _blocked_deploy(thread: Thread, before: int) -> Deploy | None:
             outcome = thread.outcome(e)
             if getattr(e, "force", None) and isinstance(outcome, Error) and outcome.kind == "validation":
                 continue
-            return e if isinstance(outcome, Error) and outcome.kind == "checks" else None
+            return e if isinstance(outcome, Error) and outcome.kind in ("checks", "frozen") else None
     return None
 
 

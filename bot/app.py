@@ -30,6 +30,7 @@ from bot.settings import ServiceSettings, Settings
 from bot.stores import connect
 from bot.stores.credentials import RedisCredentials
 from bot.stores.environments import RedisEnvironments
+from bot.stores.freezes import RedisFreezes
 from bot.stores.inbox import RedisInbox
 from bot.stores.redis import RedisThreadStore
 from bot.stores.replicas import Replicas
@@ -282,7 +283,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     timers = RedisTimers(redis)
     deploying = Deploying(
         make_deployers(settings), environments, environments, policy, settings.secrets(),
-        queue=RedisDeployQueue(redis), wake=queue.push,
+        queue=RedisDeployQueue(redis), wake=queue.push, freezes=RedisFreezes(redis, clock=clock),
     )
     llm = make_llm(settings)
     runner = Runner(

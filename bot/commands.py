@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import UTC, datetime
 
 from bot.catalog import Catalog, Service
 from bot.events import (
     DeployService,
     ListGitTags,
     LockEnvironment,
+    ResumeDeploys,
     RollBack,
     ShowDeploys,
     Step,
+    StopDeploys,
     UnlockEnvironment,
 )
 
@@ -42,6 +45,12 @@ _WHATS_ON = re.compile(
 _ROLL_BACK = re.compile(
     _MENTION + r"roll\s*back\s+(?:the\s+)?" + _SERVICE + r"\s+(?:in|on|from)\s+" + _ENV + _END, re.I
 )
+_SCOPE = r"(?:all\s+deploys|deploys\s+(?:to|on|in)\s+" + _ENV + r")"
+_STOP = re.compile(
+    _MENTION + r"stop\s+" + _SCOPE + r"(?:\s+until\s+(?P<until>\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2})?Z?))?"
+    + r"\s*[:,-]\s*(?P<reason>\S.*?)\s*$", re.I | re.S,
+)
+_RESUME = re.compile(_MENTION + r"resume\s+(?:all\s+)?deploys(?:\s+(?:to|on|in)\s+" + _ENV + r")?" + _END, re.I)
 _ANYWAY = re.compile(_MENTION + r"deploy\s+anyway\s*[:,-]\s*(?P<reason>\S.*?)\s*$", re.I | re.S)
 
 EXAMPLES = (
@@ -51,6 +60,8 @@ EXAMPLES = (
     "lock production: release freeze",
     "unlock production",
     "what's on production?",
+    "stop all deploys: incident 4711",
+    "resume deploys",
 )
 
 
@@ -114,7 +125,27 @@ def parse(text: str, catalog: Catalog | None = None) -> Step | None:
         return UnlockEnvironment(environment=m["env"].lower(), service=_named(catalog, m))
     if m := _WHATS_ON.match(text):
         return ShowDeploys(environment=m["env"].lower())
+    if m := _STOP.match(text):
+        until = _until(m["until"])
+        scope = m["env"].lower() if m["env"] else ALL_ENVIRONMENTS
+        return StopDeploys(environment=scope, reason=" ".join(m["reason"].split()), until=until)
+    if m := _RESUME.match(text):
+        return ResumeDeploys(environment=m["env"].lower() if m["env"] else ALL_ENVIRONMENTS)
     return None
+
+
+ALL_ENVIRONMENTS = "*"
+
+
+def _until(text: str | None) -> datetime | None:
+    """`2026-11-26`, `2026-11-26 08:00` or `2026-11-26T08:00Z`: UTC (a date alone: its start)."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.rstrip("Zz").replace(" ", "T"))
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def rollback_text(service: str, environment: str) -> str:

@@ -35,8 +35,19 @@ from bot.events import (
     HumanResponse,
     RequestMoreInformation,
 )
+from bot.freezes import FreezeHit, active
 from bot.policy import Policy, args_hash, lock_owner
-from bot.ports import Deployer, DeployerError, DeployQueue, DeployRecord, DeployRequest, History, Lock, Locks
+from bot.ports import (
+    Deployer,
+    DeployerError,
+    DeployQueue,
+    DeployRecord,
+    DeployRequest,
+    FreezeStore,
+    History,
+    Lock,
+    Locks,
+)
 from bot.prompt import redact
 from bot.thread import Thread
 
@@ -82,6 +93,7 @@ class Deploying:
     policy: Policy
     secrets: tuple[str, ...] = ()  # redacted from deploy output, which people and the model read
     queue: DeployQueue | None = None  # approved deploys wait here for a lock (None: they fail)
+    freezes: FreezeStore | None = None  # stop-the-line freezes people set
     wake: Callable[[str], Awaitable[None]] | None = None  # hands a thread to a worker
 
     # --- before: asking for approval ------------------------------------------------
@@ -93,7 +105,7 @@ class Deploying:
         holder = await self.locks.holder(step.environment, step.service)  # don't ask for what cannot start
         if holder:
             return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
-        gated = await self._gate(thread, step, checked)
+        gated = await self._gate(thread, step, checked, now)
         if gated:
             return gated
         instruction = thread.latest_instruction()
@@ -131,20 +143,19 @@ class Deploying:
         commits = found.added if found.ahead else found.removed
         return base.model_copy(update={"ahead": found.ahead, "behind": found.behind, "commits": list(commits)})
 
-    async def _gate(self, thread: Thread, step: Deploy, commit: str) -> Error | None:
-        """Environments with required_checks: every CI check on the commit is green, or an
-        approver said to deploy anyway (the step's `force`, given by `forced_by`)."""
+    async def _gate(self, thread: Thread, step: Deploy, commit: str, now: datetime) -> Error | None:
+        """What stops a deploy besides its approval and the lock: a freeze, and, where the
+        environment has required_checks, CI checks that are not all green. An approver may
+        deploy anyway (the step's `force`, given by `forced_by`): recorded and flagged."""
+        if _field(step, "force"):
+            why = self._may_force(thread, step)
+            return Error(kind="validation", step_id=step.id, message=why) if why else None
+        hit = await self.frozen(step.environment, now)
+        if hit is not None:
+            message = wording.frozen(step.environment, hit.reason, hit.until, hit.source)
+            return Error(kind="frozen", step_id=step.id, message=message)
         if step.environment not in self.policy.required_checks:
             return None
-        if _field(step, "force"):
-            instruction = thread.latest_instruction()
-            forcer = instruction.identity if instruction else None
-            why = (
-                self.policy.may_force(forcer, step.environment)
-                if forcer is not None and instruction is not None and instruction.principal == _field(step, "forced_by")
-                else wording.nothing_to_force()
-            )
-            return Error(kind="validation", step_id=step.id, message=why) if why else None
         try:
             checks = await self.deployers[step.service].checks(commit)
         except DeployerError as e:
@@ -157,13 +168,33 @@ class Deploying:
             return Error(kind="checks", step_id=step.id, message=wording.checks_failing(commit, failing, pending))
         return None
 
+    def _may_force(self, thread: Thread, step: Deploy) -> str | None:
+        """Why the step's "deploy anyway" does not hold: it must come from the newest
+        instruction, by someone who may approve there."""
+        instruction = thread.latest_instruction()
+        if instruction is None or instruction.principal != _field(step, "forced_by"):
+            return wording.nothing_to_force()
+        return self.policy.may_force(instruction.identity, step.environment)
+
+    async def frozen(self, environment: str, now: datetime) -> FreezeHit | None:
+        """The freeze that holds for `environment` now: deploybot.toml's, or a stop-the-line."""
+        held = list(self.policy.freezes)
+        if self.freezes is not None:
+            held += await self.freezes.current()
+        return active(held, environment, now)
+
     # --- the deploy ------------------------------------------------------------------
 
     async def run(self, thread: Thread, action: RunDeploy, journal: Journal, now: datetime) -> Thread:
         step = action.step
         checked = await self._preflight(thread, action, now)
-        if isinstance(checked, DeployStarted):
+        if isinstance(checked, DeployQueued):
+            blocked: Error | DeployQueued | None = checked
+        elif isinstance(checked, DeployStarted):
             blocked = await self._lock(thread, step, now, waits=action.decision is not None)
+        else:
+            blocked = None
+        if blocked is not None:
             if isinstance(blocked, DeployQueued):
                 said = thread.queued(step.id)
                 if said and (said.position, said.behind) == (blocked.position, blocked.behind):
@@ -193,7 +224,15 @@ class Deploying:
             return await journal.decide(thread, [locked])
         return await self._execute(thread, action, action.started, journal)
 
-    async def _preflight(self, thread: Thread, action: RunDeploy, now: datetime) -> Error | DeployStarted:
+    async def _wait(self, thread: Thread, step: Deploy, now: datetime, behind: str) -> DeployQueued:
+        position = 1
+        if self.queue is not None:
+            position = await self.queue.join(step.environment, step.service, deploy_id(thread.id, step.id), now)
+        return DeployQueued(step_id=step.id, position=position, behind=behind)
+
+    async def _preflight(
+        self, thread: Thread, action: RunDeploy, now: datetime
+    ) -> Error | DeployStarted | DeployQueued:
         """Everything that must still hold right before a deploy starts, but the environment
         lock: taking that names any other holder."""
         step, request = action.step, action.request
@@ -213,7 +252,13 @@ class Deploying:
                 step_id=step.id,
                 message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
             )
-        gated = await self._gate(thread, step, checked)  # the checks again, right before running
+        gated = await self._gate(thread, step, checked, now)  # again, right before running
+        if isinstance(gated, Error) and gated.kind == "frozen" and request and action.decision:
+            hit = await self.frozen(step.environment, now)
+            if hit is not None and hit.until is not None and hit.until < request.expires_at:
+                # Approved, and the freeze ends before the approval does: wait in line for it.
+                behind = wording.frozen_waits(step.environment, hit.reason, hit.until)
+                return await self._wait(thread, step, now, behind)
         if gated:
             return gated
         return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked)

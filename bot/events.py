@@ -178,6 +178,22 @@ class ShowDeploys(_Event):
     source: StepSource = "command"
 
 
+class StopDeploys(_Event):
+    """Stop the line: no deploy to `environment` ("*": any) starts until resumed (or `until`)."""
+
+    type: Literal["stop_deploys"] = "stop_deploys"
+    environment: str
+    reason: str
+    until: datetime | None = None
+    source: StepSource = "command"
+
+
+class ResumeDeploys(_Event):
+    type: Literal["resume_deploys"] = "resume_deploys"
+    environment: str
+    source: StepSource = "command"
+
+
 class RollBack(_Event):
     """Put back what was on `environment` before the current deploy of `service`: becomes a
     deploy (`rollback_of`) once the target is found in the history."""
@@ -190,8 +206,8 @@ class RollBack(_Event):
 
 Deploy = DeployService | DeployBackend | DeployFrontend
 DEPLOY_STEPS = (DeployService, DeployBackend, DeployFrontend)
-CommandStep = LockEnvironment | UnlockEnvironment | ShowDeploys
-COMMAND_STEPS = (LockEnvironment, UnlockEnvironment, ShowDeploys)
+CommandStep = LockEnvironment | UnlockEnvironment | ShowDeploys | StopDeploys | ResumeDeploys
+COMMAND_STEPS = (LockEnvironment, UnlockEnvironment, ShowDeploys, StopDeploys, ResumeDeploys)
 Step = ListGitTags | Deploy | RequestMoreInformation | DoneForNow | CommandStep | RollBack
 STEP_TYPES = (ListGitTags, *DEPLOY_STEPS, RequestMoreInformation, DoneForNow, *COMMAND_STEPS, RollBack)
 
@@ -366,6 +382,8 @@ Event = Annotated[
     | LockEnvironment
     | UnlockEnvironment
     | ShowDeploys
+    | StopDeploys
+    | ResumeDeploys
     | RollBack
     | CommandResult
     | GitTagsResult

@@ -39,10 +39,12 @@ from bot.events import (
     ApprovalExpired,
     ApprovalReminded,
     CommandResult,
+    CommandStep,
     DeployQueued,
     Error,
     Event,
     RequestMoreInformation,
+    ResumeDeploys,
     UnlockEnvironment,
     new_id,
     stamped,
@@ -102,6 +104,20 @@ class Runner:
                 await self._paused(thread)
                 return thread
 
+    async def _wake_waiting(self, step: CommandStep) -> None:
+        """After an unlock or a resume, the first deploy waiting in each line it freed may go."""
+        services = self.policy.catalog.names
+        match step:
+            case UnlockEnvironment():
+                freed = [(step.environment, s) for s in ([step.service] if step.service else services)]
+            case ResumeDeploys():
+                envs = sorted(self.policy.environments) if step.environment == "*" else [step.environment]
+                freed = [(env, s) for env in envs for s in services]
+            case _:
+                return
+        for environment, service in freed:
+            await self.deploying.wake_next(environment, service)
+
     async def _paused(self, thread: Thread) -> None:
         """What a paused thread leaves behind: when it is next due, and no place in a line
         it no longer waits in."""
@@ -146,13 +162,11 @@ class Runner:
                 return await journal.decide(thread, [planned])
             case RunCommand():
                 result = await steps.run_command(
-                    action.step, thread, deploying.locks, deploying.history, self.policy, now
+                    action.step, thread, deploying.locks, deploying.history, self.policy, now, deploying.freezes
                 )
                 thread = await journal.fact(thread, [result])
-                if isinstance(action.step, UnlockEnvironment) and isinstance(result, CommandResult) and result.ok:
-                    unlocked = [action.step.service] if action.step.service else self.policy.catalog.names
-                    for service in unlocked:  # deploys waiting for it: the first may go now
-                        await deploying.wake_next(action.step.environment, service)
+                if isinstance(result, CommandResult) and result.ok:
+                    await self._wake_waiting(action.step)
                 return thread
             case AskApproval():
                 return await journal.decide(thread, [await deploying.ask_approval(thread, action.step, now)])

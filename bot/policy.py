@@ -15,6 +15,7 @@ from types import MappingProxyType
 from bot import people, wording
 from bot.catalog import Catalog
 from bot.events import ApprovalRequested, Deploy, HumanResponse
+from bot.freezes import Freeze
 from bot.people import ANYONE, BOT_USER, Directory, Identity, Rules
 
 __all__ = ["BOT_USER", "Policy", "PolicyError", "Timing", "args_hash", "parse_approvers", "parse_required"]
@@ -94,6 +95,7 @@ class Policy:
     catalog: Catalog = field(default_factory=Catalog)
     required_checks: frozenset[str] = frozenset()  # environments whose deploys need green CI
     no_lock_after_rollback: frozenset[str] = frozenset()
+    freezes: tuple[Freeze, ...] = ()  # deploybot.toml's scheduled freezes
     timing: Mapping[str, Timing] = field(default_factory=dict)  # per environment; else `default_timing`
     default_timing: Timing = field(default_factory=Timing)
 
@@ -119,6 +121,7 @@ class Policy:
         no_lock_after_rollback: frozenset[str] = frozenset(),
         timing: Mapping[str, Timing] | None = None,
         default_timing: Timing | None = None,
+        freezes: Iterable[Freeze] = (),
     ) -> Policy:
         """The effective rules of deploybot.toml (`directory`: its people, None without a
         file; `written`: its [environments.*], whose names join `environments`) and the
@@ -151,6 +154,7 @@ class Policy:
             no_lock_after_rollback=no_lock_after_rollback,
             timing=MappingProxyType(dict(timing or {})),
             default_timing=default_timing or Timing(),
+            freezes=tuple(freezes),
         )
 
     def needs_approval(self, environment: str) -> bool:
@@ -164,8 +168,9 @@ class Policy:
         return self.catalog.invalid(step.service, step.environment)
 
     def may_force(self, who: Identity, environment: str) -> str | None:
-        """Why `who` may not deploy past failing CI checks to `environment`, or None: its
-        approvers may (the requester too: forcing is not approving, which still follows)."""
+        """Why `who` may not deploy past failing CI checks or a freeze to `environment`, or
+        None: its approvers may (the requester too: forcing is not approving, which still
+        follows where the environment is protected)."""
         if people.may_approve(who, self.rules_for(environment), frozenset()) is None:
             return None
         return wording.may_not_force(who.label, environment)
@@ -227,6 +232,15 @@ class Policy:
         """Why `who` may not lock `environment`, or None: by default its approvers may
         (`may_lock` in deploybot.toml says otherwise); the refusal names who can."""
         return people.may_lock(who, self.rules_for(environment))
+
+    def may_stop(self, who: Identity, scope: str) -> str | None:
+        """Why `who` may not stop (or resume) deploys to `scope` (an environment, or "*":
+        every one): whoever may lock each environment it covers may."""
+        for environment in sorted(self.environments) if scope == "*" else [scope]:
+            why = self.may_lock(who, environment)
+            if why:
+                return why
+        return None
 
     def may_unlock(self, who: Identity, environment: str, owner: str) -> str | None:
         """Why `who` may not lift a lock held by `owner`, or None. Whoever set a lock by hand

@@ -10,6 +10,7 @@ from typing import Literal, Protocol
 
 from bot import wording
 from bot.events import CommitSummary, Event, GitTag, Step
+from bot.freezes import Freeze
 from bot.thread import Origin, Thread
 
 
@@ -344,3 +345,18 @@ class DeployQueue(Protocol):
     async def leave(self, environment: str, service: str, deploy_id: str) -> None: ...
 
     async def first(self, environment: str, service: str) -> str | None: ...
+
+
+class FreezeStore(Protocol):
+    """Stop-the-line freezes, set and lifted by people at run time (deploybot.toml's
+    scheduled freezes live in the policy)."""
+
+    async def set(self, freeze: Freeze) -> None:
+        """Replace any freeze set for the same scope (an environment, or every one: "*")."""
+        ...
+
+    async def lift(self, scope: str) -> bool: ...
+
+    async def current(self) -> list[Freeze]:
+        """The freezes that hold (lapsed ones are gone)."""
+        ...

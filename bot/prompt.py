@@ -47,8 +47,10 @@ from bot.events import (
     ListGitTags,
     LockEnvironment,
     RequestMoreInformation,
+    ResumeDeploys,
     RollBack,
     ShowDeploys,
+    StopDeploys,
     UnlockEnvironment,
     UserMessage,
 )
@@ -272,8 +274,11 @@ class _Context:
                 return tag(e.type, environment=e.environment, service=e.service or None, reason=e.reason)
             case UnlockEnvironment():
                 return tag(e.type, environment=e.environment, service=e.service or None)
-            case ShowDeploys():
+            case ShowDeploys() | ResumeDeploys():
                 return tag(e.type, environment=e.environment)
+            case StopDeploys():
+                until = f"{e.until:%Y-%m-%d %H:%M}Z" if e.until else None
+                return tag(e.type, e.reason, tokens, environment=e.environment, until=until)
             case CommandResult():
                 return tag("command_result", e.text, tokens, ok=str(e.ok).lower())
             case ApprovalReminded():

@@ -260,6 +260,7 @@ class Settings(BaseSettings):
         if self._file is not None:
             clashes = settings_file.conflicts(self._file, self._people_variables())
             clashes += self._service_conflicts(self._file)
+            clashes += self._file.freeze_problems(self.policy_environments())
             if clashes:
                 return clashes
         clashes = self._approval_conflicts(self._file)
@@ -423,6 +424,7 @@ class Settings(BaseSettings):
             timing=self._timing(environments),
             default_timing=Timing(remind_after=_seconds(self.approval_remind)),
             required_checks=frozenset(env for env, e in entries.items() if e.required_checks),
+            freezes=file.freeze_list() if file is not None else (),
             no_lock_after_rollback=frozenset(env for env, e in entries.items() if not e.lock_after_rollback),
         )
 

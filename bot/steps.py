@@ -18,13 +18,16 @@ from bot.events import (
     GitTagsResult,
     ListGitTags,
     LockEnvironment,
+    ResumeDeploys,
     RollBack,
     ShowDeploys,
+    StopDeploys,
     UnlockEnvironment,
 )
+from bot.freezes import ALL, stop_the_line
 from bot.people import Identity
 from bot.policy import Policy, lock_owner
-from bot.ports import Deployer, DeployerError, DeployRecord, History, Lock, Locks
+from bot.ports import Deployer, DeployerError, DeployRecord, FreezeStore, History, Lock, Locks
 from bot.thread import Thread
 
 
@@ -83,11 +86,14 @@ async def _target(current: DeployRecord, older: list[DeployRecord], deployer: De
 
 
 async def run_command(
-    step: CommandStep, thread: Thread, locks: Locks, history: History, policy: Policy, now: datetime
+    step: CommandStep, thread: Thread, locks: Locks, history: History, policy: Policy, now: datetime,
+    freezes: FreezeStore | None = None,
 ) -> Event:
     env = step.environment
     instruction = thread.latest_instruction()  # who asked: locking is theirs to do, or not
     who = instruction.identity if instruction else Identity(None, "", "")
+    if isinstance(step, StopDeploys | ResumeDeploys):
+        return await _stop_or_resume(step, who, policy, now, freezes)
     if env not in policy.environments:
         text = wording.no_such_environment(env, policy.environments)
         return CommandResult(step_id=step.id, ok=False, text=text)
@@ -119,6 +125,28 @@ async def run_command(
         case ShowDeploys():
             return CommandResult(step_id=step.id, ok=True, text=await whats_on(env, history, locks, policy.catalog))
     raise TypeError(f"not a command step: {step!r}")
+
+
+async def _stop_or_resume(
+    step: StopDeploys | ResumeDeploys, who: Identity, policy: Policy, now: datetime, freezes: FreezeStore | None
+) -> Event:
+    scope = step.environment
+    if scope != ALL and scope not in policy.environments:
+        return CommandResult(step_id=step.id, ok=False, text=wording.no_such_environment(scope, policy.environments))
+    if freezes is None:
+        return CommandResult(step_id=step.id, ok=False, text=wording.cannot_stop_here())
+    why = policy.may_stop(who, scope)
+    if why:
+        return CommandResult(step_id=step.id, ok=False, text=wording.not_stopped(why))
+    where = wording.freeze_scope(scope)
+    if isinstance(step, StopDeploys):
+        if step.until is not None and step.until <= now:
+            return CommandResult(step_id=step.id, ok=False, text=wording.until_in_the_past(step.until))
+        await freezes.set(stop_the_line(scope, reason=step.reason, set_by=who.label, since=now, until=step.until))
+        return CommandResult(step_id=step.id, ok=True, text=wording.deploys_stopped(where, step.reason, step.until))
+    if not await freezes.lift(scope):
+        return CommandResult(step_id=step.id, ok=False, text=wording.not_stopped_now(where))
+    return CommandResult(step_id=step.id, ok=True, text=wording.deploys_resumed(where))
 
 
 async def whats_on(environment: str, history: History, locks: Locks, catalog: Catalog | None = None) -> str:

@@ -38,8 +38,10 @@ from bot.events import (
     ListGitTags,
     LockEnvironment,
     RequestMoreInformation,
+    ResumeDeploys,
     RollBack,
     ShowDeploys,
+    StopDeploys,
     UnlockEnvironment,
     UserMessage,
 )
@@ -185,6 +187,11 @@ def _line(e: Event, s: _Style) -> str:
             return f"{bot} locks {t(wording.lock_target(e.environment, e.service))}: {t(e.reason)}"
         case UnlockEnvironment():
             return f"{bot} unlocks {t(wording.lock_target(e.environment, e.service))}"
+        case StopDeploys():
+            until = f" until {e.until:%Y-%m-%d %H:%M} UTC" if e.until else ""
+            return f"{bot} stops deploys to {t(wording.freeze_scope(e.environment))}{until}: {t(e.reason)}"
+        case ResumeDeploys():
+            return f"{bot} resumes deploys to {t(wording.freeze_scope(e.environment))}"
         case ShowDeploys():
             return f"{bot} looks up what is on {t(e.environment)}"
         case CommandResult():

@@ -34,7 +34,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot import commands, transcript, wording
 from bot.console import mount as mount_console
-from bot.events import LockEnvironment, UnlockEnvironment
+from bot.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
 from bot.people import SESSION, TOKEN, Identity
 from bot.policy import Policy
 from bot.ports import Health, History, Lock, Locks
@@ -238,8 +238,8 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
         if identity == SERVICE:
             if deciding:
                 raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="approve or reject"))
-            if isinstance(commands.parse(text), LockEnvironment | UnlockEnvironment):
-                raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="lock or unlock environments"))
+            if isinstance(commands.parse(text), LockEnvironment | UnlockEnvironment | StopDeploys | ResumeDeploys):
+                raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="lock or unlock, stop or resume deploys"))
             return Identity(None, API, user) if user else SERVICE
         if user is not None and user != identity.person:
             how = "signed in" if identity.via == SESSION else "using a personal token"
