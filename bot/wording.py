@@ -515,6 +515,49 @@ def delivery_kept_failing(url: str, attempts: int, error: str) -> str:
 # --- approvals over time: reminders, expiry, escalation, several approvers, the queue -------
 
 
+def freeze_scope(scope: str) -> str:
+    return "every environment" if scope == "*" else scope
+
+
+def _until(until: datetime | None) -> str:
+    return f"until {until:%Y-%m-%d %H:%M} UTC" if until else "until someone resumes them"
+
+
+def deploys_stopped(where: str, reason: str, until: datetime | None) -> str:
+    return f"Stopped all deploys to {where} {_until(until)}: {reason}. Deploys already running finish."
+
+
+def deploys_resumed(where: str) -> str:
+    return f"Deploys to {where} may start again."
+
+
+def not_stopped_now(where: str) -> str:
+    return f"Deploys to {where} were not stopped (a scheduled freeze in deploybot.toml ends by itself)."
+
+
+def not_stopped(why: str) -> str:
+    return f"Not stopped: {why}."
+
+
+def cannot_stop_here() -> str:
+    return "Stopping deploys is not possible from here."
+
+
+def until_in_the_past(until: datetime) -> str:
+    return f"{until:%Y-%m-%d %H:%M} UTC has passed already; give a time to come, or none."
+
+
+def frozen(environment: str, reason: str, until: datetime | None, source: str) -> str:
+    return (
+        f"{environment} is frozen {_until(until)} ({source}): {reason}. An approver may deploy anyway "
+        '("deploy anyway: REASON").'
+    )
+
+
+def frozen_waits(environment: str, reason: str, until: datetime | None) -> str:
+    return f"{environment} is frozen {_until(until)}: {reason}"
+
+
 def waiting_for_turn(position: int) -> str:
     return f"{position - 1} earlier deploy{'s' if position != 2 else ''} waiting for their turn"
 
@@ -550,3 +593,55 @@ def escalated(what: str, to: str) -> str:
 
 def queued(what: str, behind: str, position: int) -> str:
     return f"Approved; deploying {what} waits in line (number {position}): {behind}. It starts when it is its turn."
+
+
+# --- channels: approvals over time -------------------------------------------------------
+
+
+def one_of(pending: Sequence[str]) -> str:
+    """["bob", "carol", "erin"] -> "bob, carol or erin": who may still decide."""
+    if not pending:
+        return "nobody"
+    return pending[0] if len(pending) == 1 else f"{', '.join(pending[:-1])} or {pending[-1]}"
+
+
+def approval_still_open(given: Sequence[str], required: int) -> str:
+    """A request that needs several approvals, after one that was not the last."""
+    more = max(required - len(given), 1)
+    return (
+        f"{approval_progress(given, required)}; it needs {more} more approval{'s' if more != 1 else ''} "
+        "from someone else."
+    )
+
+
+def approved_by_so_far(who: str, given: Sequence[str], required: int) -> str:
+    """The requester's update after an approval that did not yet decide."""
+    return f"Approved by {who}. {approval_still_open(given, required)}"
+
+
+def approved_by_all(who: str, given: Sequence[str], required: int) -> str:
+    """The requester's update after the approval that made the number needed."""
+    return f"Approved by {who}. {approval_progress(given, required)}."
+
+
+def expired_in_place(expires_at: datetime) -> str:
+    """What an approval message says once it lapsed (its buttons are gone)."""
+    return f"Expired at {expires_at:%Y-%m-%d %H:%M} UTC, not deployed: nobody decided in time."
+
+
+def escalated_to_you(what: str, expires_at: datetime) -> str:
+    """The top of the approval message (a Slack DM, an email) someone gets when asked too."""
+    return (
+        f"Nobody has decided on deploying {what} yet, so you are asked too. The request expires at "
+        f"{expires_at:%Y-%m-%d %H:%M} UTC."
+    )
+
+
+def reply_to_decide() -> str:
+    """The end of a follow-up mail in an approval email thread (a reminder, progress)."""
+    return "Reply APPROVE to this email to deploy, or reply with what should change."
+
+
+def no_longer_asked(what: str) -> str:
+    """A follow-up mail to an approver once the request is closed by expiry."""
+    return f"You need not decide on deploying {what} any more."
