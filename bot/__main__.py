@@ -64,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
     unlock = sub.add_parser("unlock", help="lift a lock (whoever set it, or an approver)")
     unlock.add_argument("environment")
     unlock.add_argument("--service", help="the lock on this service")
+    unlock.add_argument("--force", metavar="REASON", help="take someone else's lock (they are told why)")
     unlock.add_argument("--user", default=_me())
     freeze = sub.add_parser("freeze", help="stop the line: no deploy to ENV (or --all) starts until unfrozen")
     where = freeze.add_mutually_exclusive_group(required=True)
@@ -165,7 +166,7 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
             where = f"{service} in {args.environment}" if service else args.environment
             text = {
                 "lock": f"lock {where}: {getattr(args, 'reason', '')}",
-                "unlock": f"unlock {where}",
+                "unlock": f"unlock {where}" + (f" --force: {args.force}" if getattr(args, "force", None) else ""),
                 "deploys": f"what's on {args.environment}?",
                 "rollback": commands.rollback_text(str(service), args.environment),
             }[args.command]

@@ -36,7 +36,9 @@ _TAGS = re.compile(
 )
 _WHERE = r"(?:" + _SERVICE + r"\s+(?:in|on)\s+)?" + _ENV  # `production`, or `api in production`
 _LOCK = re.compile(_MENTION + r"lock\s+" + _WHERE + r"(?:\s*[:,-]\s*|\s+(?:because|for)\s+)(?P<reason>.+?)\s*$", re.I)
-_UNLOCK = re.compile(_MENTION + r"unlock\s+" + _WHERE + _END, re.I)
+_UNLOCK = re.compile(
+    _MENTION + r"unlock\s+" + _WHERE + r"(?:\s+--?force\s*[:,-]\s*(?P<force>\S.*?)\s*$|" + _END + ")", re.I | re.S
+)
 _WHATS_ON = re.compile(
     _MENTION + r"(?:what(?:'s|\s+is)\s+(?:deployed\s+)?(?:on|in)|(?:show\s+)?deploys\s+(?:to|on|in))\s+"
     + _ENV + r"\s*\??\s*$",
@@ -122,7 +124,8 @@ def parse(text: str, catalog: Catalog | None = None) -> Step | None:
     if m := _LOCK.match(text):
         return LockEnvironment(environment=m["env"].lower(), reason=m["reason"], service=_named(catalog, m))
     if m := _UNLOCK.match(text):
-        return UnlockEnvironment(environment=m["env"].lower(), service=_named(catalog, m))
+        force = " ".join(m["force"].split()) if m["force"] else None
+        return UnlockEnvironment(environment=m["env"].lower(), service=_named(catalog, m), force=force)
     if m := _WHATS_ON.match(text):
         return ShowDeploys(environment=m["env"].lower())
     if m := _STOP.match(text):

@@ -169,6 +169,7 @@ class UnlockEnvironment(_Event):
     type: Literal["unlock_environment"] = "unlock_environment"
     environment: str
     service: str = ""
+    force: str | None = None  # taking someone else's lock: why (its holder is told)
     source: StepSource = "command"
 
 
@@ -348,6 +349,17 @@ class CommandResult(_Event):
     text: str
 
 
+class LockTaken(_Event):
+    """Recorded in the thread that set a lock by hand when someone else lifted it with
+    `unlock ... --force: REASON`, so whoever set it is told where they set it."""
+
+    type: Literal["lock_taken"] = "lock_taken"
+    environment: str
+    service: str = ""
+    by: str
+    reason: str
+
+
 class DeliveryFailed(_Event):
     """A message to a human could not be delivered, even after retries."""
 
@@ -395,6 +407,7 @@ Event = Annotated[
     | DeployStarted
     | DeployResult
     | DeliveryFailed
+    | LockTaken
     | Error,
     Field(discriminator="type"),
 ]

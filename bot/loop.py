@@ -104,6 +104,17 @@ class Runner:
                 await self._paused(thread)
                 return thread
 
+    async def _tell(self, thread_id: str, event: Event) -> None:
+        """Record a fact in another thread (whose lock was taken) and let its channel say so.
+        Never fails the run that does it: the lock is lifted either way."""
+        try:
+            other = await self.store.load(thread_id)
+            [recorded] = stamped([event], self.clock())
+            other = await self.store.append_fact(other, [recorded])
+            await self.notifier.publish(other, [recorded])
+        except Exception:
+            log.exception("thread %s: could not tell it about %s", thread_id, event.type)
+
     async def _wake_waiting(self, step: CommandStep) -> None:
         """After an unlock or a resume, the first deploy waiting in each line it freed may go."""
         services = self.policy.catalog.names
@@ -162,7 +173,8 @@ class Runner:
                 return await journal.decide(thread, [planned])
             case RunCommand():
                 result = await steps.run_command(
-                    action.step, thread, deploying.locks, deploying.history, self.policy, now, deploying.freezes
+                    action.step, thread, deploying.locks, deploying.history, self.policy, now, deploying.freezes,
+                    tell=self._tell,
                 )
                 thread = await journal.fact(thread, [result])
                 if isinstance(result, CommandResult) and result.ok:

@@ -21,6 +21,7 @@ from bot.events import (
     DoneForNow,
     Error,
     Event,
+    LockTaken,
     RequestMoreInformation,
 )
 from bot.thread import Thread
@@ -66,6 +67,9 @@ def notice(thread: Thread, event: Event) -> Notice | None:
             return Notice("warning", event.message)
         case Cancelled():
             return Notice("cancelled", wording.cancelled_by_who(event.reason), who=event.user)
+        case LockTaken():
+            target = wording.lock_target(event.environment, event.service)
+            return Notice("warning", wording.lock_taken_from_you(target, event.by, event.reason))
         case ApprovalExpired():
             request = thread.approval(event.approval_id)
             what = wording.what_to_deploy(request.service, request.tag, request.environment) if request else "it"

@@ -221,6 +221,7 @@ class Lock:
     reason: str
     since: datetime
     service: str = ""  # "": the whole environment (every service); else that service there
+    thread: str = ""  # the thread that set it by hand (told if someone takes it)
 
     def by(self) -> str:
         who = self.owner.removeprefix("manual:") if self.owner.startswith("manual:") else f"deploy {self.owner}"

@@ -46,6 +46,7 @@ from bot.events import (
     HumanResponse,
     ListGitTags,
     LockEnvironment,
+    LockTaken,
     RequestMoreInformation,
     ResumeDeploys,
     RollBack,
@@ -273,7 +274,9 @@ class _Context:
             case LockEnvironment():
                 return tag(e.type, environment=e.environment, service=e.service or None, reason=e.reason)
             case UnlockEnvironment():
-                return tag(e.type, environment=e.environment, service=e.service or None)
+                return tag(e.type, environment=e.environment, service=e.service or None, force=e.force)
+            case LockTaken():
+                return tag(e.type, e.reason, tokens, environment=e.environment, service=e.service or None, by=e.by)
             case ShowDeploys() | ResumeDeploys():
                 return tag(e.type, environment=e.environment)
             case StopDeploys():

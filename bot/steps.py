@@ -4,7 +4,7 @@ happened. (Deploys: deploying.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
 from bot import wording
@@ -18,6 +18,7 @@ from bot.events import (
     GitTagsResult,
     ListGitTags,
     LockEnvironment,
+    LockTaken,
     ResumeDeploys,
     RollBack,
     ShowDeploys,
@@ -85,9 +86,12 @@ async def _target(current: DeployRecord, older: list[DeployRecord], deployer: De
     return None
 
 
+Tell = Callable[[str, Event], Awaitable[None]]  # record an event in another thread
+
+
 async def run_command(
     step: CommandStep, thread: Thread, locks: Locks, history: History, policy: Policy, now: datetime,
-    freezes: FreezeStore | None = None,
+    freezes: FreezeStore | None = None, tell: Tell | None = None,
 ) -> Event:
     env = step.environment
     instruction = thread.latest_instruction()  # who asked: locking is theirs to do, or not
@@ -106,21 +110,29 @@ async def run_command(
             why = policy.may_lock(who, env)
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_locked_by(why))
-            lock = Lock(env, lock_owner(who), step.reason, now, service)
+            lock = Lock(env, lock_owner(who), step.reason, now, service, thread.id)
             holder = await locks.acquire(lock, ttl_ms=None)
             if holder:
                 text = wording.already_locked(holder.describe())
                 return CommandResult(step_id=step.id, ok=False, text=text)
             return CommandResult(step_id=step.id, ok=True, text=wording.locked(target, step.reason))
         case UnlockEnvironment():
-            holder = next((lock for lock in await locks.held(env, [service] if service else []) 
-                           if lock.service == service), None)
+            held = await locks.held(env, [service] if service else [])
+            holder = next((lock for lock in held if lock.service == service), None)
             if holder is None:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(target))
             why = policy.may_unlock(who, env, holder.owner)
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
+            theirs = holder.owner != lock_owner(who)
+            if theirs and holder.owner.startswith("manual:") and not step.force:
+                # Someone else's lock set by hand: taken only on purpose, with a reason.
+                return CommandResult(step_id=step.id, ok=False, text=wording.take_with_force(target, holder.by()))
             await locks.release(env, holder.owner, service)
+            if step.force and theirs and holder.thread and holder.thread != thread.id and tell is not None:
+                await tell(holder.thread, LockTaken(environment=env, service=service, by=who.label, reason=step.force))
+            if step.force and theirs:
+                return CommandResult(step_id=step.id, ok=True, text=wording.lock_taken(target, holder.by(), step.force))
             return CommandResult(step_id=step.id, ok=True, text=wording.unlocked(target, holder.by()))
         case ShowDeploys():
             return CommandResult(step_id=step.id, ok=True, text=await whats_on(env, history, locks, policy.catalog))

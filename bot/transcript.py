@@ -37,6 +37,7 @@ from bot.events import (
     HumanResponse,
     ListGitTags,
     LockEnvironment,
+    LockTaken,
     RequestMoreInformation,
     ResumeDeploys,
     RollBack,
@@ -186,7 +187,11 @@ def _line(e: Event, s: _Style) -> str:
         case LockEnvironment():
             return f"{bot} locks {t(wording.lock_target(e.environment, e.service))}: {t(e.reason)}"
         case UnlockEnvironment():
-            return f"{bot} unlocks {t(wording.lock_target(e.environment, e.service))}"
+            forced = f" (taking it: {t(e.force)})" if e.force else ""
+            return f"{bot} unlocks {t(wording.lock_target(e.environment, e.service))}{forced}"
+        case LockTaken():
+            target = wording.lock_target(e.environment, e.service)
+            return f"{t(wording.lock_taken_from_you(target, e.by, e.reason))}"
         case StopDeploys():
             until = f" until {e.until:%Y-%m-%d %H:%M} UTC" if e.until else ""
             return f"{bot} stops deploys to {t(wording.freeze_scope(e.environment))}{until}: {t(e.reason)}"

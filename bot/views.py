@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from bot import wording
+from bot.events import ApprovalRequested, principal_of
 from bot.thread import Thread
 
 
@@ -20,9 +22,22 @@ def thread_json(thread: Thread, now: datetime | None = None) -> dict[str, Any]:
         "status": thread.status(now),
         "version": thread.version,
         "origin": thread.origin.model_dump(exclude_none=True),
-        "pending_approval": pending.model_dump(mode="json") if pending else None,
+        "pending_approval": _pending(thread, pending) if pending else None,
         "expired_approval": expired.model_dump(mode="json") if expired else None,
         "events": [e.model_dump(mode="json") for e in thread.events],
+    }
+
+
+def _pending(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
+    """The request, with how far it got: approvals so far (one per person), how many it
+    needs, and whether (and to whom) it was escalated."""
+    given = thread.approvals_for(request.approval_id)
+    escalation = thread.escalation(request.approval_id)
+    return {
+        **request.model_dump(mode="json"),
+        "approvals": [{"by": principal_of(a), "via": a.via or a.channel, "at": a.at.isoformat()} for a in given],
+        "progress": wording.approval_progress([principal_of(a) for a in given], request.required),
+        "escalated_to": escalation.to if escalation else [],
     }
 
 

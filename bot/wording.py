@@ -515,6 +515,21 @@ def delivery_kept_failing(url: str, attempts: int, error: str) -> str:
 # --- approvals over time: reminders, expiry, escalation, several approvers, the queue -------
 
 
+def take_with_force(target: str, locked_by: str) -> str:
+    return (
+        f"{target} is locked {locked_by}. To take someone else's lock, give a reason: "
+        f'"unlock {target} --force: REASON" (they are told).'
+    )
+
+
+def lock_taken(target: str, locked_by: str, reason: str) -> str:
+    return f"Unlocked {target}, taking the lock held {locked_by}: {reason}. They have been told."
+
+
+def lock_taken_from_you(target: str, by: str, reason: str) -> str:
+    return f"{by} lifted your lock on {target}: {reason}"
+
+
 def freeze_scope(scope: str) -> str:
     return "every environment" if scope == "*" else scope
 
@@ -645,3 +660,8 @@ def reply_to_decide() -> str:
 def no_longer_asked(what: str) -> str:
     """A follow-up mail to an approver once the request is closed by expiry."""
     return f"You need not decide on deploying {what} any more."
+
+
+def the_approvers() -> str:
+    """Who a reminder names when the channel does not know them one by one."""
+    return "the approvers"

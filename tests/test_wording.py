@@ -81,7 +81,6 @@ SAMPLES = {
     "given": ["bob"],
     "until": AT,
     "scope": "*",
-    "source": "weekly freeze Fri 16:00 to Mon 08:00 (Europe/Berlin)",
     "required": 2,
     "position": 2,
     "deciders": "bob or carol",

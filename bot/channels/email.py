@@ -15,6 +15,12 @@ stranger's mail, nor for automatic mail (out-of-office replies, bounces), and ev
 that becomes a key or a lookup is bounded. Sends run in the background with retries; one
 that cannot be built, or keeps failing, is a log line and a delivery_failed event on the
 thread.
+
+An approval goes on in each approval email's thread (its Message-ID is derived from the
+approval and the address, so nothing is stored for it): reminders and, while it needs more
+approvals, progress lines, each with its own approval code so a reply to it decides too; a
+note when it expired. An escalation mails each of its people an approval email of their own.
+A reply whose genuine approval code lapsed is told the request expired.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ import functools
 import hmac
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from email.message import EmailMessage
 
 import aiosmtplib
@@ -38,8 +45,19 @@ from bot import wording
 from bot.channels import email_parse as parse
 from bot.channels import email_render as render
 from bot.clock import utcnow
-from bot.events import ApprovalRequested, DeliveryFailed, Event, UserMessage, new_id
-from bot.people import EMAIL, Identity, normalize_email
+from bot.events import (
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
+    ApprovalRequested,
+    DeliveryFailed,
+    Event,
+    HumanResponse,
+    UserMessage,
+    new_id,
+    principal_of,
+)
+from bot.people import ANYONE, EMAIL, Identity, describe, normalize_email
 from bot.policy import Policy
 from bot.ports import Inbox
 from bot.retry import retrying
@@ -141,8 +159,11 @@ class EmailChannel:
             return "ignored", f"an automatic message ({mail.automatic})"
         # Who sent it, before anything is read or written: a stranger is only logged.
         approval_id, token_error = self._check_token(mail)
+        # A genuine approval code that only lapsed proves the address as well as a valid one
+        # (someone an approval was escalated to is no approver): they are told it expired.
+        lapsed = self._lapsed(mail) if token_error else None
         known = self._is_allowed(mail.sender) or self._is_approver(mail.sender)
-        if len(mail.sender) > MAX_ADDRESS or not (approval_id or known):
+        if len(mail.sender) > MAX_ADDRESS or not (approval_id or lapsed or known):
             log.warning("email: ignored a message from %s, who is not an allowed sender: %s",
                         _short(mail.sender), token_error or "no valid approval code")
             return ("refused", token_error) if token_error else ("ignored", "not an allowed sender")
@@ -163,6 +184,8 @@ class EmailChannel:
         try:
             if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
                 return await self._refuse(mail, mail.refusal)
+            if lapsed:
+                return await self._too_late(mail, lapsed, token_error or "the approval code has expired")
             return await self._handle(mail, approval_id, token_error)
         except Exception:
             # A retry must not look like a replay.
@@ -177,6 +200,33 @@ class EmailChannel:
             return parse.check_token(self.reply_secret, mail.token, mail.sender, utcnow()), None
         except parse.TokenError as e:
             return None, str(e)
+
+    def _lapsed(self, mail: parse.Inbound) -> str | None:
+        """The approval id of `mail`'s token when it is genuine (signed for this sender) and
+        only past its expiry; else None."""
+        if not mail.token:
+            return None
+        expires = mail.token.partition(".")[2].partition(".")[0]
+        if not (expires.isascii() and expires.isdigit() and len(expires) <= 12):
+            return None
+        try:
+            at = datetime.fromtimestamp(int(expires), UTC)
+            return parse.check_token(self.reply_secret, mail.token, mail.sender, at)
+        except (parse.TokenError, ValueError, OverflowError, OSError):
+            return None
+
+    async def _too_late(self, mail: parse.Inbound, approval_id: str, token_error: str) -> tuple[str, str]:
+        """A reply with a lapsed approval code: the sender is told the request is closed (it
+        expired, nothing was deployed; or who decided it), never recorded."""
+        thread_id = await self.inbox.lookup(names.email_approval(approval_id))
+        thread = None
+        if thread_id is not None:
+            try:
+                thread = await self.service.get(thread_id)
+            except Refused:
+                thread = None
+        why = closed(thread, approval_id) if thread is not None else None
+        return await self._refuse(mail, why or token_error, thread, tell=True)
 
     async def _handle(self, mail: parse.Inbound, approval_id: str | None, token_error: str | None) -> tuple[str, str]:
         if approval_id:
@@ -252,8 +302,8 @@ class EmailChannel:
             await self.service.respond(
                 thread_id, feedback, self._sender(mail), approval_id, approve, "email", evidence=evidence(mail),
             )
-        except Refused as e:
-            return await self._refuse(mail, e.message, await self.service.get(thread_id))
+        except Refused as e:  # the valid code proves the address: they are told, whoever they are
+            return await self._refuse(mail, e.message, await self.service.get(thread_id), tell=True)
         await self.inbox.link(names.email_message(mail.message_id), thread_id)
         await self.kick(thread_id)
         return "accepted", thread_id
@@ -266,10 +316,13 @@ class EmailChannel:
                 return thread_id
         return None
 
-    async def _refuse(self, mail: parse.Inbound, why: str, thread: Thread | None = None) -> tuple[str, str]:
-        """Nothing is appended; an allowed sender is told why, anyone else only logged."""
+    async def _refuse(
+        self, mail: parse.Inbound, why: str, thread: Thread | None = None, tell: bool = False
+    ) -> tuple[str, str]:
+        """Nothing is appended; an allowed sender (or, with `tell`, one whose approval code
+        proved the address) is told why, anyone else only logged."""
         log.warning("email: refused %s from %s: %s", _short(mail.message_id), _short(mail.sender), why)
-        if self._is_allowed(mail.sender) or self._is_approver(mail.sender):
+        if tell or self._is_allowed(mail.sender) or self._is_approver(mail.sender):
             await self._send(thread, mail.sender, lambda: render.message(
                 self.sender, mail.sender, render.reply_subject(mail.subject),
                 f"I did not act on your message: {why}.", in_reply_to=mail.message_id,
@@ -305,10 +358,26 @@ class EmailChannel:
         for event in new:
             if isinstance(event, ApprovalRequested):
                 await self._ask_approvers(thread, event)
+            else:
+                await self._approval_thread(thread, event)
             if thread.origin.channel == "email":
                 await self._reply(thread, event)
             for address in email_targets(thread.origin.notify):
                 await self._notify(thread, event, address)
+
+    def text_for(self, thread: Thread, event: Event) -> str | None:
+        """What the requester (and a notify target) is told of `event` by email: a reminder
+        names who may still decide; else render.text_for."""
+        match event:
+            case ApprovalReminded():
+                request = thread.pending_approval()
+                if request is None or request.approval_id != event.approval_id:
+                    return None
+                return wording.reminder(_what(request), self._deciders(thread, request), request.expires_at)
+            case ApprovalEscalated():
+                request = thread.approval(event.approval_id)
+                return wording.escalated(_what(request), describe(event.to)) if request else None
+        return render.text_for(thread, event)
 
     async def _notify(self, thread: Thread, event: Event, address: str) -> None:
         """A notify target's mail (a trigger's, a schedule's): the thread's first message,
@@ -317,7 +386,7 @@ class EmailChannel:
         if isinstance(event, UserMessage):
             text = wording.started_by(event.channel, event.user, event.text) if event is first else None
         else:
-            text = render.text_for(thread, event)
+            text = self.text_for(thread, event)
         if not text:
             return
         name = names.email_notify_root(thread.id, address)
@@ -345,7 +414,7 @@ class EmailChannel:
         origin = thread.origin
 
         def build() -> EmailMessage | None:
-            text = render.text_for(thread, event)
+            text = self.text_for(thread, event)
             if not text:
                 return None
             return render.message(
@@ -358,26 +427,122 @@ class EmailChannel:
     async def _ask_approvers(self, thread: Thread, request: ApprovalRequested) -> None:
         """One email to each approver's address (a Slack-only approver gets none), each with
         a reply token bound to that address."""
-        addresses = sorted({normalize_email(a) for _, a in self.policy.email_approvers(request.environment)})
+        await self._ask(thread, request, self._approver_mail_addresses(request))
+
+    async def _ask(self, thread: Thread, request: ApprovalRequested, addresses: Iterable[str], intro: str = "") -> None:
+        addresses = sorted(set(addresses))
         if not addresses:
             return
         await self.inbox.link(names.email_approval(request.approval_id), thread.id)
         for address in addresses:
-            await self._send(thread, address, functools.partial(self._approval_mail, thread, request, address))
+            await self._send(thread, address, functools.partial(self._approval_mail, thread, request, address, intro))
 
-    def _approval_mail(self, thread: Thread, request: ApprovalRequested, address: str) -> EmailMessage:
+    def _approval_subject(self, thread: Thread, request: ApprovalRequested) -> str:
+        if thread.origin.channel == "email":
+            return render.reply_subject(thread.origin.email_subject or "")
+        return f"Approve deploy: {request.service} {request.tag} to {request.environment}?"
+
+    def _approval_mail(
+        self, thread: Thread, request: ApprovalRequested, address: str, intro: str = ""
+    ) -> EmailMessage:
         local, _, domain = self.sender.partition("@")
         from_email = thread.origin.channel == "email"
-        subject = (
-            render.reply_subject(thread.origin.email_subject or "") if from_email
-            else f"Approve deploy: {request.service} {request.tag} to {request.environment}?"
-        )
         token = parse.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
         return render.message(
-            self.sender, address, subject, render.approval_text(request, token),
+            self.sender, address, self._approval_subject(thread, request), render.approval_text(request, token, intro),
             reply_to=f"{local}+{token}@{domain}",
             in_reply_to=thread.origin.email_root if from_email else None,
+            own_id=render.approval_message_id(request.approval_id, address, self.sender),
         )
+
+    # --- an approval over time, in each approver's approval email thread ------------------
+
+    async def _approval_thread(self, thread: Thread, event: Event) -> None:
+        """Follow-ups to whoever got an approval email: a reminder (those who may still
+        decide), an escalation (an approval email of their own to each new person), each
+        approval of several (a progress line) and its expiry (nothing was deployed)."""
+        match event:
+            case ApprovalReminded():
+                request = thread.pending_approval()
+                if request is None or request.approval_id != event.approval_id:
+                    return
+                text = wording.reminder(_what(request), self._deciders(thread, request), request.expires_at)
+                await self._follow_up(thread, request, self._still_asked(thread, request), text, decide=True)
+            case ApprovalEscalated():
+                request = thread.approval(event.approval_id)
+                if request is None or thread.decision_for(request.approval_id) or thread.expiry(request.approval_id):
+                    return
+                asked = self._approver_mail_addresses(request)
+                new = [a for a in self._addresses(event.to) if a not in asked]
+                await self._ask(thread, request, new, wording.escalated_to_you(_what(request), request.expires_at))
+            case HumanResponse(approve=True) if event.approval_id:
+                request = thread.approval(event.approval_id)
+                if request is None or request.required <= 1 or thread.decision_for(request.approval_id):
+                    return
+                text = render.progress_text(thread, request)
+                await self._follow_up(thread, request, self._still_asked(thread, request), text, decide=True)
+            case ApprovalExpired():
+                request = thread.approval(event.approval_id)
+                if request is None:
+                    return
+                what = _what(request)
+                text = f"{wording.approval_expired_notice(what, event.expires_at)}\n\n{wording.no_longer_asked(what)}"
+                await self._follow_up(thread, request, self._asked(thread, request), text, decide=False)
+
+    async def _follow_up(
+        self, thread: Thread, request: ApprovalRequested, addresses: Iterable[str], text: str, decide: bool
+    ) -> None:
+        """A mail to each address in its approval email thread; with `decide`, its own
+        approval code, so a reply to it decides as one to the approval email would."""
+        local, _, domain = self.sender.partition("@")
+        subject = render.reply_subject(self._approval_subject(thread, request))
+
+        def build(address: str) -> EmailMessage:
+            token = parse.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
+            return render.message(
+                self.sender, address, subject, render.follow_up_text(text, token) if decide else text,
+                reply_to=f"{local}+{token}@{domain}" if decide else None,
+                in_reply_to=render.approval_message_id(request.approval_id, address, self.sender),
+            )
+
+        for address in sorted(set(addresses)):
+            await self._send(thread, address, functools.partial(build, address))
+
+    def _approver_mail_addresses(self, request: ApprovalRequested) -> list[str]:
+        return sorted({normalize_email(a) for _, a in self.policy.email_approvers(request.environment)})
+
+    def _addresses(self, principals: Iterable[str]) -> list[str]:
+        """The addresses of people (principals): a person's own, or an `email:<address>`."""
+        found: set[str] = set()
+        for principal in principals:
+            person = self.policy.directory.people.get(principal)
+            if person is not None:
+                found |= set(person.emails)
+            elif principal.startswith(f"{EMAIL}:"):
+                found.add(normalize_email(principal.removeprefix(f"{EMAIL}:")))
+        return sorted(found)
+
+    def _asked(self, thread: Thread, request: ApprovalRequested) -> list[str]:
+        """Every address that got an approval email for `request`."""
+        escalation = thread.escalation(request.approval_id)
+        return sorted({*self._approver_mail_addresses(request), *self._addresses(escalation.to if escalation else ())})
+
+    def _still_asked(self, thread: Thread, request: ApprovalRequested) -> list[str]:
+        """The addresses asked whose person has not approved yet (one of several)."""
+        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
+        directory = self.policy.directory
+        return [a for a in self._asked(thread, request) if directory.by_email(a).principal not in approved]
+
+    def _deciders(self, thread: Thread, request: ApprovalRequested) -> str:
+        """Who may still decide on `request`, in words: its environment's approvers and whoever
+        it was escalated to, but not those who approved already (one of several)."""
+        rules = self.policy.rules_for(request.environment)
+        escalation = thread.escalation(request.approval_id)
+        principals = set(rules.approvers) | set(escalation.to if escalation else ())
+        if ANYONE in principals:
+            return describe([ANYONE])
+        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
+        return describe(sorted(principals - approved))
 
     async def _send(
         self, thread: Thread | None, to: str, build: Callable[[], EmailMessage | None], link: bool = True
@@ -423,6 +588,23 @@ class EmailChannel:
     async def drain(self) -> None:
         while self._sending:
             await asyncio.gather(*list(self._sending), return_exceptions=True)
+
+
+def closed(thread: Thread, approval_id: str) -> str | None:
+    """Why an approval can no longer be decided, for someone whose approval code lapsed:
+    it was decided, or it expired (the code lapses when the request does)."""
+    decision = thread.decision_for(approval_id)
+    if decision is not None:
+        return wording.already_decided(bool(decision.approve), decision.user, decision.at)
+    expiry = thread.expiry(approval_id)
+    if expiry is not None:
+        return wording.expired_not_deployed(expiry.expires_at)
+    request = thread.approval(approval_id)
+    return wording.expired_not_deployed(request.expires_at) if request is not None else None
+
+
+def _what(request: ApprovalRequested) -> str:
+    return wording.what_to_deploy(request.service, request.tag, request.environment)
 
 
 def bounded(mail: parse.Inbound) -> parse.Inbound:

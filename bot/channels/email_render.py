@@ -9,6 +9,7 @@ it is automatic (`Auto-Submitted: auto-replied`, RFC 3834), so auto-responders l
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 import unicodedata
@@ -33,6 +34,8 @@ _INVISIBLE = "Cf"  # format characters: bidi overrides and isolates (U+202E, ...
 def text_for(thread: Thread, event: Event) -> str | None:
     """The update a requester gets by email for `event`; None: nothing to say."""
     match event:
+        case HumanResponse(approve=True) if event.approval_id and (request := thread.approval(event.approval_id)):
+            return _approved(thread, request, event)
         case HumanResponse(approve=True):
             return f"Approved by {decider(event)}."
         case HumanResponse(approve=False) if event.approval_id:
@@ -46,6 +49,22 @@ def text_for(thread: Thread, event: Event) -> str | None:
     if n is None:
         return None
     return "\n\n".join(part for part in (n.render(), n.url, n.detail) if part)
+
+
+def _approved(thread: Thread, request: ApprovalRequested, event: HumanResponse) -> str:
+    """An approval: with several needed, how far the request got (a progress line)."""
+    if request.required <= 1:
+        return f"Approved by {decider(event)}."
+    given = [decider(a) for a in thread.approvals_for(request.approval_id)]
+    if thread.decision_for(request.approval_id) is None:
+        return wording.approved_by_so_far(decider(event), given, request.required)
+    return wording.approved_by_all(decider(event), given, request.required)
+
+
+def progress_text(thread: Thread, request: ApprovalRequested) -> str:
+    """The progress line an approver gets in their approval email thread."""
+    given = [decider(a) for a in thread.approvals_for(request.approval_id)]
+    return wording.approval_still_open(given, request.required)
 
 
 def decider(decision: HumanResponse) -> str:
@@ -68,8 +87,10 @@ def _change(request: ApprovalRequested) -> list[str]:
     return ["", f"  Changes:     {cut(head, MAX_FIELD)}", *(f"    {cut(line, MAX_FIELD)}" for line in rest)]
 
 
-def approval_text(request: ApprovalRequested, token: str) -> str:
+def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> str:
+    """`intro`: a paragraph on top (why someone it was escalated to is asked)."""
     return "\n".join([
+        *([intro, ""] if intro else []),
         f"{cut(_named(request.requested_by), 200) or 'Someone'} asked to deploy:",
         "",
         f"  Service:     {request.service}",
@@ -86,6 +107,21 @@ def approval_text(request: ApprovalRequested, token: str) -> str:
     ])
 
 
+def follow_up_text(text: str, token: str) -> str:
+    """A mail in an approver's approval email thread (a reminder, progress) that still lets
+    them decide by replying."""
+    return "\n".join([text, "", wording.reply_to_decide(), "", f"approval code: {token}"])
+
+
+def approval_message_id(approval_id: str, to: str, sender: str) -> str:
+    """The Message-ID of the approval email to `to`: derived, so its follow-ups (reminders,
+    progress, expiry) thread under it without storing it. Unique as the approval id is; the
+    address is hashed, so the header does not repeat it."""
+    digest = hashlib.sha256(f"{approval_id}|{address(to).lower()}".encode()).hexdigest()[:12]
+    domain = re.sub(r"[^A-Za-z0-9.-]", "", address(sender).rpartition("@")[2]) or "deploybot"
+    return f"<approval.{re.sub(r'[^A-Za-z0-9_-]', '', approval_id)[:64]}.{digest}@{domain}>"
+
+
 def message(
     sender: str,
     to: str,
@@ -94,15 +130,18 @@ def message(
     *,
     reply_to: str | None = None,
     in_reply_to: str | None = None,
+    own_id: str | None = None,
 ) -> EmailMessage:
     """One mail. Headers are sanitized here, whatever the caller passes; an In-Reply-To that
-    is no single well-formed Message-ID after that is left out (the mail is still sent)."""
+    is no single well-formed Message-ID after that is left out (the mail is still sent), and
+    so is an `own_id` (its Message-ID) that is not one (a new one is made)."""
     sender, to = address(sender), address(to)
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = to
     msg["Subject"] = header(subject, MAX_SUBJECT)
-    msg["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+    given = message_id(own_id) if own_id else None
+    msg["Message-ID"] = given or make_msgid(domain=sender.rpartition("@")[2] or None)
     msg["Auto-Submitted"] = "auto-replied"  # RFC 3834: out-of-office replies and the like stay quiet
     if reply_to:
         msg["Reply-To"] = address(reply_to)

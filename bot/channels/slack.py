@@ -40,8 +40,19 @@ from bot import wording
 from bot.channels import slack_blocks as blocks
 from bot.commands import EXAMPLES
 from bot.commands import parse as parse_command
-from bot.events import ApprovalRequested, Event, HumanResponse, UserMessage, new_id
-from bot.people import Identity
+from bot.events import (
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
+    ApprovalRequested,
+    Event,
+    HumanResponse,
+    UserMessage,
+    new_id,
+    principal_of,
+)
+from bot.people import ANYONE, Directory, Identity
+from bot.policy import Policy
 from bot.ports import Inbox
 from bot.service import Forbidden, NotFound, Refused, ThreadService
 from bot.stores import keys as names
@@ -69,10 +80,15 @@ def client(token: str, api_url: str) -> AsyncWebClient:
 class SlackNotifier:
     """Posts what happens in Slack-born threads back into their Slack thread, and what
     happens in any thread with Slack notify targets (a trigger's, a schedule's) into a Slack
-    thread of its own in each of those channels."""
+    thread of its own in each of those channels. An approval's message is updated in place
+    as it goes (each approval of several, the decision, its expiry); its reminders are
+    posted under it; whoever it is escalated to gets it by direct message, buttons and all.
 
-    def __init__(self, web: AsyncWebClient, inbox: Inbox) -> None:
-        self.web, self.inbox = web, inbox
+    `policy`: who may decide (named in reminders) and the Slack ids of the people it is
+    escalated to. Without it reminders name "the approvers" and nobody gets a DM."""
+
+    def __init__(self, web: AsyncWebClient, inbox: Inbox, policy: Policy | None = None) -> None:
+        self.web, self.inbox, self.policy = web, inbox, policy
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
         channel, thread_ts = thread.origin.slack_channel, thread.origin.slack_thread_ts
@@ -88,6 +104,12 @@ class SlackNotifier:
                           thread.id, target, e.response.get("error", e))
                 continue
             await self._post_all(thread, new, target, root, functools.partial(_notify_approval, channel=target))
+        for event in new:  # direct messages: once, whichever Slack threads the thread is in
+            try:
+                await self._direct(thread, event)
+            except SlackApiError as e:
+                log.error("thread %s: Slack refused a direct message for %s: %s",
+                          thread.id, event.type, e.response.get("error", e))
 
     async def _notify_root(self, thread: Thread, new: Sequence[Event], channel: str) -> str:
         """The ts of the message `thread` is posted under in `channel`: posted with the
@@ -120,7 +142,7 @@ class SlackNotifier:
         self, thread: Thread, event: Event, channel: str, thread_ts: str, key: Callable[[str], str]
     ) -> None:
         """`key`: approval id -> the Inbox name its approval message in this Slack thread is
-        kept under (to update it in place once decided)."""
+        kept under (to update it in place as it goes)."""
         if isinstance(event, ApprovalRequested):
             posted = await self.web.chat_postMessage(
                 channel=channel, thread_ts=thread_ts, text=blocks.fallback_text(event, thread.id),
@@ -128,15 +150,111 @@ class SlackNotifier:
             )
             await self.inbox.link(key(event.approval_id), posted["ts"])
         elif isinstance(event, HumanResponse) and event.approval_id and event.approve is not None:
-            request = thread.approval(event.approval_id)
             ts = await self.inbox.lookup(key(event.approval_id))
-            if request and ts:
-                await self.web.chat_update(
-                    channel=channel, ts=ts, text=blocks.fallback_text(request, thread.id),
-                    blocks=blocks.decided(request, event, thread.id),
+            if ts and (shown := _approval_blocks(thread, event.approval_id)):
+                await self.web.chat_update(channel=channel, ts=ts, **shown)
+        elif isinstance(event, ApprovalExpired):
+            ts = await self.inbox.lookup(key(event.approval_id))
+            if ts and (shown := _approval_blocks(thread, event.approval_id)):
+                await self.web.chat_update(channel=channel, ts=ts, **shown)
+            if text := blocks.progress_text(thread, event):  # the requester's word: nothing was deployed
+                await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+        elif isinstance(event, ApprovalReminded):
+            request = thread.pending_approval()
+            if request is not None and request.approval_id == event.approval_id:
+                deciders = (
+                    blocks.mentions(self._deciders(thread, request), self.policy.directory) if self.policy
+                    else blocks.escape(wording.the_approvers())
                 )
+                text = blocks.reminder_text(request, deciders, thread.id)
+                await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+        elif isinstance(event, ApprovalEscalated):
+            request = thread.approval(event.approval_id)
+            if request is not None:
+                text = blocks.escalated_text(request, event.to, self._directory(), thread.id)
+                await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
         elif text := blocks.progress_text(thread, event):
             await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+
+    # --- direct messages to whoever an approval is escalated to ----------------------------
+
+    async def _direct(self, thread: Thread, event: Event) -> None:
+        """An escalation asks each of its people by DM (posted to their Slack user id: the
+        app's own conversation with them, which chat:write allows); once it is decided or
+        lapsed, or someone approves one of several, those messages are updated like the one
+        in the thread."""
+        if isinstance(event, ApprovalEscalated):
+            request = thread.approval(event.approval_id)
+            if request is None or thread.decision_for(request.approval_id) or thread.expiry(request.approval_id):
+                return
+            for user in self._slack_ids(event.to):
+                name = names.slack_dm_approval(request.approval_id, user)
+                if await self.inbox.lookup(name):
+                    continue  # asked already (the event was published again)
+                posted = await self.web.chat_postMessage(
+                    channel=user, text=blocks.fallback_text(request, thread.id),
+                    blocks=blocks.approval_request(
+                        thread.id, request, thread.approvals_for(request.approval_id), blocks.escalated_note(request)
+                    ),
+                )
+                await self.inbox.link(name, f"{posted['channel']} {posted['ts']}")
+        elif isinstance(event, HumanResponse | ApprovalExpired) and event.approval_id:
+            if isinstance(event, HumanResponse) and event.approve is None:
+                return
+            escalation = thread.escalation(event.approval_id)
+            request = thread.approval(event.approval_id)
+            if escalation is None or request is None:
+                return
+            shown = _approval_blocks(thread, event.approval_id, blocks.escalated_note(request))
+            for user in self._slack_ids(escalation.to):
+                where = await self.inbox.lookup(names.slack_dm_approval(event.approval_id, user))
+                if where and shown:
+                    channel, _, ts = where.partition(" ")
+                    await self.web.chat_update(channel=channel, ts=ts, **shown)
+
+    def _directory(self) -> Directory:
+        return self.policy.directory if self.policy is not None else Directory()
+
+    def _slack_ids(self, principals: Sequence[str]) -> list[str]:
+        """The Slack user ids of people (principals): a person's own ids, or a `slack:<id>`."""
+        found: list[str] = []
+        for principal in principals:
+            person = self._directory().people.get(principal)
+            if person is not None:
+                found += person.slack
+            elif principal.startswith("slack:"):
+                found.append(principal.removeprefix("slack:"))
+        return list(dict.fromkeys(found))
+
+    def _deciders(self, thread: Thread, request: ApprovalRequested) -> list[str]:
+        """Who may still decide on `request`, as principals: its environment's approvers and
+        whoever it was escalated to, but not those who approved already (one of several)."""
+        assert self.policy is not None
+        escalation = thread.escalation(request.approval_id)
+        principals = set(self.policy.rules_for(request.environment).approvers)
+        principals |= set(escalation.to if escalation else ())
+        if ANYONE in principals:
+            return [ANYONE]
+        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
+        return sorted(principals - approved)
+
+
+def _approval_blocks(thread: Thread, approval_id: str, note: str = "") -> dict[str, Any] | None:
+    """What an approval message shows now (`text` and `blocks` for chat.update): decided,
+    lapsed, or still open with the approvals it got so far (buttons kept; `note` on top)."""
+    request = thread.approval(approval_id)
+    if request is None:
+        return None
+    approvals = thread.approvals_for(approval_id)
+    decision = thread.decision_for(approval_id)
+    expiry = thread.expiry(approval_id)
+    if decision is not None:
+        shown = blocks.decided(request, decision, thread.id, approvals)
+    elif expiry is not None:
+        shown = blocks.expired(request, expiry.expires_at, thread.id)
+    else:
+        shown = blocks.approval_request(thread.id, request, approvals, note)
+    return {"text": blocks.fallback_text(request, thread.id), "blocks": shown}
 
 
 def _notify_approval(approval_id: str, channel: str) -> str:

@@ -13,12 +13,14 @@ Two rules hold for every text object built here:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from bot import wording
+from bot import people, wording
 from bot.events import ApprovalRequested, Event, HumanResponse
 from bot.notices import notice
+from bot.people import ANYONE, Directory
 from bot.thread import Thread
 
 APPROVE = "deploybot_approve"
@@ -161,11 +163,20 @@ def _button(action_id: str, style: str, label: str, value: str) -> dict[str, Any
             "text": plain_text(label, BUTTON_TEXT)}
 
 
-def approval_request(thread_id: str, r: ApprovalRequested) -> list[dict[str, Any]]:
+def approval_request(
+    thread_id: str, r: ApprovalRequested, approvals: Sequence[HumanResponse] = (), note: str = ""
+) -> list[dict[str, Any]]:
+    """The approval message, with its buttons. `approvals`: those given so far (a request
+    that needs several shows how far it got); `note`: mrkdwn above it (foreign parts
+    escaped), e.g. why someone it was escalated to is asked."""
+    where = in_thread(thread_id)
     value = button_value(thread_id, r.approval_id)
+    top = [{"type": "section", "text": mrkdwn(note, SECTION_TEXT, where)}] if note else []
     return [
-        _summary(r, in_thread(thread_id)),
-        *_change(r, in_thread(thread_id)),
+        *top,
+        _summary(r, where),
+        *_change(r, where),
+        *_progress(r, approvals, where),
         {
             "type": "actions",
             "block_id": f"approval:{r.approval_id}",
@@ -177,16 +188,42 @@ def approval_request(thread_id: str, r: ApprovalRequested) -> list[dict[str, Any
     ]
 
 
-def decided(r: ApprovalRequested, decision: HumanResponse, thread_id: str = "") -> list[dict[str, Any]]:
-    where = in_thread(thread_id) if thread_id else IN_THE_THREAD
+def _decider(decision: HumanResponse) -> str:
     # A click in Slack names its Slack user (a mention); a decision by another channel names
     # its person, else the address or name it came with.
-    by = _who(decision.user if decision.via == "slack" else decision.person or decision.user)
+    return _who(decision.user if decision.via == "slack" else decision.person or decision.user)
+
+
+def _progress(r: ApprovalRequested, approvals: Sequence[HumanResponse], where: str) -> list[dict[str, Any]]:
+    """How far a request that needs several approvals got ("1 of 2: approved by <@U1>")."""
+    if r.required <= 1:
+        return []
+    text = wording.approval_progress([_decider(a) for a in approvals], r.required)
+    return [{"type": "context", "elements": [mrkdwn(f":ballot_box_with_check: {text}", SECTION_TEXT, where)]}]
+
+
+def decided(
+    r: ApprovalRequested, decision: HumanResponse, thread_id: str = "", approvals: Sequence[HumanResponse] = ()
+) -> list[dict[str, Any]]:
+    """The approval message once decided, without buttons. `approvals`: every approval it
+    got (a request that needs several names them all)."""
+    where = in_thread(thread_id) if thread_id else IN_THE_THREAD
+    by = _decider(decision)
     if decision.approve:
+        if len(approvals) > 1:
+            by = ", ".join(_decider(a) for a in approvals)
         outcome = f":white_check_mark: Approved by {by} at {_when(decision.at)}"
     else:
         feedback = f": {escape(decision.text)}" if decision.text else ""
         outcome = f":x: Rejected by {by}{feedback}"
+    return [_summary(r, where), {"type": "context", "elements": [mrkdwn(outcome, SECTION_TEXT, where)]}]
+
+
+def expired(r: ApprovalRequested, expires_at: datetime, thread_id: str = "") -> list[dict[str, Any]]:
+    """The approval message once nobody decided in time: "expired at T, not deployed", no
+    buttons."""
+    where = in_thread(thread_id) if thread_id else IN_THE_THREAD
+    outcome = f"{EMOJI['waiting']} {escape(wording.expired_in_place(expires_at))}"
     return [_summary(r, where), {"type": "context", "elements": [mrkdwn(outcome, SECTION_TEXT, where)]}]
 
 
@@ -261,3 +298,43 @@ def progress_text(thread: Thread, event: Event) -> str | None:
     if n.detail:
         text += f"\n```{escape(n.detail[-1500:])}```"
     return cut(text, MESSAGE_TEXT, in_thread(thread.id))
+
+
+# --- approvals over time: who may decide, reminders, escalation ---------------------------
+
+
+def principal_mention(principal: str, directory: Directory) -> str:
+    """Someone who may decide, as Slack shows them: a mention for a person with a Slack id
+    (or a `slack:<id>` principal), else their name or address (escaped); `*` is anyone."""
+    if principal == ANYONE:
+        return escape(people.describe([ANYONE]))
+    person = directory.people.get(principal)
+    if person is not None:
+        return f"<@{person.slack[0]}>" if person.slack else escape(person.name)
+    return _who(principal)
+
+
+def mentions(principals: Sequence[str], directory: Directory) -> str:
+    """mrkdwn: "<@U1>, <@U2> or carol"."""
+    return wording.one_of([principal_mention(p, directory) for p in principals])
+
+
+def _what(r: ApprovalRequested) -> str:
+    return escape(wording.what_to_deploy(r.service, r.tag, r.environment))
+
+
+def reminder_text(r: ApprovalRequested, deciders: str, thread_id: str) -> str:
+    """The reminder posted in the approval's Slack thread; `deciders` is mrkdwn (`mentions`:
+    it means to ping them)."""
+    # The template's own words hold no markup; each foreign part is escaped (or a mention).
+    text = f":bell: {wording.reminder(_what(r), deciders, r.expires_at)}"
+    return cut(text, MESSAGE_TEXT, in_thread(thread_id))
+
+
+def escalated_text(r: ApprovalRequested, to: Sequence[str], directory: Directory, thread_id: str) -> str:
+    return cut(f":mega: {wording.escalated(_what(r), mentions(to, directory))}", MESSAGE_TEXT, in_thread(thread_id))
+
+
+def escalated_note(r: ApprovalRequested) -> str:
+    """The top of the approval message sent by DM to someone it was escalated to."""
+    return f":mega: {wording.escalated_to_you(_what(r), r.expires_at)}"

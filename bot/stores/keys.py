@@ -51,8 +51,19 @@ def email_notify_root(thread_id: str, address: str) -> str:
     return f"email:notify-root:{thread_id}:{address}"
 
 
+def github_deployment(deploy: str) -> str:
+    """A deploy step (`<thread id>-<step id>`, its deploy id) -> the id of the GitHub
+    deployment that shows it on GitHub's Environments page."""
+    return f"github:deployment:{deploy}"
+
+
 GITHUB_DELIVERIES = "github:deliveries"
 """The scope every GitHub webhook delivery is deduplicated in (by X-GitHub-Delivery)."""
+
+
+def slack_dm_approval(approval_id: str, user: str) -> str:
+    """An approval escalated to a Slack user -> "<channel> <ts>" of the DM asking them."""
+    return f"slack:dm-approval:{approval_id}:{user}"
 
 
 def email_message(message_id: str) -> str:

@@ -30,33 +30,51 @@ async def test_a_locked_environment_is_not_deployed_and_the_holder_is_named(api,
     assert unlocked["events"][-1]["message"].startswith("Unlocked production; it had been locked by carol since")
     assert await app.environments.holder("production") is None
 
-    await chat(api, "lock production: incident 42", user="carol")
-    assert (await chat(api, "unlock production", user="bob"))["events"][-1]["message"].startswith("Unlocked")
+    locking = await chat(api, "lock production: incident 42", user="carol")
+    refused = (await chat(api, "unlock production", user="bob"))["events"][-1]["message"]
+    assert "To take someone else's lock, give a reason" in refused  # carol's: only on purpose
+    assert (await app.environments.holder("production")).owner == "manual:carol"
+    taken = (await chat(api, "unlock production --force: the incident is over", user="bob"))["events"][-1]
+    assert taken["message"].startswith("Unlocked production, taking the lock held by carol since")
     assert await app.environments.holder("production") is None
+    # carol is told, in the thread where she locked it (so by her channel)
+    told = await api.get(f"/threads/{locking['id']}")
+    [event] = [e for e in told.json()["events"] if e["type"] == "lock_taken"]
+    assert (event["by"], event["reason"]) == ("bob", "the incident is over")
 
 
-async def test_a_lock_taken_after_approval_stops_the_deploy(api, app, ledger):
+async def test_an_approved_deploy_that_meets_a_lock_waits_in_line_and_runs_once_it_is_lifted(api, app, ledger):
     thread = await chat(api, "deploy backend v1.2.3 to production")
-    await app.environments.acquire(Lock("production", "other-thread", "deploying frontend v2", utcnow()), 60_000)
+    await app.environments.acquire(Lock("production", "manual:carol", "db migration", utcnow()), None)
     pending = thread["pending_approval"]
     await api.post(f"/threads/{thread['id']}/responses",
                    json={"user": "bob", "approval_id": pending["approval_id"], "approve": True})
-    after = await settle(api, thread["id"])
-    error = next(e for e in after["events"] if e["type"] == "error")
-    assert error["kind"] == "locked" and "locked by deploy other-thread" in error["message"]
-    assert ledger_lines(ledger) == []
+    waiting = await eventually(lambda: _status(api, thread["id"], "waiting_for_lock"), within=20)
+    queued = next(e for e in waiting["events"] if e["type"] == "deploy_queued")
+    assert queued["position"] == 1 and "production is locked by carol" in queued["behind"]
+    assert ledger_lines(ledger) == [] and "error" not in types(waiting)  # its approval is not used up
+    await chat(api, "unlock production", user="carol")  # her own lock: the line moves
+    done = await eventually(lambda: _status(api, thread["id"], "done"), within=20)
+    assert types(done)[-3:] == ["deploy_started", "deploy_result", "done_for_now"]
+    assert len(ledger_lines(ledger)) == 1
+
+
+async def _status(api, thread_id: str, status: str) -> dict | None:
+    thread = (await api.get(f"/threads/{thread_id}")).json()
+    return thread if thread["status"] == status else None
 
 
 async def test_deploys_hold_the_lock_while_running_and_release_it(api, app, ledger, monkeypatch):
     monkeypatch.setenv("FAKE_DEPLOY_SECONDS", "1")
     r = await api.post("/threads", json={"message": "deploy frontend v1.2.2 to staging", "user": "alice"})
     await eventually(lambda: ledger_lines(ledger), within=10)  # the deploy command is running
-    holder = await app.environments.holder("staging")
+    holder = await app.environments.holder("staging", "frontend")
     assert holder.owner.startswith(r.json()["id"] + "-") and holder.reason == "deploying frontend v1.2.2"
-    second = await chat(api, "deploy backend v1.2.3 to staging")
-    assert "staging is locked by deploy " + holder.owner in second["events"][-1]["message"]
+    assert await app.environments.holder("staging") is None  # only frontend's lock: backend may deploy
+    second = await chat(api, "deploy frontend v1.2.1 to staging")
+    assert "frontend in staging is locked by deploy " + holder.owner in second["events"][-1]["message"]
     await settle(api, r.json()["id"])
-    assert await app.environments.holder("staging") is None
+    assert await app.environments.holder("staging", "frontend") is None
     assert len(ledger_lines(ledger)) == 1
 
 

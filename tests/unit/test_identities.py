@@ -179,7 +179,9 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
     # bob may lock, so he may lift anyone's lock; a stranger may not even lift their own.
     await parts.environments.acquire(Lock("production", lock_owner(STRANGER), "old", NOW), ttl_ms=None)
     assert (await command(parts, service, "unlock production", STRANGER)).startswith("Not unlocked: U999")
-    assert (await command(parts, service, "unlock production", BOB_SLACK)).startswith("Unlocked")
+    assert "give a reason" in await command(parts, service, "unlock production", BOB_SLACK)  # theirs
+    taken = await command(parts, service, "unlock production --force: stale lock", BOB_SLACK)
+    assert taken.startswith("Unlocked production, taking the lock held by slack:U999")
 
 
 async def test_in_open_mode_anyone_locks_and_unlocks_as_before():
@@ -187,7 +189,7 @@ async def test_in_open_mode_anyone_locks_and_unlocks_as_before():
     service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
     opened = Policy().directory
     assert (await command(parts, service, "lock production: x", opened.by_name("zed"), "cli")).startswith("Locked")
-    assert (await command(parts, service, "unlock production", STRANGER)).startswith("Unlocked")
+    assert (await command(parts, service, "unlock production --force: done", STRANGER)).startswith("Unlocked")
 
 
 # --- callers still passing raw users (temporary) -------------------------------------------
