@@ -43,6 +43,7 @@ from bot.worker import Worker, worker_name
 if TYPE_CHECKING:  # the channels are imported only when they are switched on
     from bot.channels.email import EmailChannel
     from bot.channels.github import GitHubWebhook
+    from bot.channels.github_deployments import GitHubDeployments
     from bot.channels.slack import SlackChannel
     from bot.channels.webhook import WebhookNotifier
 
@@ -85,6 +86,7 @@ class App:
     credentials: RedisCredentials | None = None  # personal API tokens, sign-in links, sessions
     github: GitHubWebhook | None = None  # POST /github/webhook: [[triggers]]
     webhooks: WebhookNotifier | None = None  # NOTIFY_WEBHOOK_URL
+    deployments: GitHubDeployments | None = None  # GitHub Deployments of the services on GitHub
 
     async def sign_in_link(self, person: str) -> str:
         """A one-time sign-in link for `person` (good for 10 minutes): the URL to open."""
@@ -151,6 +153,8 @@ class App:
             await self.email.drain()
         if self.webhooks:
             await self.webhooks.aclose()
+        if self.deployments:
+            await self.deployments.aclose()
         if self.slack:
             await self.slack.stop()
         for deployer in {id(d): d for d in self.runner.deploying.deployers.values()}.values():
@@ -274,7 +278,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         from bot.channels import slack
 
         slack_web = slack.client(slack_settings.bot_token.get_secret_value(), slack_settings.api_url)
-        notifiers.append(slack.SlackNotifier(slack_web, inbox))
+        notifiers.append(slack.SlackNotifier(slack_web, inbox, policy))
     fanout = Fanout(notifiers)
     environments = RedisEnvironments(redis)
     queue = RedisWorkQueue(redis)
@@ -308,6 +312,20 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         # once the service is built (like email).
         webhooks = WebhookNotifier(hooks.urls, hooks.secret.get_secret_value(), service.record)
         fanout.notifiers.append(webhooks)
+    deployments = None
+    legacy = settings.github.repository if settings.github else None  # DEPLOYER=github without a catalog
+    on_github = {
+        s.name: repo for s in settings.services() if (repo := s.github or (legacy if s.deployer == "github" else None))
+    }
+    if on_github and settings.github_token is not None:
+        from bot.channels.github_deployments import GitHubDeployments
+
+        # Like the webhooks: records a status that keeps failing through the service.
+        deployments = GitHubDeployments(
+            settings.github_token.get_secret_value(), on_github, service.record, inbox,
+            api_url=settings.github_api_url, public_url=settings.public_url,
+        )
+        fanout.notifiers.append(deployments)
     chores: list[tuple[float, Callable[[], Awaitable[object]]]] = []
     if schedules := settings.schedules():
         scheduler = Scheduler(schedules, RedisScheduleMarks(redis), service, queue.push, clock)
@@ -337,7 +355,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     return App(
         settings, redis, store, inbox, environments, queue, service, runner, worker,
         llm_configured=llm is not None, slack=slack_channel, email=email, credentials=credentials,
-        github=github, webhooks=webhooks,
+        github=github, webhooks=webhooks, deployments=deployments,
     )
 
 

@@ -12,6 +12,11 @@ the compare endpoint answers from: a commit later in the history is ahead of an 
 With no commits given, the history is the tags' commits, oldest tag first (one commit per
 tag, as a repository that tags every release). Commit statuses and check runs are set per
 commit (`set_status()`, `add_check_run()`) and served, paginated, as GitHub does.
+
+Deployments (`deployments`, oldest first) are created on a commit, branch or tag the repository
+has, checked against its commit statuses unless `required_contexts` is `[]`, listed newest
+first (filtered by sha, ref, task and environment), and given statuses (`deployment_statuses`:
+deployment id -> the statuses posted to it, in order; listed newest first, as GitHub does).
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ class FakeGitHub:
     commits: list[dict[str, Any]] = field(default_factory=list)
     statuses: dict[str, dict[str, str]] = field(default_factory=dict)  # sha -> context -> state
     check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> runs, in order
+    deployments: list[dict[str, Any]] = field(default_factory=list)  # as created, oldest first
+    deployment_statuses: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # id -> statuses, in order
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -156,6 +163,12 @@ class FakeGitHub:
             return 200, {"total_count": len(runs), "workflow_runs": runs}, {}
         if method == "POST" and (m := re.fullmatch(r"/actions/runs/(\d+)/cancel", path)):
             return self._cancel(int(m[1]))
+        if method == "POST" and path == "/deployments":
+            return self._create_deployment(body or {})
+        if method == "GET" and path == "/deployments":
+            return self._list_deployments(query)
+        if (m := re.fullmatch(r"/deployments/(\d+)/statuses", path)) and method in ("GET", "POST"):
+            return self._deployment_status(int(m[1]), body or {}) if method == "POST" else self._statuses(int(m[1]))
         if method == "GET" and (m := re.fullmatch(r"/actions/runs/(\d+)", path)):
             run = self.runs.get(int(m[1]))
             if run is None:
@@ -273,6 +286,69 @@ class FakeGitHub:
         if ref.startswith("refs/tags/"):
             return tags.get(ref.removeprefix("refs/tags/"))
         return self.branches.get(ref) or tags.get(ref)
+
+    DEPLOYMENT_STATES = ("error", "failure", "inactive", "in_progress", "queued", "pending", "success")
+
+    def _create_deployment(self, body: dict[str, Any]) -> Answer:
+        ref = body.get("ref")
+        if not isinstance(ref, str) or not ref:
+            return 422, {"message": "Invalid request.\n\n\"ref\" wasn't supplied."}, {}
+        known = {c["sha"] for c in self._history()} | {s for _, s in self.tags} | set(self.branches.values())
+        sha = ref if ref in known else self._ref_sha(ref)
+        if sha is None:
+            return 422, {"message": f"No ref found for: {ref}"}, {}
+        required = body.get("required_contexts")
+        contexts = self.statuses.get(sha, {})
+        failing = [c for c, s in contexts.items() if s != "success" and (required is None or c in required)]
+        if failing:
+            return 409, {"message": f"Conflict: Commit status checks failed for {ref}."}, {}
+        deployment_id = 7000 + len(self.deployments)
+        deployment = {
+            "id": deployment_id, "sha": sha, "ref": ref, "task": body.get("task", "deploy"),
+            "payload": body.get("payload", {}), "environment": body.get("environment", "production"),
+            "description": body.get("description", ""),
+            "transient_environment": body.get("transient_environment", False),
+            "production_environment": body.get("production_environment",
+                                               body.get("environment", "production") == "production"),
+            "created_at": datetime.now(UTC).isoformat(),
+            "request": body,  # what was sent, for tests (not a field GitHub has)
+        }
+        self.deployments.append(deployment)
+        self.deployment_statuses[deployment_id] = []
+        return 201, deployment, {}
+
+    def _list_deployments(self, query: dict[str, str]) -> Answer:
+        found = [d for d in reversed(self.deployments)
+                 if all(query.get(k) in (None, d[k]) for k in ("sha", "ref", "task", "environment"))]
+        per_page, page = min(int(query.get("per_page", 30)), 100), int(query.get("page", 1))
+        return 200, found[(page - 1) * per_page : page * per_page], {}
+
+    def _deployment_status(self, deployment_id: int, body: dict[str, Any]) -> Answer:
+        if deployment_id not in self.deployment_statuses:
+            return 404, {"message": "Not Found"}, {}
+        if body.get("state") not in self.DEPLOYMENT_STATES:
+            return 422, {"message": f"Invalid request: state {body.get('state')!r} is not a valid state"}, {}
+        if len(body.get("description") or "") > 140:
+            return 422, {"message": "description is too long (maximum is 140 characters)"}, {}
+        statuses = self.deployment_statuses[deployment_id]
+        deployment = next(d for d in self.deployments if d["id"] == deployment_id)
+        status = {
+            "id": 9000 + sum(len(s) for s in self.deployment_statuses.values()),
+            "state": body["state"], "description": body.get("description", ""),
+            "environment": body.get("environment", deployment["environment"]),
+            "log_url": body.get("log_url", ""),
+            "target_url": body.get("log_url") or body.get("target_url", ""),  # log_url sets target_url too
+            "environment_url": body.get("environment_url", ""),
+            "created_at": datetime.now(UTC).isoformat(),
+            "request": body,  # what was sent, for tests
+        }
+        statuses.append(status)
+        return 201, status, {}
+
+    def _statuses(self, deployment_id: int) -> Answer:
+        if deployment_id not in self.deployment_statuses:
+            return 404, {"message": "Not Found"}, {}
+        return 200, list(reversed(self.deployment_statuses[deployment_id])), {}
 
     def _cancel(self, run_id: int) -> Answer:
         run = self.runs.get(run_id)
