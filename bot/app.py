@@ -23,7 +23,7 @@ from bot.events import Event
 from bot.loop import Runner
 from bot.people import OPEN_MODE_NOTICE
 from bot.policy import Policy
-from bot.ports import Deployer, Health, History, Locks, NextStepModel, Notifier
+from bot.ports import Deployer, FreezeStore, Health, History, Locks, NextStepModel, Notifier
 from bot.schedules import TICK_EVERY, Scheduler
 from bot.service import ThreadService
 from bot.settings import ServiceSettings, Settings
@@ -106,6 +106,11 @@ class App:
     @property
     def history(self) -> History:
         return self.environments
+
+    @property
+    def freezes(self) -> FreezeStore | None:
+        """Stop-the-line freezes (the store the deploy path checks)."""
+        return self.runner.deploying.freezes
 
     @property
     def health(self) -> Health:

@@ -32,7 +32,6 @@ from bot.events import (
     DeployStarted,
     Error,
     Event,
-    HumanResponse,
     RequestMoreInformation,
 )
 from bot.freezes import FreezeHit, active
@@ -170,8 +169,10 @@ class Deploying:
 
     def _may_force(self, thread: Thread, step: Deploy) -> str | None:
         """Why the step's "deploy anyway" does not hold: it must come from the newest
-        instruction, by someone who may approve there."""
-        instruction = thread.latest_instruction()
+        instruction before the step (the one that asked for it: what people say while its
+        approval waits changes nothing), by someone who may approve there."""
+        index = next((i for i, e in enumerate(thread.events) if e.id == step.id), len(thread.events))
+        instruction = Thread(thread.id, thread.events[:index]).latest_instruction()
         if instruction is None or instruction.principal != _field(step, "forced_by"):
             return wording.nothing_to_force()
         return self.policy.may_force(instruction.identity, step.environment)
@@ -210,7 +211,17 @@ class Deploying:
             raise
         if not isinstance(checked, DeployStarted):
             return thread
+        await self._started(step, checked.deploy_id)
         return await self._execute(thread, action, checked, journal)
+
+    async def _started(self, step: Deploy, deploy_id: str) -> None:
+        """A deploy whose start is recorded leaves the line it may have waited in."""
+        if self.queue is None:
+            return
+        try:
+            await self.queue.leave(step.environment, step.service, deploy_id)
+        except Exception:  # the run's end leaves it again (Runner._paused); the deploy goes on
+            log.exception("deploy %s: leaving the line failed", deploy_id)
 
     async def resume(self, thread: Thread, action: Interrupted, journal: Journal, now: datetime) -> Thread:
         """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
@@ -295,8 +306,8 @@ class Deploying:
         reason = wording.deploy_lock_reason(service, step.tag)
         holder = await self.locks.acquire(Lock(env, owner, reason, now, service), LOCK_TTL_MS)
         if holder is None:
-            if queue is not None:
-                await queue.leave(env, service, owner)
+            # It keeps its place in line until its deploy_started is recorded (see `run`): a
+            # run that loses that race decides again, and must still be first.
             return None
         if queue is not None:
             position = await queue.join(env, service, owner, now)
@@ -331,7 +342,8 @@ class Deploying:
             lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS, step.service), LOCK_TTL_MS,
             f"the lock on {step.service} in {step.environment} for {started.deploy_id}",
         ))
-        deploying = asyncio.ensure_future(self._deploy(step, started, action.decision))
+        approvers = _approvers(thread, action)
+        deploying = asyncio.ensure_future(self._deploy(step, started, approvers))
         stopping = False
         try:
             while True:
@@ -386,13 +398,13 @@ class Deploying:
         if who is None:
             return
         reason = wording.rolled_back_lock_reason(_field(step, "rollback_from") or "?", who.label)
-        lock = Lock(result.environment, lock_owner(who), reason, result.at, result.service)
+        lock = Lock(result.environment, lock_owner(who), reason, result.at, result.service, thread.id)
         try:
             await self.locks.acquire(lock, ttl_ms=None)
         except Exception:
             log.exception("thread %s: could not lock %s after the rollback", thread.id, lock.target)
 
-    async def _deploy(self, step: Deploy, started: DeployStarted, decision: HumanResponse | None) -> Event:
+    async def _deploy(self, step: Deploy, started: DeployStarted, approvers: str | None) -> Event:
         request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, started.commit)
         try:
             outcome = await self.deployers[step.service].deploy(request)
@@ -411,7 +423,7 @@ class Deploying:
             ok=outcome.ok,
             exit_code=outcome.exit_code,
             output=redact(outcome.output, self.secrets),  # shown in chat, email and the API
-            approved_by=decision.user if decision else None,
+            approved_by=approvers,
             url=outcome.url,
             rollback_of=_field(step, "rollback_of"),
             force=_field(step, "force"),
@@ -446,6 +458,17 @@ class Deploying:
         except DeployerError as e:
             return Error(kind="deployer", step_id=step.id, message=wording.tag_lookup_failed(step.tag, e))
         return Error(kind="validation", step_id=step.id, message=wording.no_such_tag(step.tag, newest))
+
+
+def _approvers(thread: Thread, action: RunDeploy | Interrupted) -> str | None:
+    """Who approved, as the channels named them: everyone whose approval counted where it
+    took several (N-of-M), else the one decision."""
+    if action.request is None or action.decision is None:
+        return None
+    given = thread.approvals_for(action.request.approval_id)
+    if action.request.required > 1 and given:
+        return ", ".join(a.user for a in given[: action.request.required])
+    return action.decision.user
 
 
 def _field(step: Deploy, name: str) -> str | None:

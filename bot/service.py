@@ -218,7 +218,9 @@ class ThreadService:
         if pending and is_approval(text):
             raise WrongState(wording.reply_cannot_approve())
         lapsed = pending is not None and self.clock() > pending.expires_at
-        if pending and (lapsed or self.policy.may_decide(who, pending) is None):
+        escalated = thread.escalation(pending.approval_id) if pending else None
+        # Someone it was escalated to decides like an approver: their reply is feedback too.
+        if pending and (lapsed or self.policy.may_decide(who, pending, escalated.to if escalated else ()) is None):
             # Free text while an approval waits is feedback: a rejection, never an approval.
             # Once the approval has lapsed, anyone's reply (the requester's, usually) closes
             # it the same way, so the model re-plans instead of the thread waiting on nobody.

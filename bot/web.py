@@ -37,7 +37,7 @@ from bot.console import mount as mount_console
 from bot.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
 from bot.people import SESSION, TOKEN, Identity
 from bot.policy import Policy
-from bot.ports import Health, History, Lock, Locks
+from bot.ports import FreezeStore, Health, History, Lock, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 from bot.views import summary_json, thread_json
 
@@ -163,6 +163,9 @@ class Parts(Protocol):
 
     @property
     def history(self) -> History: ...
+
+    @property
+    def freezes(self) -> FreezeStore | None: ...
 
     @property
     def health(self) -> Health: ...

@@ -11,13 +11,15 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from bot import people, transcript
+from bot import people, transcript, wording
 from bot.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
+    ApprovalEscalated,
+    ApprovalExpired,
     ApprovalRequested,
     CommandResult,
     DeployResult,
@@ -27,9 +29,11 @@ from bot.events import (
     GitTagsResult,
     HumanResponse,
     UserMessage,
+    principal_of,
 )
+from bot.freezes import ALL, HORIZON, Freeze, FreezeHit, active, occurrences
 from bot.people import Identity
-from bot.policy import Policy
+from bot.policy import Policy, lock_owner
 from bot.ports import DeployRecord, Lock
 from bot.thread import Thread
 
@@ -87,15 +91,31 @@ class Approval:
     thread_id: str
     request: ApprovalRequested
     asked: str  # what the requester wrote
-    who_may_decide: str  # "the sre group or carol"
+    who_may_decide: str  # "the sre group or carol" (and whoever it was escalated to)
     why_not: str | None  # why the viewer may not decide; None: they may
     decided: Decision | None
     pending: bool  # still waiting (not decided, not expired, not superseded)
-    expired: bool
+    expired: bool  # lapsed: past its expiry (recorded, or not yet), undecided
+    given: tuple[str, ...] = ()  # who approved so far, one per person, oldest first
+    escalation: ApprovalEscalated | None = None
+    reminders: int = 0  # reminders sent so far
+    expiry: ApprovalExpired | None = None  # the recorded expiry: closed, nothing deployed
 
     @property
     def may_decide(self) -> bool:
         return self.why_not is None and self.pending
+
+    @property
+    def progress(self) -> str:
+        """"1 of 2: approved by bob", for a request that needs several approvals ("" else)."""
+        return wording.approval_progress(self.given, self.request.required) if self.request.required > 1 else ""
+
+    @property
+    def closed_at(self) -> datetime | None:
+        """When it was decided, or expired (as recorded): where the decided list sorts it."""
+        if self.decided is not None:
+            return self.decided.at
+        return self.expiry.at if self.expiry is not None else None
 
 
 def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -> list[Approval]:
@@ -106,17 +126,31 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
     for request in thread.of(ApprovalRequested):
         made = thread.decision_for(request.approval_id)
         rules = policy.rules_for(request.environment)
+        escalation = thread.escalation(request.approval_id)
+        expiry = thread.expiry(request.approval_id) if made is None else None
+        approved = thread.approvals_for(request.approval_id)
+        given = tuple(e.person or e.user for e in approved)
         is_pending = pending is not None and pending.approval_id == request.approval_id
+        why_not = policy.may_decide(viewer, request, escalation.to if escalation else ())
+        if why_not is None and any(principal_of(e) == viewer.principal for e in approved):
+            why_not = wording.already_approved_by_you(len(given), request.required)
+        deciders = list(rules.approvers_as_written or sorted(rules.approvers))
+        deciders += [p for p in (escalation.to if escalation else ()) if p not in deciders]
         found.append(Approval(
             thread_id=thread.id,
             request=request,
             asked=_asked_before(thread, request),
-            who_may_decide=people.describe(rules.approvers_as_written or sorted(rules.approvers)),
-            why_not=policy.may_decide(viewer, request),
+            who_may_decide=people.describe(deciders),
+            why_not=why_not,
             decided=decision(made) if made is not None else None,
             pending=is_pending,
-            expired=made is None and open_one is not None and open_one.approval_id == request.approval_id
-            and not is_pending,
+            expired=expiry is not None or (
+                made is None and open_one is not None and open_one.approval_id == request.approval_id
+                and not is_pending),
+            given=given,
+            escalation=escalation,
+            reminders=thread.reminded(request.approval_id),
+            expiry=expiry,
         ))
     return found[::-1]
 
@@ -289,6 +323,74 @@ def running(thread: Thread) -> Running | None:
 
 
 @dataclass(frozen=True)
+class Queued:
+    """An approved deploy waiting in line (status waiting_for_lock): for a lock, or a freeze."""
+
+    thread_id: str
+    service: str
+    tag: str
+    environment: str
+    position: int
+    behind: str  # what it waits for, as the bot said it
+    since: datetime
+
+    @property
+    def words(self) -> str:
+        return wording.queued(wording.what_to_deploy(self.service, self.tag, self.environment),
+                              self.behind, self.position)
+
+
+def queued(thread: Thread, now: datetime) -> Queued | None:
+    """The deploy this thread has waiting in line, if it waits."""
+    last = thread.last_step()
+    if last is None or not isinstance(last[1], DEPLOY_STEPS) or thread.status(now) != "waiting_for_lock":
+        return None
+    step = last[1]
+    said = thread.queued(step.id)
+    if said is None:
+        return None
+    return Queued(thread.id, step.service, step.tag, step.environment, said.position, said.behind, said.at)
+
+
+BLOCKING = ("checks", "frozen")  # what "deploy anyway" goes past (bot.agent._blocked_deploy)
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A deploy that failing CI checks or a freeze stopped: "deploy anyway" may force it."""
+
+    service: str
+    tag: str
+    environment: str
+    kind: str  # checks, frozen
+    message: str  # what the bot said stopped it
+    why_not: str | None  # why the viewer may not deploy it anyway; None: they may
+
+    @property
+    def may_force(self) -> bool:
+        return self.why_not is None
+
+
+def blocked(thread: Thread, viewer: Identity, policy: Policy) -> Blocked | None:
+    """The deploy "deploy anyway" in this thread would force, as bot.agent finds it: the
+    newest deploy step, unless a refused "deploy anyway" (passed over), when CI checks or a
+    freeze stopped it; None when the thread is cancelled or waits on an approval."""
+    if thread.cancelled() or thread.pending_approval() is not None:
+        return None
+    for e in reversed(thread.events):
+        if not isinstance(e, DEPLOY_STEPS):
+            continue
+        outcome = thread.outcome(e)
+        if getattr(e, "force", None) and isinstance(outcome, Error) and outcome.kind == "validation":
+            continue
+        if isinstance(outcome, Error) and outcome.kind in BLOCKING:
+            return Blocked(e.service, e.tag, e.environment, outcome.kind, outcome.message,
+                           policy.may_force(viewer, e.environment))
+        return None
+    return None
+
+
+@dataclass(frozen=True)
 class Audit:
     """A deploy from request to outcome: what was asked (and by whom), what was proposed,
     the approval and its evidence, the run, and its result."""
@@ -376,6 +478,7 @@ class Held:
     manual: bool
     thread_id: str | None  # the deploying thread, for a deploy's own lock
     may_unlock: bool
+    take: bool = False  # someone else's lock set by hand: lifted only with a reason (they are told)
 
 
 @dataclass(frozen=True)
@@ -401,6 +504,10 @@ class Environment:
     why_not_lock: str | None = None
     running: list[Running] = field(default_factory=list)
     waiting: list[Approval] = field(default_factory=list)
+    in_line: list[Queued] = field(default_factory=list)
+    freeze: Freezing | None = None  # what stops its deploys now
+    next_freeze: Window | None = None  # its next scheduled freeze window
+    stop: Stop | None = None  # the viewer's Stop / Resume buttons for it
 
 
 def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
@@ -424,6 +531,7 @@ def held(lock: Lock, policy: Policy, viewer: Identity) -> Held:
         lock=lock, by=lock.owner.removeprefix("manual:") if manual else f"deploy {lock.owner}", manual=manual,
         thread_id=None if manual else deploying["thread"] if deploying else lock.owner,
         may_unlock=policy.may_unlock(viewer, lock.environment, lock.owner) is None,
+        take=manual and lock.owner != lock_owner(viewer),
     )
 
 
@@ -505,3 +613,86 @@ def ordered(environments: Iterable[str], policy: Policy) -> list[str]:
 
 def newest_first(records: Sequence[DeployRecord]) -> list[DeployRecord]:
     return sorted(records, key=lambda r: r.at, reverse=True)
+
+
+# --- freezes: what stops deploys now, the next scheduled window, and stop-the-line -------------
+
+
+@dataclass(frozen=True)
+class Freezing:
+    """A freeze that holds now (for one environment, or for every one: scope "*")."""
+
+    scope: str
+    hit: FreezeHit
+
+    @property
+    def words(self) -> str:
+        """The bot's own sentence (a deploy it stops says the same)."""
+        return wording.frozen(wording.freeze_scope(self.scope), self.hit.reason, self.hit.until, self.hit.source)
+
+    @property
+    def kind(self) -> str:
+        return self.hit.kind
+
+
+def freezing(freezes: Sequence[Freeze], scope: str, now: datetime) -> Freezing | None:
+    """What stops deploys to `scope` now: an environment's name (every freeze that covers it),
+    or "*" (only the freezes set for every environment)."""
+    relevant = [f for f in freezes if f.environments == ALL] if scope == ALL else list(freezes)
+    hit = active(relevant, scope, now)
+    return Freezing(scope, hit) if hit is not None else None
+
+
+@dataclass(frozen=True)
+class Window:
+    """A scheduled freeze's next window: from `start` to `end` (UTC)."""
+
+    start: datetime
+    end: datetime | None
+    freeze: Freeze
+
+
+def next_window(freezes: Iterable[Freeze], environment: str, now: datetime,
+                ahead: timedelta = HORIZON) -> Window | None:
+    """The scheduled freeze window (deploybot.toml's, weekly or one-off) on `environment`
+    that starts next after `now`, within `ahead`."""
+    soonest: Window | None = None
+    for freeze in freezes:
+        if freeze.kind == "stop-the-line" or not freeze.applies_to(environment):
+            continue
+        for start, end in occurrences(freeze, now, now + ahead):
+            if start > now and (soonest is None or start < soonest.start):
+                soonest = Window(start, end, freeze)
+                break
+    return soonest
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The viewer's stop-the-line buttons for a scope (an environment, or "*")."""
+
+    scope: str
+    stopped: Freeze | None  # the stop-the-line freeze set for exactly this scope
+    why_not: str | None  # why the viewer may not stop or resume here; None: they may
+
+    @property
+    def may_stop(self) -> bool:
+        return self.why_not is None and self.stopped is None
+
+    @property
+    def may_resume(self) -> bool:
+        return self.why_not is None and self.stopped is not None
+
+    @property
+    def where(self) -> str:
+        return wording.freeze_scope(self.scope)
+
+
+def stop(scope: str, stopped: Iterable[Freeze], policy: Policy, viewer: Identity, may_start: bool,
+         store: bool) -> Stop:
+    """`stopped`: the stop-the-line freezes set now. `store`: whether stopping is possible here."""
+    mine = next((f for f in stopped if f.kind == "stop-the-line" and f.scope == scope), None)
+    why = policy.may_stop(viewer, scope) if may_start else wording.shared_token_cannot("stop or resume deploys")
+    if not store:
+        why = wording.cannot_stop_here()
+    return Stop(scope, mine, why)

@@ -13,9 +13,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
+from bot.clock import utcnow
+from bot.freezes import active
 from bot.policy import Policy
-from bot.ports import History, Locks, ThreadNotFound, ThreadStore
+from bot.ports import FreezeStore, History, Locks, ThreadNotFound, ThreadStore
 from bot.thread import Thread
 
 CACHE_SIZE = 2_000
@@ -33,6 +36,8 @@ class Reader:
     history: History
     policy: Policy
     clock: Callable[[], float] = time.monotonic
+    freezes: FreezeStore | None = None  # stop-the-line freezes (the board shows them)
+    now: Callable[[], datetime] = utcnow  # what a freeze is compared with
 
     def __post_init__(self) -> None:
         self._cache: OrderedDict[str, Thread] = OrderedDict()
@@ -70,8 +75,8 @@ class Reader:
 
     async def fingerprint(self, watch: str) -> str:
         """A short digest that changes when what `watch` shows may have: "board" (the locks
-        on environments and on services there, the newest deploys, the newest threads and
-        their versions; the board, approvals, threads and deploys pages) or "thread:<id>"
+        on environments and on services there, the freezes that hold, the newest deploys, the
+        newest threads and their versions; the board, approvals, threads and deploys pages) or "thread:<id>"
         (that thread's version). A page reads it before what it shows: a change made while
         it renders then makes the next digest differ, and the page updates."""
         now = self.clock()
@@ -101,8 +106,12 @@ class Reader:
             services = self.policy.catalog.names
             helds = await asyncio.gather(*(self.locks.held(e, services) for e in environments))
             heads = await asyncio.gather(*(self.history.recent(e, 1) for e in environments))
+            stopped = await self.freezes.current() if self.freezes is not None else []
+            holding, now = [*self.policy.freezes, *stopped], self.now()
             for env, held, head in zip(environments, helds, heads, strict=True):
                 locks = ",".join(f"{lock.service}={lock.owner}@{lock.since}" for lock in held)
-                parts.append(f"{env}:{locks}:{head[0].deploy_id if head else ''}")
+                hit = active(holding, env, now)
+                frozen = f"{hit.source}|{hit.reason}|{hit.until}" if hit else ""
+                parts.append(f"{env}:{locks}:{head[0].deploy_id if head else ''}:{frozen}")
             parts += [f"{t.id}:{t.version}" for t in await self.recent(WATCHED)]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

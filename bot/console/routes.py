@@ -3,10 +3,11 @@ CSRF token, and a Server-Sent Events stream that says when a page's content chan
 
 Every action goes through what the JSON API uses: ThreadService (respond, decide, cancel,
 fork; its policy decides who may approve) and, for Lock and Unlock (of an environment, or of
-one service there) and Roll back, the same chat command a person would send, carried out by a
-worker that asks the policy again (a rollback is a deploy: approval and locks apply in its
-thread). The console only asks the policy first so it can hide a button and refuse a forged
-form with a 403.
+one service there), Stop and Resume deploys (stop-the-line, for one environment or all) and
+Roll back, the same chat command a person would send, carried out by a worker that asks the
+policy again (a rollback is a deploy: approval and locks apply in its thread). Deploy anyway
+is "deploy anyway: REASON" said in the blocked deploy's thread, as the person. The console
+only asks the policy first so it can hide a button and refuse a forged form with a 403.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode
@@ -36,9 +38,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from bot import commands, wording
 from bot.console import model
 from bot.console.reader import Reader
+from bot.events import ResumeDeploys, StopDeploys
+from bot.freezes import ALL, Freeze
 from bot.people import ANONYMOUS, SERVICE, SESSION, Identity
-from bot.policy import Policy
-from bot.ports import DeployRecord, History, Locks
+from bot.policy import Policy, lock_owner
+from bot.ports import DeployRecord, FreezeStore, History, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 from bot.thread import STATUSES
 
@@ -69,6 +73,10 @@ NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the 
     "lock": "Lock asked for: it shows here once it is set.",
     "unlock": "Unlock asked for: it shows here once the lock is lifted.",
     "rollback": "Rollback asked for: this thread finds what to put back, and asks for approval where it must.",
+    "approved-partly": "Approved: the deploy starts once enough other approvers have approved too.",
+    "stop": "Stop asked for: the freeze shows here once deploys are stopped.",
+    "resume": "Resume asked for: the freeze is gone from here once deploys may start again.",
+    "anyway": "Deploy anyway asked for: this thread goes on past what stopped the deploy (approval still applies).",
     "sent": "Sent.",
     "cancelled": "Cancelled.",
     "resumed": "Handed to a worker.",
@@ -80,6 +88,9 @@ STATIC = {"console.js": "text/javascript", "console.css": "text/css"}
 
 class Parts(Protocol):
     """What the console needs of the app (bot.web.Parts provides it)."""
+
+    @property
+    def freezes(self) -> FreezeStore | None: ...
 
     @property
     def service(self) -> ThreadService: ...
@@ -175,8 +186,14 @@ def templates() -> jinja2.Environment:
     env.filters["when"] = lambda d: d.strftime("%Y-%m-%d %H:%M:%S UTC") if d else ""
     env.filters["iso"] = lambda d: d.isoformat() if d else ""
     env.filters["short"] = lambda s, n=7: (s or "")[:n]
-    env.globals.update(ago=model.ago, left=model.left, change_lines=wording.change_lines)
+    env.globals.update(ago=model.ago, left=model.left, change_lines=wording.change_lines,
+                       expired_in_place=wording.expired_in_place)
     return env
+
+
+def freeze_store(parts: Parts) -> FreezeStore | None:
+    """Where stop-the-line freezes are kept (the store the deploy path checks); None without one."""
+    return parts.freezes
 
 
 def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> None:
@@ -186,9 +203,11 @@ def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> None:
 
 def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (one closure per route)
     pages = templates()
-    reader = Reader(parts.service.store, parts.locks, parts.history, parts.policy)
-    words = model.Words()
     policy, service = parts.policy, parts.service
+    freezes = freeze_store(parts)
+    reader = Reader(parts.service.store, parts.locks, parts.history, parts.policy, freezes=freezes,
+                    now=service.clock)
+    words = model.Words()
     local_user = _local_user()
     key = secrets.token_bytes(32)  # CSRF without sign-in support (an app built without /auth)
     static = {name: resources.files("bot.console").joinpath("static", name).read_bytes() for name in STATIC}
@@ -295,11 +314,13 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         now = service.clock()
         names = model.ordered(policy.environments, policy)
         services = {e: model.services_in(e, policy) for e in names}
-        helds, histories, threads = await asyncio.gather(
+        helds, histories, threads, stopped = await asyncio.gather(
             asyncio.gather(*(parts.locks.held(e, services[e]) for e in names)),
             asyncio.gather(*(parts.history.recent(e, HISTORY_LIMIT) for e in names)),
             reader.recent(BOARD_SCAN),
+            _stopped(),
         )
+        holding = [*policy.freezes, *stopped]
         shown = [  # what the rows show: each service's current deploy and its newest one
             rec for records in histories
             for rec in {*model.latest_per_service(records), *_newest_per_service(records)}
@@ -312,6 +333,9 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             card.lock = model.held(whole, policy, who.identity) if whole else None
             card.services = model.service_rows(
                 name, services[name], records, locks, policy, who.identity, asked, who.may_start)
+            card.freeze = model.freezing(holding, name, now)
+            card.next_freeze = model.next_window(policy.freezes, name, now)
+            card.stop = model.stop(name, stopped, policy, who.identity, who.may_start, freezes is not None)
             cards.append(card)
         by_name = {c.name: c for c in cards}
         for t in threads:
@@ -321,7 +345,18 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             for a in model.approvals(t, who.identity, policy, now):
                 if a.pending and a.request.environment in by_name:
                     by_name[a.request.environment].waiting.append(a)
-        return render(request, "board.html", environments=cards, version=version, watch="board")
+            waits = model.queued(t, now)
+            if waits and waits.environment in by_name:
+                by_name[waits.environment].in_line.append(waits)
+        for c in cards:
+            c.in_line.sort(key=lambda q: (q.position, q.since))
+        everywhere = model.freezing(holding, ALL, now)
+        stop_all = model.stop(ALL, stopped, policy, who.identity, who.may_start, freezes is not None)
+        return render(request, "board.html", environments=cards, version=version, watch="board",
+                      everywhere=everywhere, stop_all=stop_all)
+
+    async def _stopped() -> list[Freeze]:
+        return await freezes.current() if freezes is not None else []
 
     def _newest_per_service(records: list[DeployRecord]) -> list[DeployRecord]:
         return list({r.service: r for r in reversed(records)}.values())
@@ -339,7 +374,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         now = service.clock()
         found = [a for t in await reader.recent(BOARD_SCAN) for a in model.approvals(t, who.identity, policy, now)]
         pending = sorted((a for a in found if a.pending), key=lambda a: a.request.expires_at)
-        decided = sorted((a for a in found if a.decided), key=lambda a: a.decided.at if a.decided else now,
+        decided = sorted((a for a in found if a.closed_at is not None), key=lambda a: a.closed_at or now,
                          reverse=True)[:50]
         return render(request, "approvals.html", pending=pending, decided=decided, version=version, watch="board")
 
@@ -390,6 +425,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             request, "thread.html", thread=thread, status=thread.status(now),
             items=model.timeline(thread, parts.secrets, words),
             approvals=model.approvals(thread, who.identity, policy, now),
+            blocked=model.blocked(thread, who.identity, policy) if who.may_start else None,
             version=version, watch=f"thread:{thread.id}",
         )
 
@@ -499,7 +535,10 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         feedback = "" if approve else text(fields, "feedback", MAX_TEXT_CHARS)
         thread = await service.respond(thread_id, feedback, who.identity, approval_id, approve, channel="console")
         await parts.kick(thread.id)
-        return back(fields, f"{PREFIX}/threads/{thread_id}", "approved" if approve else "rejected")
+        notice = "rejected"
+        if approve:
+            notice = "approved" if thread.decision_for(approval_id) is not None else "approved-partly"
+        return back(fields, f"{PREFIX}/threads/{thread_id}", notice)
 
     @r.post(PREFIX + "/approvals/{thread_id}/{approval_id}/approve")
     @guarded
@@ -549,7 +588,15 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         if why:
             raise Forbidden(why)
         where = f"{service_name} in {environment}" if service_name else environment
-        thread = await service.launch(f"unlock {where}", who.identity, channel="console")
+        command = f"unlock {where}"
+        if holder.owner.startswith("manual:") and holder.owner != lock_owner(who.identity):
+            # Someone else's lock: taken on purpose, with a reason they are told.
+            reason = " ".join(fields.get("reason", "").split())[:500]
+            if not reason:
+                raise Page(400, "Not valid", wording.take_with_force(wording.lock_target(environment, service_name),
+                                                                      holder.by()))
+            command += f" --force: {reason}"
+        thread = await service.launch(command, who.identity, channel="console")
         await parts.kick(thread.id)
         return back(fields, PREFIX + "/", "unlock")
 
@@ -572,6 +619,96 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     @guarded
     async def unlock_service(request: Request, environment: str, service_name: str) -> Response:
         return await _unlock(request, environment, service_name)
+
+    async def _stop(request: Request, scope: str) -> Response:
+        """Stop the line for `scope` (an environment, or ALL) with the exact chat command, as
+        Lock does: `stop deploys to ENV [until WHEN]: REASON`, `stop all deploys ...`."""
+        who = viewer(request)
+        fields = await form(request, who)
+        if scope != ALL:
+            known_environment(scope)
+        reason = " ".join(text(fields, "reason", MAX_REASON_CHARS, required=True).split())
+        until = _until(fields.get("until", ""))
+        _may_stop(who, scope)
+        if until is not None and until <= service.clock():
+            raise Invalid(wording.until_in_the_past(until))
+        target = "all deploys" if scope == ALL else f"deploys to {scope}"
+        said = f"stop {target}{f' until {until:%Y-%m-%dT%H:%M}Z' if until else ''}: {reason}"
+        step = commands.parse(said, policy.catalog)
+        meant = (scope, reason, until)
+        if not (isinstance(step, StopDeploys) and (step.environment, step.reason, step.until) == meant):
+            raise Invalid(f"this reason cannot be said as one command: {reason!r}")
+        thread = await service.launch(said, who.identity, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, PREFIX + "/", "stop")
+
+    async def _resume(request: Request, scope: str) -> Response:
+        who = viewer(request)
+        fields = await form(request, who)
+        if scope != ALL:
+            known_environment(scope)
+        _may_stop(who, scope)
+        assert freezes is not None  # _may_stop refuses without a store
+        if not any(f.scope == scope for f in await freezes.current()):
+            raise WrongState(wording.not_stopped_now(wording.freeze_scope(scope)))
+        said = "resume deploys" if scope == ALL else f"resume deploys to {scope}"
+        step = commands.parse(said, policy.catalog)
+        assert isinstance(step, ResumeDeploys) and step.environment == scope, said
+        thread = await service.launch(said, who.identity, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, PREFIX + "/", "resume")
+
+    def _may_stop(who: Viewer, scope: str) -> None:
+        if not who.may_start:
+            raise Forbidden(wording.shared_token_cannot("stop or resume deploys"))
+        if freezes is None:
+            raise WrongState(wording.cannot_stop_here())
+        why = policy.may_stop(who.identity, scope)
+        if why:
+            raise Forbidden(why)
+
+    @r.post(PREFIX + "/environments/{environment}/stop")
+    @guarded
+    async def stop_environment(request: Request, environment: str) -> Response:
+        return await _stop(request, environment)
+
+    @r.post(PREFIX + "/environments/{environment}/resume")
+    @guarded
+    async def resume_environment(request: Request, environment: str) -> Response:
+        return await _resume(request, environment)
+
+    @r.post(PREFIX + "/stop")
+    @guarded
+    async def stop_all(request: Request) -> Response:
+        return await _stop(request, ALL)
+
+    @r.post(PREFIX + "/resume")
+    @guarded
+    async def resume_all(request: Request) -> Response:
+        return await _resume(request, ALL)
+
+    @r.post(PREFIX + "/threads/{thread_id}/deploy-anyway")
+    @guarded
+    async def deploy_anyway(request: Request, thread_id: str) -> Response:
+        """"deploy anyway: REASON" in the thread, as the person: the thread forces the deploy
+        that CI checks or a freeze stopped (and checks again that they may)."""
+        who = viewer(request)
+        fields = await form(request, who)
+        reason = " ".join(text(fields, "reason", MAX_REASON_CHARS, required=True).split())
+        if not who.may_start:
+            raise Forbidden(wording.shared_token_cannot("deploy anyway"))
+        thread = await service.get(thread_id)
+        found = model.blocked(thread, who.identity, policy)
+        if found is None:
+            raise WrongState(wording.nothing_to_force())
+        if found.why_not:
+            raise Forbidden(found.why_not)
+        said = f"deploy anyway: {reason}"
+        if commands.deploy_anyway(said) != reason:
+            raise Invalid(f"this reason cannot be said as one command: {reason!r}")
+        thread = await service.respond(thread_id, said, who.identity, channel="console")
+        await parts.kick(thread.id)
+        return back(fields, f"{PREFIX}/threads/{thread_id}", "anyway")
 
     @r.post(PREFIX + "/environments/{environment}/services/{service_name}/rollback")
     @guarded
@@ -708,6 +845,23 @@ def _int(value: str, name: str, low: int, high: int) -> int:
 
 
 _ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+_UNTIL = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ](\d{1,2}:\d{2}))?Z?$")
+
+
+def _until(value: str) -> datetime | None:
+    """A stop's optional end, in UTC, as a datetime-local field posts it (`2026-11-26T08:00`)
+    or as the chat command takes it (`2026-11-26 08:00`, a date alone: its start)."""
+    value = value.strip()
+    if not value:
+        return None
+    m = _UNTIL.match(value)
+    try:
+        if m is None:
+            raise ValueError(value)
+        hour, minute = (m[2] or "0:00").split(":")
+        return datetime.fromisoformat(f"{m[1]}T{int(hour):02d}:{minute}").replace(tzinfo=UTC)
+    except ValueError:
+        raise Page(422, "Not valid", "until must be a date and a time in UTC, like 2026-11-26 08:00") from None
 
 
 def _id_like(value: str) -> bool:

@@ -1,9 +1,10 @@
 """The console in a real browser: one Chromium for the whole session (Playwright drives the
 system's /usr/bin/chromium; it downloads no browser), and for each test module a real
 `python -m bot serve` (web and worker, API_TOKEN on, a deploybot.toml naming alice, who
-approves and locks, and bob, who does neither; the services backend and frontend, from one
-repository tagged v1.2.1 to v1.3.0) on a real Redis, a model stand-in and a deploy command that
-keeps a ledger.
+approves and locks, bob, who does neither, and erin, who approves in staging, where a deploy
+needs two approvals; a weekly freeze of development; the services backend and frontend, from
+one repository tagged v1.2.1 to v1.3.0) on a real Redis, a model stand-in and a deploy command
+that keeps a ledger.
 
 Screenshots go to a temporary folder; with CONSOLE_SCREENSHOTS=1 to docs/console/ (the
 README shows those).
@@ -54,14 +55,26 @@ email = "alice@example.com"
 [people.bob]
 email = "bob@example.com"
 
+[people.erin]
+email = "erin@example.com"
+
 [environments.development]
 
 [environments.staging]
-approvers = ["alice"]
+protected = true
+approvers = ["alice", "erin"]
+required_approvals = 2
 
 [environments.production]
 protected = true
 approvers = ["alice"]
+
+[[freezes]]  # nothing deploys to development in these tests: the board shows it as the next window
+environments = ["development"]
+from = "Sun 23:00"
+to = "Mon 00:00"
+timezone = "Europe/Berlin"
+reason = "weekly maintenance"
 """
 
 

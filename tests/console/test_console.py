@@ -1,8 +1,10 @@
 """The web console in Chromium against the real bot: signing in with a link, approving and
 watching the deploy arrive live, rejecting with feedback and watching the model re-plan,
 locking and unlocking an environment and a service there, a change preview and a rollback
-from the board, what a non-approver sees (and the 403 of a forged form), the CSRF token, and
-text that holds HTML or markdown (a message, a commit subject) shown as text.
+from the board, what a non-approver sees (and the 403 of a forged form), the CSRF token,
+text that holds HTML or markdown (a message, a commit subject) shown as text, stopping the
+line from the board (a deploy stopped by it, deployed anyway, then resumed), and a deploy
+that needs two approvals from different people.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def test_sign_in_approve_and_the_deploy_shows_up_live(context, console: Console)
     prod = section(board, "production")
     expect(row(board, "backend", "production")).to_contain_text("Nothing deployed yet")
     expect(row(board, "frontend", "production")).to_contain_text("Nothing deployed yet")
-    expect(prod.get_by_role("group")).to_have_count(2)  # a row per service of the catalog
+    expect(prod.get_by_role("group", name=re.compile(r" in production$"))).to_have_count(2)  # a row per service
     expect(card(board, thread_id)).to_contain_text("v1.2.3")  # waiting, on the board too
     board.evaluate("window.__stayed = true")
 
@@ -292,8 +294,15 @@ def test_a_non_approver_sees_no_buttons_and_a_forged_post_is_refused(context, co
     expect(page.get_by_role("button", name="Reject")).to_have_count(0)
     page.goto(f"{console.url}/console/")
     expect(section(page, "staging").get_by_role("button", name=re.compile("^Lock"))).to_have_count(0)
+    expect(page.get_by_role("button", name=re.compile("^(Stop|Resume) deploys"))).to_have_count(0)
+    expect(page.locator("details.stop")).to_have_count(0)
 
     token = csrf(page)  # bob's own, valid token: the refusal is the policy's, not the CSRF check's
+    for path in ("/console/environments/production/stop", "/console/stop"):
+        r = context.request.post(f"{console.url}{path}", form={"csrf_token": token, "reason": "mine now"})
+        assert r.status == 403 and "bob may not lock" in r.text(), (path, r.status)
+    r = context.request.post(f"{console.url}/console/environments/production/resume", form={"csrf_token": token})
+    assert r.status == 403
     base = f"{console.url}/console/approvals/{thread_id}/{pending['approval_id']}"
     r = context.request.post(f"{base}/approve", form={"csrf_token": token})
     assert r.status == 403 and "bob is not an approver for production" in r.text()
@@ -384,3 +393,120 @@ def test_pages_refuse_bad_input_with_a_page_and_ask_strangers_to_sign_in(console
             if status != 404 or "static" not in path:
                 assert "text/html" in r.headers["content-type"], path
         assert "&lt;script&gt;" in api.get("/console/threads/%3Cscript%3E").text
+
+
+def test_stop_the_line_from_the_board_then_deploy_anyway_and_resume(context, console: Console):
+    page = signed_in(context, console, "alice")
+    prod = section(page, "production")
+    prod.locator("details.stop summary").click()
+    prod.get_by_label("Reason to stop deploys to production", exact=True).fill("incident <b>4711</b>")
+    prod.get_by_role("button", name="Stop deploys to production", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/console/\?notice=stop$"))
+    banner = prod.get_by_role("note", name="Freeze on production")
+    expect(banner).to_contain_text(
+        "production is frozen until someone resumes them (stop-the-line by alice): incident <b>4711</b>", timeout=LIVE)
+    assert prod.locator("b").count() == 0
+    expect(prod.get_by_role("button", name="Resume deploys to production", exact=True)).to_be_visible()
+    expect(section(page, "staging").get_by_role("note")).to_have_count(0)  # one environment only
+    expect(section(page, "development").locator(".next-freeze")).to_contain_text(
+        "(weekly freeze Sun 23:00 to Mon 00:00 (Europe/Berlin)): weekly maintenance")
+    console.shot(page, "board-frozen")
+
+    # a deploy asked for meanwhile is stopped before anyone is asked to approve it
+    blocked = console.start("deploy backend v1.2.2 to production")
+    body = console.wait(blocked)
+    assert [e["kind"] for e in body["events"] if e["type"] == "error"] == ["frozen"], body["events"]
+    assert not any(e["type"] == "approval_requested" for e in body["events"])
+    page.goto(f"{console.url}/console/threads/{blocked}")
+    expect(page.locator("ol.timeline")).to_contain_text("production is frozen until someone resumes them")
+    stopped = page.get_by_role("region", name=re.compile("is stopped$"))
+    expect(stopped).to_contain_text("Deploy backend v1.2.2 to production is stopped")
+
+    # bob may not: no form, and a forged one is refused
+    other = signed_in(context.browser.new_context(), console, "bob")
+    other.goto(f"{console.url}/console/threads/{blocked}")
+    expect(other.locator("section.blocked")).to_contain_text("You cannot deploy it anyway: bob may not deploy past")
+    expect(other.get_by_role("button", name="Deploy anyway")).to_have_count(0)
+    r = other.request.post(f"{console.url}/console/threads/{blocked}/deploy-anyway",
+                           form={"csrf_token": csrf(other), "reason": "mine"})
+    assert r.status == 403 and "bob may not deploy past" in r.text()
+    other.context.close()
+
+    # deploy anyway (an approver, with a reason): "deploy anyway: REASON" in the thread, as alice
+    stopped.get_by_label("Reason to deploy anyway").fill("the fix for incident 4711")
+    stopped.get_by_role("button", name="Deploy anyway", exact=True).click()
+    expect(page).to_have_url(re.compile(r"notice=anyway$"))
+    body = console.wait(blocked)
+    assert body["status"] == "waiting_for_approval", body["events"]  # forcing is not approving
+    said = [e for e in body["events"] if e["type"] == "human_response"]
+    assert [(e["text"], e["person"], e["channel"]) for e in said] == [
+        ("deploy anyway: the fix for incident 4711", "alice", "console")]
+    expect(page.locator("article.approval")).to_contain_text("deploy anyway: the fix for incident 4711 by alice",
+                                                            timeout=LIVE)
+    approve_on_its_page(page, console, blocked)
+    assert [line for line in ledger_lines(console.ledger) if line.startswith(blocked)] == [
+        line for line in ledger_lines(console.ledger) if line.endswith("backend v1.2.2 production")]
+    page.goto(f"{console.url}/console/deploys?environment=production&service=backend&tag=v1.2.2")
+    expect(page.locator(".record")).to_contain_text("deployed anyway: the fix for incident 4711 by alice")
+
+    # Resume on the board: the banner goes, and a new request goes on to its approval
+    page.goto(f"{console.url}/console/")
+    prod.get_by_role("button", name="Resume deploys to production", exact=True).click()
+    expect(page).to_have_url(re.compile(r"notice=resume$"))
+    expect(banner).to_have_count(0, timeout=LIVE)
+    expect(prod.locator("details.stop summary")).to_be_visible()
+    again = console.start("deploy backend v1.2.3 to production")
+    approve_on_its_page(page, console, again)
+    expect(page.locator("section.blocked")).to_have_count(0)
+
+
+def test_a_deploy_that_needs_two_approvals_from_different_people(context, console: Console):
+    thread_id = console.start("deploy backend v1.2.3 to staging")  # staging: two approvals
+    assert console.wait(thread_id)["status"] == "waiting_for_approval"
+    page = signed_in(context, console, "alice")
+    page.goto(f"{console.url}/console/approvals")
+    approval = card(page, thread_id)
+    expect(approval).to_contain_text("0 of 2 approvals")
+    expect(approval).to_contain_text("alice or erin")
+    approval.get_by_role("button", name="Approve", exact=True).click()
+    expect(page).to_have_url(re.compile(r"notice=approved-partly$"))
+    expect(approval).to_contain_text("1 of 2: approved by alice")
+    expect(approval).to_contain_text("you have approved already; it needs 1 more approval from someone else")
+    expect(approval.get_by_role("button", name="Approve")).to_have_count(0)  # not twice by one person
+    assert console.wait(thread_id)["status"] == "waiting_for_approval"
+    assert not [line for line in ledger_lines(console.ledger) if line.startswith(thread_id)]
+
+    # erin's page left open an hour: the countdown reaches zero, says so and takes the Approve
+    # button away, without an error (a context of its own: a page's clock is its context's)
+    late = context.browser.new_context(viewport={"width": 1280, "height": 860})
+    errors: list[str] = []
+    try:
+        waited = signed_in(late, console, "erin")
+        waited.on("pageerror", lambda e: errors.append(str(e)))
+        late.clock.install()
+        waited.goto(f"{console.url}/console/approvals")
+        approve = card(waited, thread_id).get_by_role("button", name="Approve", exact=True)
+        expect(approve).to_be_enabled()
+        late.clock.fast_forward("01:00:05")
+        expect(card(waited, thread_id).locator("[data-expires]")).to_have_text("expired")
+        expect(approve).to_be_disabled()
+    finally:
+        late.close()
+    assert errors == []
+
+    other = signed_in(context, console, "erin")  # the same browser, signed in as someone else now
+    other.goto(f"{console.url}/console/approvals")
+    approval = card(other, thread_id)
+    expect(approval).to_contain_text("1 of 2: approved by alice")
+    approve = approval.get_by_role("button", name="Approve", exact=True)
+    console.shot(other, "approvals-two")
+    approve.click()
+    expect(other).to_have_url(re.compile(r"notice=approved$"))
+    body = console.wait(thread_id)
+    assert body["status"] == "done", body["events"]
+    mine = [line for line in ledger_lines(console.ledger) if line.startswith(thread_id)]
+    assert len(mine) == 1 and mine[0].endswith("backend v1.2.3 staging"), mine
+    other.goto(f"{console.url}/console/approvals")
+    decided = card(other, thread_id)
+    expect(decided).to_contain_text("2 of 2: approved by alice, erin")
+    expect(decided).to_contain_text("Approved by erin")

@@ -86,14 +86,21 @@ class Parts:
 
 
 def make_runner(
-    parts: Parts, name: str = "runner-under-test", llm: object = "model", context_budget: int | None = None
+    parts: Parts, name: str = "runner-under-test", llm: object = "model", context_budget: int | None = None,
+    *, timers: object = None, queue: object = None, freezes: object = None, wake: object = None,
 ):  # -> bot.loop.Runner
-    """The one place a Runner is built. `llm=None` runs without a model."""
+    """The one place a Runner is built. `llm=None` runs without a model. `timers` (due
+    times), `queue` (deploys waiting for a lock), `freezes` (stop-the-line) and `wake` (how
+    the next deploy in line is handed to a worker): bot/testing/memory_timers.py and
+    memory_freezes.py's, for approvals over time; None: without them."""
     from bot.deploying import Deploying
     from bot.loop import Runner
 
     deployers = {name: parts.deployer for name in parts.policy.catalog.names}
-    deploying = Deploying(deployers, parts.environments, parts.environments, parts.policy)
+    deploying = Deploying(
+        deployers, parts.environments, parts.environments, parts.policy,
+        queue=queue, freezes=freezes, wake=wake,  # type: ignore[arg-type]
+    )
     from bot.prompt import CONTEXT_BUDGET
 
     return Runner(
@@ -105,6 +112,7 @@ def make_runner(
         policy=parts.policy,
         clock=parts.clock,
         name=name,
+        timers=timers,  # type: ignore[arg-type]
     )
 
 

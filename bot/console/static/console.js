@@ -53,7 +53,14 @@
     var now = Date.now();
     document.querySelectorAll("[data-expires]").forEach(function (el) {
       var left = Math.floor((Date.parse(el.dataset.expires) - now) / 1000);
-      if (left <= 0) { el.textContent = "expired"; return; }
+      if (isNaN(left)) return;
+      if (left <= 0) {
+        // Lapsed: an approval would be refused now, so its button goes (the page updates once it is recorded).
+        el.textContent = "expired";
+        var card = el.closest("article.approval");
+        if (card) card.querySelectorAll("button.primary").forEach(function (b) { b.disabled = true; });
+        return;
+      }
       var m = Math.floor(left / 60), s = left % 60;
       el.textContent = m < 60 ? m + " min " + (s < 10 ? "0" : "") + s + " s left"
         : Math.floor(m / 60) + " h " + (m % 60) + " min left";
