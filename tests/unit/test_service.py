@@ -36,7 +36,7 @@ async def awaiting_approval(parts: Parts, requested_by: str = "alice") -> tuple[
         requested_by=requested_by, requesters=[requested_by], expires_at=NOW + timedelta(hours=1),
     )
     thread = await parts.store.append(thread, stamped([request], NOW))
-    return thread, request
+    return await parts.store.release(thread, "the run"), request  # released: in the status index
 
 
 async def stored(parts: Parts, thread: Thread) -> Thread:
