@@ -201,6 +201,16 @@ class WorkQueue(Protocol):
         """True for one caller per `seconds` across all workers: whose turn a chore is."""
         ...
 
+    async def trim(self, older_than_ms: int, dry_run: bool = False) -> int:
+        """Drop work pushed longer ago than this (done work is gone already: what is left
+        that old was lost; the sweep finds its thread if it is still mid-run). How many."""
+        ...
+
+    async def drop_dead(self, idle_ms: int, dry_run: bool = False) -> list[str]:
+        """Forget the workers not seen for `idle_ms` that hold no work (a worker that died
+        with work still has it reclaimed first): their names."""
+        ...
+
 
 @dataclass(frozen=True)
 class DeployRequest:
