@@ -36,6 +36,7 @@ bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/step_overhead.py
 	$(BIN)/python bench/slack_ack.py
 	$(BIN)/python bench/workers.py
+	$(BIN)/python bench/growth.py
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos

@@ -1,5 +1,5 @@
 """python -m bot serve | worker | chat MESSAGE | threads ... | lock | unlock | rollback | deploys | tokens ... |
-login-link PERSON | redis-stop"""
+login-link PERSON | gc | redis-stop"""
 
 from __future__ import annotations
 
@@ -97,6 +97,13 @@ def parser() -> argparse.ArgumentParser:
         "login-link", help="a one-time link that signs PERSON in to the web API (10 minutes)"
     ).add_argument("person")
 
+    gc = sub.add_parser("gc", help="retention: remove threads finished longer than THREAD_RETENTION, and the rest "
+                        "(README: Retention); workers do it continuously")
+    gc.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
+    gc.add_argument("--limit", type=int, default=1000, help="threads (and records) per pass (default 1000)")
+    gc.add_argument("--reindex", action="store_true",
+                    help="first index every stored thread (once, after upgrading from a version without the index)")
+
     sub.add_parser("redis-stop", help="stop the embedded Redis server")
     return p
 
@@ -137,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command in ("tokens", "login-link"):
         return asyncio.run(_credentials(settings, args))
+    if args.command == "gc":
+        return asyncio.run(_gc(settings, args))
     try:
         return asyncio.run(_terminal(settings, args))
     except Refused as e:
@@ -215,6 +224,28 @@ async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         await redis.aclose()
     return 0
+
+
+async def _gc(settings: Settings, args: argparse.Namespace) -> int:
+    """One retention pass (bot/gc.py); without --dry-run, passes until nothing is left."""
+    from dataclasses import replace
+
+    from bot.app import build
+
+    app = build(settings)
+    assert app.collector is not None
+    collector = replace(app.collector, batch=max(1, args.limit))
+    try:
+        if args.reindex and not args.dry_run:
+            print(f"indexed {await collector.reindex()} thread(s)")
+        while True:
+            report = await collector.collect(dry_run=args.dry_run)
+            for line in report.lines(args.dry_run):
+                print(line)
+            if args.dry_run or not report.more:
+                return 0
+    finally:
+        await app.close()
 
 
 async def _work(settings: Settings) -> int:

@@ -20,6 +20,7 @@ from bot.clock import utcnow
 from bot.deployers.command import CommandDeployer
 from bot.deploying import Deploying
 from bot.events import Event
+from bot.gc import Collector
 from bot.loop import Runner
 from bot.people import OPEN_MODE_NOTICE
 from bot.policy import Policy
@@ -87,6 +88,7 @@ class App:
     github: GitHubWebhook | None = None  # POST /github/webhook: [[triggers]]
     webhooks: WebhookNotifier | None = None  # NOTIFY_WEBHOOK_URL
     deployments: GitHubDeployments | None = None  # GitHub Deployments of the services on GitHub
+    collector: Collector | None = None  # retention (bot/gc.py): a worker chore, and `python -m bot gc`
 
     async def sign_in_link(self, person: str) -> str:
         """A one-time sign-in link for `person` (good for 10 minutes): the URL to open."""
@@ -336,6 +338,11 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         scheduler = Scheduler(schedules, RedisScheduleMarks(redis), service, queue.push, clock)
         chores.append((TICK_EVERY, scheduler.tick))
     chores.append((TIMER_EVERY, fire_timers(timers, queue, clock)))
+    collector = Collector(
+        store, inbox, environments, queue, sorted(policy.environments), settings.thread_retention,
+        settings.deploy_history_retention, settings.thread_compact_after or None, timers, clock,
+    )
+    chores.append((settings.gc_every, retention(collector, queue, settings.gc_every)))
     worker = Worker(runner, queue, store, settings.worker_concurrency, name, chores=tuple(chores))
     email = None
     if settings.email is not None:
@@ -360,7 +367,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     return App(
         settings, redis, store, inbox, environments, queue, service, runner, worker,
         llm_configured=llm is not None, slack=slack_channel, email=email, credentials=credentials,
-        github=github, webhooks=webhooks, deployments=deployments,
+        github=github, webhooks=webhooks, deployments=deployments, collector=collector,
     )
 
 
@@ -378,6 +385,16 @@ def fire_timers(timers: RedisTimers, queue: RedisWorkQueue, clock: Callable[[], 
             await queue.push(thread_id)
 
     return fire
+
+
+def retention(collector: Collector, queue: RedisWorkQueue, every: float) -> Callable[[], Awaitable[None]]:
+    """A worker chore: a retention pass (bot/gc.py) by one worker at a time."""
+
+    async def collect() -> None:
+        if await queue.turn("gc", max(1, int(every))):
+            await collector.chore()
+
+    return collect
 
 
 def http_app(app: App, worker: bool = True) -> ASGIApp:

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot import wording
 from bot.control import Interrupted, RunDeploy
@@ -32,7 +32,9 @@ from bot.events import (
     DeployStarted,
     Error,
     Event,
+    HumanResponse,
     RequestMoreInformation,
+    UserMessage,
 )
 from bot.freezes import FreezeHit, active
 from bot.policy import Policy, args_hash, lock_owner
@@ -435,6 +437,7 @@ class Deploying:
             result.environment, result.service, result.tag, result.commit, result.ok, result.at,
             result.approved_by, thread.id, result.deploy_id, result.url,
             rollback_of=result.rollback_of, force=result.force, forced_by=result.forced_by,
+            **audit_trail(thread, result, self.secrets),
         )
         try:
             await self.history.record(record)
@@ -469,6 +472,44 @@ def _approvers(thread: Thread, action: RunDeploy | Interrupted) -> str | None:
     if action.request.required > 1 and given:
         return ", ".join(a.user for a in given[: action.request.required])
     return action.decision.user
+
+
+OUTPUT_TAIL_LINES = 20  # of a deploy's output, kept in its history record
+
+
+def audit_trail(thread: Thread, result: DeployResult, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What the deploy's history record keeps of its thread, which goes after
+    THREAD_RETENTION while the record stays: the request (what was asked, by whom, how, with
+    what evidence), the proposal, the approval and its decision, the run and its output's tail.
+    DeployRecord's audit fields, by name."""
+    position, step = next(((i, e) for i, e in enumerate(thread.events) if e.id == result.step_id), (0, None))
+    request = next(
+        (e for e in reversed(thread.events[:position])
+         if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text)),
+        None,
+    )
+    trail: dict[str, Any] = {}
+    if isinstance(request, UserMessage | HumanResponse):
+        trail.update(
+            requested_by=request.person or request.user, request=request.text, requested_via=request.via,
+            requested_channel=request.channel, request_evidence=request.evidence, requested_at=request.at,
+        )
+    if step is not None:
+        trail.update(proposed_by=getattr(step, "source", ""), proposal_reason=getattr(step, "reason", None) or "",
+                     proposed_at=step.at)
+    approval = thread.approval_for(result.step_id)
+    if approval is not None:
+        trail.update(approval_id=approval.approval_id, approval_asked_at=approval.at,
+                     approval_expires_at=approval.expires_at)
+        made = thread.decision_for(approval.approval_id)
+        if made is not None:
+            trail.update(decided_by=made.person or made.user, decided_via=made.via, decided_channel=made.channel,
+                         decision_evidence=made.evidence, decided_at=made.at)
+    started = thread.started(result.step_id)
+    tail = "\n".join(result.output.splitlines()[-OUTPUT_TAIL_LINES:])
+    trail.update(started_at=started.at if started else None, exit_code=result.exit_code,
+                 output_tail=redact(tail, secrets))
+    return trail
 
 
 def _field(step: Deploy, name: str) -> str | None:

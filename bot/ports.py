@@ -77,6 +77,56 @@ class ThreadStore(Protocol):
         """Ids of the threads most recently created or released, newest first."""
         ...
 
+    async def index(self, thread: Thread) -> None:
+        """Record `thread.status()` in the status index, unless the index already holds a
+        newer version of the thread. create() and release() do it themselves; the service
+        does it after a person's append, and the sweep when it finds the index behind."""
+        ...
+
+    async def listed(
+        self, statuses: Sequence[str] | None, limit: int, cursor: str | None = None
+    ) -> tuple[list[str], str | None]:
+        """One page of thread ids, newest first, and the cursor of the next page (None on
+        the last one). `statuses` None: every thread, by when it was last created or
+        released; else the threads the index has in any of those statuses, by when they
+        entered it. The cursor is opaque; a malformed one raises ValueError. A thread that
+        moves while someone pages goes to the top: no page lists it twice."""
+        ...
+
+
+Removal = Literal["removed", "gone", "kept"]
+
+
+class Retention(Protocol):
+    """What bot/gc.py asks of the thread store: finished threads by age, removing them, and
+    compacting them (the same thread, stored smaller)."""
+
+    async def finished(self, older_than: float, limit: int) -> list[tuple[str, int]]:
+        """(id, version) of threads the index has had as finished (done, failed, cancelled)
+        for longer than `older_than` seconds, longest first."""
+        ...
+
+    async def remove(self, thread_id: str, version: int) -> Removal:
+        """Delete the thread's events, meta and lease if it is still at `version` and no run
+        holds it ("removed"; "gone": nothing was there; "kept": it moved on or is held, and
+        is indexed again). Its Inbox names are the Inbox's (Inbox.drop); its index entries
+        stay until `unindex`, so a crash in between leaves it for the next pass."""
+        ...
+
+    async def unindex(self, thread_id: str) -> None:
+        """Forget the thread in every index (status, recency)."""
+        ...
+
+    async def compactable(self, older_than: float, limit: int) -> list[str]:
+        """Threads finished for longer than `older_than` seconds and not compacted yet,
+        longest first."""
+        ...
+
+    async def compact(self, thread_id: str) -> bool:
+        """Store the thread in one compressed value, if it is finished and idle; True if it
+        was. load, refresh and append see no difference (an append expands it first)."""
+        ...
+
 
 class Inbox(Protocol):
     """What channels keep about their conversations: which inbound messages were already
@@ -98,11 +148,18 @@ class Inbox(Protocol):
         """Undo receive()'s delivery mark, so a retry of a message we failed to store counts."""
         ...
 
-    async def link(self, name: str, value: str) -> str:
-        """Bind `name` to `value` unless already bound; return the value that won."""
+    async def link(self, name: str, value: str, thread_id: str | None = None) -> str:
+        """Bind `name` to `value` unless already bound; return the value that won. With
+        `thread_id`, the binding belongs to that thread: it goes when the thread does."""
         ...
 
     async def lookup(self, name: str) -> str | None: ...
+
+    async def drop(self, thread_id: str) -> int:
+        """Delete every conversation binding and pointer recorded for `thread_id` (by
+        `receive` binding a conversation to it, or `link(..., thread_id=)`), each only while
+        it still holds what was recorded. The number deleted."""
+        ...
 
 
 class Health(Protocol):
@@ -142,6 +199,16 @@ class WorkQueue(Protocol):
 
     async def turn(self, chore: str, seconds: int) -> bool:
         """True for one caller per `seconds` across all workers: whose turn a chore is."""
+        ...
+
+    async def trim(self, older_than_ms: int, dry_run: bool = False) -> int:
+        """Drop work pushed longer ago than this (done work is gone already: what is left
+        that old was lost; the sweep finds its thread if it is still mid-run). How many."""
+        ...
+
+    async def drop_dead(self, idle_ms: int, dry_run: bool = False) -> list[str]:
+        """Forget the workers not seen for `idle_ms` that hold no work (a worker that died
+        with work still has it reclaimed first): their names."""
         ...
 
 
@@ -278,13 +345,46 @@ class DeployRecord:
     force: str | None = None  # deployed past failing checks: why, and who said so
     forced_by: str | None = None
     faulty: bool = False  # rolled back since: never a rollback target again
+    # The audit trail, kept here because the record outlives its thread (THREAD_RETENTION;
+    # the history has DEPLOY_HISTORY_RETENTION). Empty in records older than these fields.
+    requested_by: str = ""  # who asked: the person, else the channel's id for them
+    request: str = ""  # what they wrote (or the feedback that led to the proposal)
+    requested_via: str = ""  # slack, email, token, session, name
+    requested_channel: str = ""
+    request_evidence: str = ""  # the Slack user id, the address and Message-ID, the token id
+    requested_at: datetime | None = None
+    proposed_by: str = ""  # llm (the model), command (an exact command), bot
+    proposal_reason: str = ""
+    proposed_at: datetime | None = None
+    approval_id: str = ""  # "": no approval was needed
+    approval_asked_at: datetime | None = None
+    approval_expires_at: datetime | None = None
+    decided_by: str = ""
+    decided_via: str = ""
+    decided_channel: str = ""
+    decision_evidence: str = ""
+    decided_at: datetime | None = None
+    started_at: datetime | None = None
+    exit_code: int | None = None
+    output_tail: str = ""  # the last lines of the deploy's output, secrets redacted
 
 
 class History(Protocol):
     async def record(self, entry: DeployRecord) -> None: ...
 
     async def recent(self, environment: str, limit: int, service: str | None = None) -> list[DeployRecord]:
-        """Newest first; with `service`, only its deploys."""
+        """Newest first; with `service`, only its deploys (among the newest few thousand)."""
+        ...
+
+    async def page(
+        self, environment: str, limit: int, cursor: str | None = None, service: str | None = None
+    ) -> tuple[list[DeployRecord], str | None]:
+        """Up to `limit` records after `cursor`, newest first, and the cursor of the next
+        page (None: the last). A malformed cursor raises ValueError."""
+        ...
+
+    async def expire(self, environment: str, before: datetime, limit: int, dry_run: bool = False) -> int:
+        """Drop up to `limit` of the oldest records older than `before`: how many went (would go)."""
         ...
 
     async def mark_faulty(self, environment: str, deploy_id: str) -> None:

@@ -7,6 +7,7 @@ Nothing is appended when an operation is refused.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -118,11 +119,38 @@ class ThreadService:
             raise NotFound(wording.no_thread(thread_id)) from None
 
     async def recent(self, status: str | None = None, limit: int = 50) -> list[Thread]:
+        return (await self.page(status, limit))[0]
+
+    async def page(
+        self, status: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Thread], str | None]:
+        """Up to `limit` threads, newest first, and the cursor of the next page (None: this
+        is the last). With `status`, only threads in it now: read from the status index,
+        never from every thread stored."""
         if status is not None and status not in STATUSES:
             raise Invalid(wording.bad_status(STATUSES))
-        threads = [await self.get(i) for i in await self.store.recent(limit)]
-        now = self.clock()  # an approval that expired is no longer waited for
-        return [t for t in threads if status is None or t.status(now) == status]
+        # The index has statuses without a clock: an approval that expired by now still
+        # counts as waited for there, but waits for a human's reply here.
+        statuses = None if status is None else \
+            ("waiting_for_human", "waiting_for_approval") if status == "waiting_for_human" else (status,)
+        now = self.clock()
+        found: list[Thread] = []
+        while True:
+            try:
+                ids, cursor = await self.store.listed(statuses, limit - len(found), cursor)
+            except ValueError:
+                raise Invalid(wording.bad_cursor()) from None
+            for thread in await asyncio.gather(*(self._maybe(i) for i in ids)):
+                if thread is not None and (status is None or thread.status(now) == status):
+                    found.append(thread)
+            if len(found) >= limit or cursor is None:
+                return found, cursor
+
+    async def _maybe(self, thread_id: str) -> Thread | None:
+        try:
+            return await self.store.load(thread_id)
+        except ThreadNotFound:  # removed since it was listed
+            return None
 
     async def respond(
         self,
@@ -176,6 +204,12 @@ class ThreadService:
             except Conflict:
                 thread = await self.store.refresh(thread)
                 continue
+            # A person's word can change the status without a run (a finished thread is
+            # running again): the index hears it now, before the caller kicks a run.
+            try:
+                await self.store.index(thread)
+            except Exception as e:  # the run the caller kicks indexes it when it releases
+                log.warning("thread %s: indexing its status failed: %s", thread.id, e)
             await self._publish(thread, event)
             return thread
 

@@ -187,6 +187,18 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(4, ge=1, description="agent runs at once in one process")
     worker_grace: float = Field(25.0, ge=0, description="seconds a stopping worker lets runs finish")
 
+    # Retention (README: Retention; bot/gc.py).
+    thread_retention: float = Field(
+        90 * 86400, gt=0, description="seconds a finished thread is kept, then removed with its conversation keys"
+    )
+    deploy_history_retention: float | None = Field(
+        None, gt=0, description="seconds a deploy's history record (and audit trail) is kept; unset: forever"
+    )
+    thread_compact_after: float = Field(
+        86400, ge=0, description="seconds after which a finished thread is stored compressed; 0: never"
+    )
+    gc_every: float = Field(10.0, gt=0, description="seconds between the workers' retention passes")
+
     deployer: Literal["command", "github"] = "command"
     github_token: SecretStr | None = None
     github_repository: str | None = Field(None, description="owner/name")

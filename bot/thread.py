@@ -44,6 +44,10 @@ Status = Literal[
     "running", "waiting_for_approval", "waiting_for_lock", "waiting_for_human", "done", "failed", "cancelled"
 ]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
+FINISHED: tuple[Status, ...] = ("done", "failed", "cancelled")
+"""Statuses a thread stays in until a person writes to it again: kept for THREAD_RETENTION."""
+ACTIVE: tuple[Status, ...] = tuple(s for s in STATUSES if s not in FINISHED)
+"""Statuses where the bot or a person still has something to do: what the sweep looks at."""
 E = TypeVar("E")
 
 

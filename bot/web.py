@@ -37,7 +37,7 @@ from bot.console import mount as mount_console
 from bot.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
 from bot.people import SESSION, TOKEN, Identity
 from bot.policy import Policy
-from bot.ports import FreezeStore, Health, History, Lock, Locks
+from bot.ports import DeployRecord, FreezeStore, Health, History, Lock, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 from bot.views import summary_json, thread_json
 
@@ -286,9 +286,16 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
 
     @threads.get("")
     async def recent(
-        status: str | None = None, limit: int = Query(50, ge=1, le=MAX_LIMIT), a: Parts = Depends(the_app)
+        status: str | None = None, limit: int = Query(50, ge=1, le=MAX_LIMIT),
+        cursor: str | None = Query(None, max_length=500), a: Parts = Depends(the_app),
     ) -> dict:
-        return {"threads": [summary_json(t, a.service.clock()) for t in await a.service.recent(status, limit)]}
+        """Newest first, a page at a time: `next_cursor` (absent on the last page) is passed
+        back as `?cursor=` for the next. With `status`, read from the status index."""
+        found, next_cursor = await a.service.page(status, limit, cursor)
+        answer: dict[str, Any] = {"threads": [summary_json(t, a.service.clock()) for t in found]}
+        if next_cursor:
+            answer["next_cursor"] = next_cursor
+        return answer
 
     @threads.get("/{thread_id}.md", response_class=PlainTextResponse)
     async def show_markdown(thread_id: str, a: Parts = Depends(the_app)) -> PlainTextResponse:
@@ -324,21 +331,28 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
     @web.get("/deploys", dependencies=[Depends(authorized)])
     async def deploys(
         environment: str, service: str | None = None, limit: int = Query(20, ge=1, le=MAX_LIMIT),
-        a: Parts = Depends(the_app),
+        cursor: str | None = Query(None, max_length=500), a: Parts = Depends(the_app),
     ) -> dict[str, Any]:
+        """Newest first, a page at a time (`next_cursor`, as GET /threads)."""
         if environment not in a.policy.environments:
             raise Invalid(f"unknown environment {environment!r}")
         if service is not None and service not in a.policy.catalog.services:
             raise Invalid(wording.unknown_service(service, a.policy.catalog.names))
-        records = await a.history.recent(environment, limit, service=service)
+        try:
+            records, next_cursor = await a.history.page(environment, limit, cursor, service=service)
+        except ValueError:
+            raise Invalid(wording.bad_cursor()) from None
         held = await a.locks.held(environment, [service] if service else a.policy.catalog.names)
         holder = next((lock for lock in held if not lock.service), None)
-        return {
+        answer = {
             "environment": environment,
             "lock": _lock_json(holder) if holder else None,  # on the whole environment
             "locks": [_lock_json(lock) for lock in held],  # that one, then each service's
-            "deploys": [{**asdict(r), "at": r.at.isoformat()} for r in records],
+            "deploys": [_record_json(r) for r in records],
         }
+        if next_cursor:
+            answer["next_cursor"] = next_cursor
+        return answer
 
     @web.post("/deploys/rollback", status_code=201, dependencies=[Depends(authorized)])
     async def rollback(request: Request, body: RollbackBody, a: Parts = Depends(the_app)) -> dict[str, Any]:
@@ -382,6 +396,10 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
 
 def _lock_json(lock: Lock) -> dict[str, Any]:
     return {**asdict(lock), "since": lock.since.isoformat()}
+
+
+def _record_json(record: DeployRecord) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(record).items()}
 
 
 def _wants_html(request: Request) -> bool:

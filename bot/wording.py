@@ -270,6 +270,10 @@ def bad_status(statuses: Iterable[str]) -> str:
     return f"status must be one of {', '.join(statuses)}"
 
 
+def bad_cursor() -> str:
+    return "cursor is not one this listing gave (pass back next_cursor as it came)"
+
+
 def already_cancelled() -> str:
     return "the thread is already cancelled"
 

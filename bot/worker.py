@@ -21,6 +21,7 @@ from bot.events import new_id
 from bot.loop import LEASE_TTL_MS, Runner
 from bot.ports import ThreadNotFound, ThreadStore, Work, WorkQueue
 from bot.retry import retrying_for
+from bot.thread import ACTIVE
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +113,32 @@ class Worker:
                 return
             await asyncio.sleep(0.02)
 
-    async def recover(self, limit: int = 500) -> list[str]:
+    async def recover(self, page: int = 200) -> list[str]:
         """Queue threads that are mid-run by their events: a process that recorded an event
         but could not hand the thread over (it died, or Redis failed in between) leaves such
-        a thread behind. Threads another worker is running cost one short busy retry."""
-        stuck = [t for t in await self.store.recent(limit) if (await self.store.load(t)).status() == "running"]
+        a thread behind. Threads another worker is running cost one short busy retry.
+
+        Reads the active threads of the status index only (never the finished ones, however
+        many are stored): a thread a person answered while it waited (an approval) is in a
+        waiting status there until its run releases it, so each is loaded and its status
+        derived from its events; one the index has wrong is indexed again."""
+        stuck = []
+        for status in ACTIVE:
+            cursor = None
+            while True:
+                ids, cursor = await self.store.listed([status], page, cursor)
+                for thread_id in ids:
+                    try:
+                        thread = await self.store.load(thread_id)
+                    except ThreadNotFound:
+                        continue
+                    now = thread.status()
+                    if now != status:
+                        await self.store.index(thread)
+                    if now == "running" and thread_id not in stuck:
+                        stuck.append(thread_id)
+                if cursor is None:
+                    break
         for thread_id in stuck:
             await self.queue.push(thread_id)
         return stuck

@@ -16,7 +16,9 @@ CORE = {
     "notices", "wording", "people", "catalog", "triggers", "freezes",
 }
 # The application: uses the ports, never an adapter.
-LOGIC = {"agent", "steps", "deploying", "loop", "service", "worker", "ports", "retry", "clock", "schedules"}
+LOGIC = {
+    "agent", "steps", "deploying", "loop", "service", "worker", "ports", "retry", "clock", "schedules", "gc",
+}
 # The edges: each talks to one outside thing.
 ADAPTERS = {"stores", "deployers", "channels", "llm", "web", "embedded_redis", "http_limits", "console"}
 # Builds and starts everything.

@@ -171,7 +171,7 @@ async def test_a_worker_that_died_between_starting_the_thread_and_marking_it_is_
 async def test_the_worker_fires_schedules_as_a_chore(settings, redis):
     app = build(settings)
     try:
-        assert [every for every, _ in app.worker.chores] == [5.0, 1.0]  # schedules, then timers
+        assert [every for every, _ in app.worker.chores] == [5.0, 1.0, 10.0]  # schedules, timers, retention
         await app.start(worker=True)
         # Its first tick marks the schedule as seen.
         schedule = app.settings.schedules()[0]

@@ -6,9 +6,12 @@ import asyncio
 
 import pytest
 
+from bot.events import HumanResponse, stamped
 from bot.loop import LEASE_TTL_MS
 from bot.stores.work import RedisWorkQueue
+from bot.thread import Origin
 from bot.worker import Worker
+from tests.contract.test_status_index import finish, hello, waiting_events
 from tests.helpers import eventually, ledger_lines, reply
 
 
@@ -156,3 +159,38 @@ async def test_a_failed_run_is_not_retried_here_but_left_for_reclaiming(error, d
     runner = BusyRunner(busy=0, fail=error)
     assert await Worker(runner, None, None, name="w")._run("t1") is done
     assert runner.tries == 1
+
+
+# --- the sweep reads the active threads of the status index only ------------------------------
+
+
+class CountingStore:
+    """The app's store, counting loads."""
+
+    def __init__(self, store) -> None:
+        self.store, self.loaded = store, []
+
+    def __getattr__(self, name: str):
+        return getattr(self.store, name)
+
+    async def load(self, thread_id: str):
+        self.loaded.append(thread_id)
+        return await self.store.load(thread_id)
+
+
+async def test_the_sweep_loads_active_threads_only_and_finds_an_answered_one_never_handed_over(app):
+    for n in range(30):
+        await finish(app.store, await app.store.create(Origin(), [hello(f"old {n}")]))
+    waiting = await app.store.create(Origin(), waiting_events())
+    other = await app.store.create(Origin(), waiting_events())
+    request = waiting.events[-1]
+    # A person's approval stored; the process died before it indexed or handed it over.
+    await app.store.append(waiting, stamped([HumanResponse(user="bob", approval_id=request.approval_id,
+                                                           approve=True)], request.at))
+    store = CountingStore(app.store)
+    queue = RedisWorkQueue(app.redis)
+    sweeper = Worker(app.runner, queue, store, 1, "sweeper")
+    assert await sweeper.recover() == [waiting.id]
+    assert sorted(store.loaded) == sorted([waiting.id, other.id])
+    assert await queue.backlog() == 1
+    assert (await app.store.listed(["running"], 10))[0] == [waiting.id]  # indexed again

@@ -259,7 +259,7 @@ class EmailChannel:
             await self.service.respond(thread_id, mail.text, who, channel="email", evidence=evidence(mail))
         except Refused as e:
             return await self._refuse(mail, e.message, thread)
-        await self.inbox.link(names.email_message(mail.message_id), thread_id)
+        await self.inbox.link(names.email_message(mail.message_id), thread_id, thread_id)
         await self.kick(thread_id)
         return "accepted", thread_id
 
@@ -274,7 +274,7 @@ class EmailChannel:
         thread = await self.service.launch(
             mail.text or mail.subject, self._sender(mail), "email", origin, new_id(), evidence=evidence(mail),
         )
-        await self.inbox.link(names.email_message(mail.message_id), thread.id)
+        await self.inbox.link(names.email_message(mail.message_id), thread.id, thread.id)
         await self.kick(thread.id)
         return "accepted", thread.id
 
@@ -304,7 +304,7 @@ class EmailChannel:
             )
         except Refused as e:  # the valid code proves the address: they are told, whoever they are
             return await self._refuse(mail, e.message, await self.service.get(thread_id), tell=True)
-        await self.inbox.link(names.email_message(mail.message_id), thread_id)
+        await self.inbox.link(names.email_message(mail.message_id), thread_id, thread_id)
         await self.kick(thread_id)
         return "accepted", thread_id
 
@@ -408,7 +408,7 @@ class EmailChannel:
         built: list[str] = []
         await self._send(thread, address, build)
         if built:
-            await self.inbox.link(name, built[0])
+            await self.inbox.link(name, built[0], thread.id)
 
     async def _reply(self, thread: Thread, event: Event) -> None:
         origin = thread.origin
@@ -433,7 +433,7 @@ class EmailChannel:
         addresses = sorted(set(addresses))
         if not addresses:
             return
-        await self.inbox.link(names.email_approval(request.approval_id), thread.id)
+        await self.inbox.link(names.email_approval(request.approval_id), thread.id, thread.id)
         for address in addresses:
             await self._send(thread, address, functools.partial(self._approval_mail, thread, request, address, intro))
 
@@ -560,7 +560,7 @@ class EmailChannel:
             return
         if link and thread is not None:
             try:
-                await self.inbox.link(names.email_message(str(msg["Message-ID"])), thread.id)
+                await self.inbox.link(names.email_message(str(msg["Message-ID"])), thread.id, thread.id)
             except Exception:  # still worth sending: a reply also names the thread's root or a token
                 log.exception("thread %s: could not remember the email to %s", thread.id, _short(to))
         self._spawn(thread, msg)

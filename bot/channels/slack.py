@@ -121,7 +121,7 @@ class SlackNotifier:
         first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
         text = blocks.escape(wording.started_by(first.channel, first.user, first.text)) if first else thread.id
         posted = await self.web.chat_postMessage(channel=channel, text=blocks.cut(text, blocks.MESSAGE_TEXT))
-        ts = await self.inbox.link(name, posted["ts"])
+        ts = await self.inbox.link(name, posted["ts"], thread.id)
         # Replies in that Slack thread are the thread's, as under a mention.
         await self.inbox.receive(names.slack_conversation(channel, ts), "root", EVENT_TTL, thread.id)
         return ts
@@ -148,7 +148,7 @@ class SlackNotifier:
                 channel=channel, thread_ts=thread_ts, text=blocks.fallback_text(event, thread.id),
                 blocks=blocks.approval_request(thread.id, event),
             )
-            await self.inbox.link(key(event.approval_id), posted["ts"])
+            await self.inbox.link(key(event.approval_id), posted["ts"], thread.id)
         elif isinstance(event, HumanResponse) and event.approval_id and event.approve is not None:
             ts = await self.inbox.lookup(key(event.approval_id))
             if ts and (shown := _approval_blocks(thread, event.approval_id)):

@@ -23,6 +23,7 @@ from bot.events import (
     ApprovalRequested,
     CommandResult,
     DeployResult,
+    DeployService,
     DeployStarted,
     Error,
     Event,
@@ -411,17 +412,20 @@ class Audit:
         return self.approval.requested_by if self.approval else ""
 
 
-def audit(thread: Thread | None, deploy_id: str, secrets: tuple[str, ...] = ()) -> Audit:
-    """The trail of the deploy `deploy_id` in `thread` (empty when the thread is gone)."""
+def audit(
+    thread: Thread | None, deploy_id: str, secrets: tuple[str, ...] = (), record: DeployRecord | None = None
+) -> Audit:
+    """The trail of the deploy `deploy_id` in `thread`; when the thread is gone (removed after
+    THREAD_RETENTION), what its history `record` kept of it (empty for records older than that)."""
     if thread is None:
-        return Audit()
+        return recorded_audit(record) if record is not None else Audit()
     from bot.prompt import redact
 
     result = next((e for e in thread.of(DeployResult) if e.deploy_id == deploy_id), None)
     started = next((e for e in thread.of(DeployStarted) if e.deploy_id == deploy_id), None)
     step_id = result.step_id if result else started.step_id if started else None
     if step_id is None:
-        return Audit()
+        return recorded_audit(record) if record is not None else Audit()
     position, proposal = next(((i, e) for i, e in enumerate(thread.events) if e.id == step_id), (0, None))
     request = next(
         (e for e in reversed(thread.events[:position])
@@ -436,10 +440,43 @@ def audit(thread: Thread | None, deploy_id: str, secrets: tuple[str, ...] = ()) 
     return Audit(request, proposal, approval, decision(made) if made else None, started, result, tail)
 
 
+def recorded_audit(record: DeployRecord) -> Audit:
+    """The audit trail as the history record kept it: the same events the thread had, as
+    far as the record holds them (no commit list of the change, no raw JSON)."""
+    request = UserMessage(
+        text=record.request, user=record.requested_by, person=record.requested_by or None,
+        via=record.requested_via, channel=record.requested_channel or "api", evidence=record.request_evidence,
+        at=record.requested_at,
+    ) if record.requested_at else None
+    proposal = DeployService(
+        tag=record.tag, environment=record.environment, service=record.service, reason=record.proposal_reason or None,
+        source=record.proposed_by if record.proposed_by in ("llm", "command", "bot") else "command",
+        rollback_of=record.rollback_of, at=record.proposed_at,
+    ) if record.proposed_at else None
+    approval = ApprovalRequested(
+        approval_id=record.approval_id, step_id="", thread_id=record.thread_id, args_hash="", service=record.service,
+        tag=record.tag, commit=record.commit, environment=record.environment, requested_by=record.requested_by,
+        expires_at=record.approval_expires_at or record.approval_asked_at, at=record.approval_asked_at,
+    ) if record.approval_id and record.approval_asked_at else None
+    made = Decision(
+        approve=True, by=record.decided_by or record.approved_by or "", via=record.decided_via,
+        channel=record.decided_channel, evidence=record.decision_evidence, at=record.decided_at, text="",
+    ) if record.decided_at else None
+    started = DeployStarted(
+        step_id="", deploy_id=record.deploy_id, commit=record.commit, at=record.started_at,
+    ) if record.started_at else None
+    result = DeployResult(
+        step_id="", deploy_id=record.deploy_id, service=record.service, tag=record.tag,
+        environment=record.environment, commit=record.commit, ok=record.ok, exit_code=record.exit_code,
+        approved_by=record.approved_by, url=record.url, at=record.at,
+    ) if record.started_at else None
+    return Audit(request, proposal, approval, made, started, result, record.output_tail)
+
+
 def record_fields(record: DeployRecord, trail: Audit) -> dict[str, Any]:
     """One deploy as a flat row for the CSV and JSON Lines exports: every field of the
     record (whatever fields it has), then its audit trail."""
-    row: dict[str, Any] = {**asdict(record), "at": record.at.isoformat()}
+    row: dict[str, Any] = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(record).items()}
     d = trail.decision
     row.update({
         "requested_by": trail.asked_by,

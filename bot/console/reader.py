@@ -19,7 +19,7 @@ from bot.clock import utcnow
 from bot.freezes import active
 from bot.policy import Policy
 from bot.ports import FreezeStore, History, Locks, ThreadNotFound, ThreadStore
-from bot.thread import Thread
+from bot.thread import ACTIVE, Thread
 
 CACHE_SIZE = 2_000
 WATCHED = 50  # the newest threads whose versions make the board's fingerprint
@@ -70,6 +70,19 @@ class Reader:
     async def recent(self, limit: int) -> list[Thread]:
         """The `limit` threads most recently created or run, newest first."""
         return await self.threads(await self.store.recent(limit))
+
+    async def listed(
+        self, statuses: Sequence[str] | None, limit: int, cursor: str | None = None
+    ) -> tuple[list[Thread], str | None]:
+        """A page of the status index (statuses None: of every thread by recency) and the
+        next page's cursor, as ThreadStore.listed."""
+        ids, after = await self.store.listed(statuses, limit, cursor)
+        return await self.threads(ids), after
+
+    async def active(self, limit: int) -> list[Thread]:
+        """Up to `limit` threads the index has as active (running or waiting), newest first:
+        what the board and the approvals page look at, however many finished ones are stored."""
+        return (await self.listed(ACTIVE, limit))[0]
 
     # --- what the live pages watch --------------------------------------------------------
 

@@ -52,7 +52,8 @@ MAX_TEXT_CHARS = 20_000  # bot.web.MAX_TEXT_CHARS: what a person may write in on
 MAX_REASON_CHARS = 500
 PAGE_SIZE = 25
 SEARCH_SCAN = 1_000  # threads a filtered or searched list looks through, newest first
-BOARD_SCAN = 200  # threads the board and the approvals page look through for running deploys and approvals
+BOARD_SCAN = 200  # active threads the board and the approvals page look through for running deploys and approvals
+DECIDED_SCAN = 50  # recent threads the approvals page looks through for decided approvals
 HISTORY_LIMIT = 200  # bot.stores.environments.HISTORY_LENGTH: what is kept per environment
 STREAM_SECONDS = 10.0  # an event stream ends after this and the browser reconnects (no stream outlives a tab)
 POLL_SECONDS = 1.0
@@ -317,7 +318,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         helds, histories, threads, stopped = await asyncio.gather(
             asyncio.gather(*(parts.locks.held(e, services[e]) for e in names)),
             asyncio.gather(*(parts.history.recent(e, HISTORY_LIMIT) for e in names)),
-            reader.recent(BOARD_SCAN),
+            reader.active(BOARD_SCAN),
             _stopped(),
         )
         holding = [*policy.freezes, *stopped]
@@ -364,7 +365,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     async def _asked_by(records: list[DeployRecord]) -> dict[str, str]:
         ids = list(dict.fromkeys(r.thread_id for r in records))
         threads = {t.id: t for t in await reader.threads(ids)}
-        return {r.deploy_id: model.audit(threads.get(r.thread_id), r.deploy_id).asked_by for r in records}
+        return {r.deploy_id: model.audit(threads.get(r.thread_id), r.deploy_id, record=r).asked_by for r in records}
 
     @r.get(PREFIX + "/approvals")
     @guarded
@@ -372,7 +373,9 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         who = viewer(request)
         version = await reader.fingerprint("board")
         now = service.clock()
-        found = [a for t in await reader.recent(BOARD_SCAN) for a in model.approvals(t, who.identity, policy, now)]
+        active, recent = await asyncio.gather(reader.active(BOARD_SCAN), reader.recent(DECIDED_SCAN))
+        threads = list({t.id: t for t in (*active, *recent)}.values())
+        found = [a for t in threads for a in model.approvals(t, who.identity, policy, now)]
         pending = sorted((a for a in found if a.pending), key=lambda a: a.request.expires_at)
         decided = sorted((a for a in found if a.closed_at is not None), key=lambda a: a.closed_at or now,
                          reverse=True)[:50]
@@ -388,26 +391,31 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             raise Page(400, "Not valid", f"status must be one of {', '.join(STATUSES)}")
         search = q.get("q", "")[:200]
         number = _int(q.get("page", "1"), "page", 1, 10_000)
+        cursor = q.get("cursor", "")[:500] or None
         version = await reader.fingerprint("board")
         now = service.clock()
         start = (number - 1) * PAGE_SIZE
-        if status or search.strip():
-            scanned = await reader.recent(SEARCH_SCAN)
+        after: str | None = None
+        if search.strip():  # by status from the index, by recency otherwise; then the search
+            statuses = _indexed_as(status) if status else None
+            scanned, _ = await reader.listed(statuses, SEARCH_SCAN)
             hits = [t for t in scanned if (not status or t.status(now) == status) and model.matches(t, search)]
             shown, more = hits[start:start + PAGE_SIZE], len(hits) > start + PAGE_SIZE
-        else:
-            ids = await service.store.recent(start + PAGE_SIZE + 1)
-            shown = await reader.threads(ids[start:start + PAGE_SIZE])
-            more = len(ids) > start + PAGE_SIZE
+        else:  # a page of the index (or of every thread, by recency), as GET /threads
+            shown, after = await service.page(status or None, PAGE_SIZE, cursor)
+            more = after is not None
 
-        def link(n: int) -> str:
+        def link(n: int, at: str | None = None) -> str:
             return PREFIX + "/threads?" + urlencode({k: v for k, v in (("status", status), ("q", search),
-                                                                      ("page", str(n))) if v})
+                                                                      ("page", str(n)), ("cursor", at)) if v})
 
+        previous = (link(number - 1) if number > 1 else None) if search.strip() else \
+            (link(1) if cursor else None)
         return render(
             request, "threads.html", rows=[model.row(t, now) for t in shown], status=status, q=search,
-            statuses=STATUSES, page=number, previous=link(number - 1) if number > 1 else None,
-            next_page=link(number + 1) if more else None, version=version, watch="board", scan=SEARCH_SCAN,
+            statuses=STATUSES, page=number, previous=previous, first_page=not search.strip() and bool(cursor),
+            next_page=(link(number + 1, after) if more else None), version=version, watch="board",
+            scan=SEARCH_SCAN,
         )
 
     @r.get(PREFIX + "/threads/{thread_id}")
@@ -508,7 +516,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         _, records, _ = await _deploys(request)
         threads = {t.id: t for t in await reader.threads(list(dict.fromkeys(r.thread_id for r in records)))}
         return [
-            model.record_fields(rec, model.audit(threads.get(rec.thread_id), rec.deploy_id, parts.secrets))
+            model.record_fields(rec, model.audit(threads.get(rec.thread_id), rec.deploy_id, parts.secrets, rec))
             for rec in records
         ]
 
@@ -522,7 +530,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         if record is None:
             raise Page(404, "Not found", f"no deploy {deploy_id!r} in the history of {environment}")
         thread = await reader.maybe(record.thread_id) if _id_like(record.thread_id) else None
-        trail = model.audit(thread, deploy_id, parts.secrets)
+        trail = model.audit(thread, deploy_id, parts.secrets, record)
         may = who.may_start and _may_roll_back(record, model.rollbackable(history))
         return render(request, "deploy.html", record=model.Deployed(record, trail.asked_by, may), trail=trail,
                       thread=thread, secrets=parts.secrets)
@@ -836,6 +844,12 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
                         headers={"Cache-Control": "max-age=300", "X-Content-Type-Options": "nosniff"})
 
     return r
+
+
+def _indexed_as(status: str) -> tuple[str, ...]:
+    """The index's statuses a thread in `status` now may have (the index has no clock: an
+    expired approval is still waited for there)."""
+    return ("waiting_for_human", "waiting_for_approval") if status == "waiting_for_human" else (status,)
 
 
 def _int(value: str, name: str, low: int, high: int) -> int:

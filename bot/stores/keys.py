@@ -5,6 +5,8 @@ Cluster, which lets one script touch them atomically. The same holds for a conve
 (`{scope}`) and the personal tokens (`{api-tokens}`). Keys without a tag (the work stream, the
 recency index, an environment's lock and history) are each used alone, or beside a thread's
 script in a pipeline that is not a transaction; no script or transaction spans two of them.
+The status index (`{threads}`) is its own slot: one script moves a thread between its
+sorted sets, beside (never inside) the thread's own script.
 
 The module-level functions name a channel's conversations (scopes for Inbox.receive) and
 pointers (names for Inbox.link/lookup); the Inbox puts them inside its own keys. Channels
@@ -92,6 +94,22 @@ class Keys:
     def lease(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{thread_id}}}:lease"
 
+    def packed(self, thread_id: str) -> str:
+        """A compacted thread: its created time, origin and events in one zlib blob
+        (bot/stores/packing.py), instead of `meta` and `events`."""
+        return f"{self.prefix}:thread:{{{thread_id}}}:packed"
+
+    def names(self, thread_id: str) -> str:
+        """What the Inbox bound to this thread: a hash, Inbox key -> the value it was bound
+        to (a conversation, an email's Message-ID, an approval's message), so they go
+        with the thread (bot/gc.py)."""
+        return f"{self.prefix}:thread:{{{thread_id}}}:names"
+
+    def thread_keys(self, thread_id: str) -> list[str]:
+        """Every key of one thread (one slot)."""
+        return [self.events(thread_id), self.meta(thread_id), self.lease(thread_id), self.packed(thread_id),
+                self.names(thread_id)]
+
     def work(self) -> str:
         """The handoff stream: one entry per "run this thread", read by a consumer group. One
         stream, so on a cluster one slot: every handoff goes through that shard's master."""
@@ -103,6 +121,21 @@ class Keys:
 
     def recent(self) -> str:
         return f"{self.prefix}:threads:recent"
+
+    # --- the status index: one slot ({threads}), so one script keeps it consistent ---------
+
+    def indexed(self) -> str:
+        """A hash, thread id -> "<version> <status>": what the index last heard of each thread.
+        An update carrying an older version than this is ignored."""
+        return f"{self.prefix}:{{threads}}:indexed"
+
+    def by_status(self, status: str) -> str:
+        """The threads in `status`, by when they entered it (seconds since the epoch)."""
+        return f"{self.prefix}:{{threads}}:status:{status}"
+
+    def to_compact(self) -> str:
+        """Finished threads not compacted yet, by when they finished."""
+        return f"{self.prefix}:{{threads}}:to-compact"
 
     def lock(self, environment: str, service: str = "") -> str:
         """The lock on an environment, or on one service there (names hold no ':')."""

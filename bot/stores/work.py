@@ -5,11 +5,16 @@ until the worker acknowledges it; so work survives the death of the worker that 
 it. Live workers `keep` their entries (XCLAIM to themselves, which resets the idle
 time), so an entry idle for longer than a few heartbeats belongs to a dead worker and
 any other worker may `reclaim` it (XAUTOCLAIM). Done entries are acknowledged and
-deleted together, so the stream holds only work not yet done.
+deleted together, so the stream holds only work not yet done. What could still pile up is
+trimmed by bot/gc.py: entries older than a day (work whose worker died and that nobody
+acknowledged: XTRIM MINID; a reclaim of one returns it as deleted, and is acknowledged), and
+the group's consumers of dead workers (each worker process has its own name), once idle and
+holding nothing (XGROUP DELCONSUMER).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,6 +77,25 @@ class RedisWorkQueue:
 
     async def turn(self, chore: str, seconds: int) -> bool:
         return bool(await self.redis.set(self.keys.turn(chore), "1", nx=True, ex=seconds))
+
+    async def trim(self, older_than_ms: int, dry_run: bool = False) -> int:
+        minid = f"{int(time.time() * 1000) - older_than_ms}-0"
+        if dry_run:
+            return len(await self.redis.xrange(self.stream, "-", f"({minid}", count=100_000) or [])
+        return int(await self.redis.xtrim(self.stream, minid=minid, approximate=False))
+
+    async def drop_dead(self, idle_ms: int, dry_run: bool = False) -> list[str]:
+        try:
+            consumers = await self.redis.xinfo_consumers(self.stream, GROUP)
+        except ResponseError as e:  # no stream or group yet: nobody to forget
+            if "NOGROUP" in str(e) or "no such key" in str(e):
+                return []
+            raise
+        dead = [text(c["name"]) for c in consumers if int(c["pending"]) == 0 and int(c["idle"]) > idle_ms]
+        if not dry_run:
+            for name in dead:
+                await self.redis.xgroup_delconsumer(self.stream, GROUP, name)
+        return dead
 
     async def _grouped(self, command: Any) -> Any:
         """Run a group command, creating the group first if it is missing (a new or flushed

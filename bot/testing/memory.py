@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from bot import events as ev
 from bot.events import Event, GitTag, Step, new_id
@@ -30,15 +31,16 @@ from bot.ports import (
     LeaseLost,
     LlmError,
     Lock,
+    Removal,
     ThreadExists,
     ThreadNotFound,
 )
-from bot.thread import Origin, Thread
+from bot.thread import FINISHED, Origin, Thread
 
 Monotonic = Callable[[], float]  # seconds, like time.monotonic
 
 FACT_ATTEMPTS = 50  # as RedisThreadStore: append_fact gives up after this many lost races
-HISTORY_LENGTH = 1000  # as RedisEnvironments: the history keeps this many per environment
+HISTORY_SCAN = 5000  # as RedisEnvironments: a search by service looks through this many
 
 
 class ManualClock:
@@ -101,6 +103,18 @@ class _Expiry:
 class _Stored:
     origin: str  # JSON, as stored: what a thread is read back as goes through the same
     events: list[str]  # serialization as in Redis, so an event that does not round-trip fails here too
+    packed: bool = False  # compacted: stored otherwise in Redis, the same thread to every reader
+
+
+def _cursor(position: tuple[int, str]) -> str:
+    return f"m{position[0]}:{position[1]}"
+
+
+def _position(cursor: str) -> tuple[int, str]:
+    tick, sep, member = cursor[1:].partition(":")
+    if not cursor.startswith("m") or not sep or not tick.isdigit():
+        raise ValueError("not a cursor from this listing")
+    return int(tick), member
 
 
 class MemoryThreadStore:
@@ -113,10 +127,33 @@ class MemoryThreadStore:
         self._leases = _Expiry(clock)
         self._recent: dict[str, int] = {}  # thread id -> when last created or released
         self._ticks = 0
+        # The status index, as RedisThreadStore's: id -> (version, status); per status, id ->
+        # (when it entered it by `clock`, a tick for the order); finished and not compacted.
+        self._indexed: dict[str, tuple[int, str]] = {}
+        self._by_status: dict[str, dict[str, tuple[float, int]]] = {}
+        self._to_compact: dict[str, float] = {}
 
     def _touch(self, thread_id: str) -> None:
         self._ticks += 1
         self._recent[thread_id] = self._ticks
+
+    def _index(self, thread: Thread) -> None:
+        status = thread.status()
+        old = self._indexed.get(thread.id)
+        if old is not None and old[0] > thread.version:
+            return
+        if old is not None and old[1] != status:
+            self._by_status.get(old[1], {}).pop(thread.id, None)
+        self._indexed[thread.id] = (thread.version, status)
+        members = self._by_status.setdefault(status, {})
+        if thread.id not in members:
+            self._ticks += 1
+            members[thread.id] = (self.clock(), self._ticks)
+        if status in FINISHED:
+            if old is None or old[1] not in FINISHED:
+                self._to_compact.setdefault(thread.id, self.clock())
+        else:
+            self._to_compact.pop(thread.id, None)
 
     def _thread(self, thread_id: str, stored: _Stored) -> Thread:
         return Thread(
@@ -146,7 +183,9 @@ class MemoryThreadStore:
             raise ThreadExists(thread_id)
         self._threads[thread_id] = _Stored(origin.dump(), [ev.dump(e) for e in events])
         self._touch(thread_id)
-        return Thread(thread_id, tuple(events), origin)
+        thread = Thread(thread_id, tuple(events), origin)
+        self._index(thread)
+        return thread
 
     async def load(self, thread_id: str) -> Thread:
         await _round_trip()
@@ -178,6 +217,7 @@ class MemoryThreadStore:
             if held is not None and held != holder:
                 raise LeaseLost(thread.id)
         stored.events.extend(ev.dump(e) for e in events)
+        stored.packed = False  # expanded first, in Redis
         return thread.extended(events)
 
     async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
@@ -213,6 +253,7 @@ class MemoryThreadStore:
             self._leases.delete(thread.id)
         if thread.id in self._recent:
             self._touch(thread.id)
+        self._index(thread)
         stored = self._threads.get(thread.id)
         if stored is None:
             return thread
@@ -222,6 +263,78 @@ class MemoryThreadStore:
         await _round_trip()
         newest = sorted(self._recent, key=lambda i: self._recent[i], reverse=True)
         return newest[:limit]
+
+    async def index(self, thread: Thread) -> None:
+        await _round_trip()
+        self._index(thread)
+
+    async def listed(
+        self, statuses: Sequence[str] | None, limit: int, cursor: str | None = None
+    ) -> tuple[list[str], str | None]:
+        after = _position(cursor) if cursor else None
+        await _round_trip()
+        if statuses is None:
+            entries = [(tick, i) for i, tick in self._recent.items()]
+        else:
+            entries = [(tick, i) for s in set(statuses) for i, (_, tick) in self._by_status.get(s, {}).items()]
+        entries = sorted((e for e in entries if after is None or e < after), reverse=True)[:limit + 1]
+        shown = entries[:limit]
+        more = len(entries) > limit and shown
+        return [i for _, i in shown], _cursor(shown[-1]) if more else None
+
+    # --- Retention --------------------------------------------------------------------
+
+    async def finished(self, older_than: float, limit: int) -> list[tuple[str, int]]:
+        await _round_trip()
+        before = self.clock() - older_than
+        found = sorted((at, i) for s in FINISHED for i, (at, _) in self._by_status.get(s, {}).items() if at <= before)
+        return [(i, self._indexed[i][0]) for _, i in found[:limit]]
+
+    async def remove(self, thread_id: str, version: int) -> Removal:
+        await _round_trip()
+        stored = self._threads.get(thread_id)
+        if stored is None:
+            return "gone"
+        if self._leases.get(thread_id) is not None or (not stored.packed and len(stored.events) != version):
+            self._index(self._thread(thread_id, stored))
+            return "kept"
+        del self._threads[thread_id]
+        return "removed"
+
+    async def unindex(self, thread_id: str) -> None:
+        await _round_trip()
+        old = self._indexed.pop(thread_id, None)
+        for members in self._by_status.values():
+            members.pop(thread_id, None)
+        self._to_compact.pop(thread_id, None)
+        self._recent.pop(thread_id, None)
+        del old
+
+    async def compactable(self, older_than: float, limit: int) -> list[str]:
+        await _round_trip()
+        before = self.clock() - older_than
+        return [i for at, i in sorted((at, i) for i, at in self._to_compact.items() if at <= before)][:limit]
+
+    async def compact(self, thread_id: str) -> bool:
+        await _round_trip()
+        stored = self._threads.get(thread_id)
+        if stored is None or stored.packed:
+            self._to_compact.pop(thread_id, None)
+            return False
+        thread = self._thread(thread_id, stored)
+        if thread.status() not in FINISHED:
+            self._index(thread)
+            return False
+        if self._leases.get(thread_id) is not None:
+            return False
+        stored.packed = True
+        self._to_compact.pop(thread_id, None)
+        return True
+
+    def packed(self, thread_id: str) -> bool:
+        """For tests: whether the thread is compacted."""
+        stored = self._threads.get(thread_id)
+        return stored is not None and stored.packed
 
     async def ping(self) -> None:
         await _round_trip()
@@ -239,6 +352,7 @@ class MemoryInbox:
         self._marks = _Expiry(clock)
         self._conversations: dict[str, str] = {}
         self._refs: dict[str, str] = {}
+        self._names: dict[str, dict[tuple[str, str], str]] = {}  # thread -> (kind, name) -> value
 
     async def receive(
         self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None
@@ -257,15 +371,28 @@ class MemoryInbox:
         if not new_thread_id:
             return True, None, False
         self._conversations[scope] = new_thread_id
+        self._names.setdefault(new_thread_id, {})[("conversation", scope)] = new_thread_id
         return True, new_thread_id, True
 
     async def forget(self, scope: str, message_id: str) -> None:
         await _round_trip()
         self._marks.delete((scope, message_id))
 
-    async def link(self, name: str, value: str) -> str:
+    async def link(self, name: str, value: str, thread_id: str | None = None) -> str:
         await _round_trip()
+        if thread_id is not None:
+            self._names.setdefault(thread_id, {})[("ref", name)] = value
         return self._refs.setdefault(name, value)
+
+    async def drop(self, thread_id: str) -> int:
+        await _round_trip()
+        dropped = 0
+        for (kind, name), value in self._names.pop(thread_id, {}).items():
+            held = self._conversations if kind == "conversation" else self._refs
+            if held.get(name) == value:
+                del held[name]
+                dropped += 1
+        return dropped
 
     async def lookup(self, name: str) -> str | None:
         await _round_trip()
@@ -341,15 +468,42 @@ class MemoryEnvironments:
 
     async def record(self, entry: DeployRecord) -> None:
         await _round_trip()
-        self._history.setdefault(entry.environment, deque(maxlen=HISTORY_LENGTH)).appendleft(entry)
+        self._history.setdefault(entry.environment, deque()).appendleft(entry)
 
     async def recent(self, environment: str, limit: int, service: str | None = None) -> list[DeployRecord]:
         await _round_trip()
-        found = [
-            replace(r, faulty=r.deploy_id in self._faulty)
-            for r in self._history.get(environment, ()) if service is None or r.service == service
-        ]
+        scanned = list(self._history.get(environment, ()))[:HISTORY_SCAN if service else limit]
+        found = [replace(r, faulty=r.deploy_id in self._faulty)
+                 for r in scanned if service is None or r.service == service]
         return found[:limit]
+
+    async def page(
+        self, environment: str, limit: int, cursor: str | None = None, service: str | None = None
+    ) -> tuple[list[DeployRecord], str | None]:
+        await _round_trip()
+        records = list(self._history.get(environment, ()))
+        start = 0
+        if cursor is not None:
+            if not cursor.startswith("h:"):
+                raise ValueError("not a cursor from this listing")
+            start = next((i + 1 for i, r in enumerate(records) if r.deploy_id == cursor[2:]), len(records))
+        found = [replace(r, faulty=r.deploy_id in self._faulty)
+                 for r in records[start:] if service is None or r.service == service][:limit + 1]
+        shown = found[:limit]
+        return shown, f"h:{shown[-1].deploy_id}" if len(found) > limit else None
+
+    async def expire(self, environment: str, before: datetime, limit: int, dry_run: bool = False) -> int:
+        await _round_trip()
+        records = self._history.get(environment, deque())
+        old = 0
+        for r in reversed(records):
+            if r.at >= before or old == limit:
+                break
+            old += 1
+        if not dry_run:
+            for _ in range(old):
+                records.pop()
+        return old
 
     async def mark_faulty(self, environment: str, deploy_id: str) -> None:
         await _round_trip()

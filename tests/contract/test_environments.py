@@ -103,11 +103,55 @@ async def test_history_is_newest_first_per_environment(environments):
     assert await environments.recent("development", 10) == []
 
 
-async def test_history_keeps_the_newest_1000(environments):
+async def test_history_keeps_every_record_until_it_expires(environments):
+    """No cap on the number (DEPLOY_HISTORY_RETENTION, default forever): expire() takes the
+    oldest off, by age, a batch at a time, and a dry run only counts them."""
     for n in range(1005):
         await environments.record(record(n))
     kept = await environments.recent("production", 2000)
-    assert len(kept) == 1000 and kept[0] == record(1004) and kept[-1] == record(5)
+    assert len(kept) == 1005 and kept[0] == record(1004) and kept[-1] == record(0)
+    cutoff = record(10).at  # records 0..9 are older
+    assert await environments.expire("production", cutoff, 4, dry_run=True) == 4
+    assert len(await environments.recent("production", 2000)) == 1005
+    assert await environments.expire("production", cutoff, 4) == 4
+    assert await environments.expire("production", cutoff, 100) == 6
+    assert await environments.expire("production", cutoff, 100) == 0
+    kept = await environments.recent("production", 2000)
+    assert len(kept) == 995 and kept[-1] == record(10)
+
+
+async def test_history_pages_with_a_cursor_without_duplicates_or_gaps(environments):
+    for n in range(23):
+        await environments.record(record(n))
+    seen, cursor, pages = [], None, 0
+    while True:
+        page, cursor = await environments.page("production", 5, cursor)
+        seen += page
+        pages += 1
+        if cursor is None:
+            break
+        await environments.record(record(100 + pages))  # pushed meanwhile: not in this walk
+    assert [r.tag for r in seen] == [f"v1.2.{n}" for n in range(22, -1, -1)] and pages == 5
+    newest, cursor = await environments.page("production", 5)
+    await environments.expire("production", record(2).at, 100)  # the oldest go meanwhile
+    rest = []
+    while cursor is not None:
+        page, cursor = await environments.page("production", 5, cursor)
+        rest += page
+    assert [r.tag for r in newest + rest][-1] == "v1.2.2"
+    assert len({r.deploy_id for r in newest + rest}) == len(newest + rest)
+
+
+async def test_history_pages_by_service_and_a_foreign_cursor_is_refused(environments):
+    import pytest
+
+    for n in range(10):
+        await environments.record(replace(record(n), service=("api", "web")[n % 2], deploy_id=f"d{n}"))
+    first, cursor = await environments.page("production", 3, service="web")
+    second, cursor2 = await environments.page("production", 3, cursor, service="web")
+    assert [r.deploy_id for r in first + second] == ["d9", "d7", "d5", "d3", "d1"] and cursor2 is None
+    with pytest.raises(ValueError):
+        await environments.page("production", 3, "not-a-cursor")
 
 
 async def test_history_per_service_and_faulty_marks(environments):

@@ -90,3 +90,27 @@ async def test_names_are_kept_apart(inbox, name):
 
 async def test_ping(inbox):
     await inbox.ping()
+
+
+# --- what goes with a thread ------------------------------------------------------------------
+
+
+async def test_drop_deletes_what_was_bound_to_the_thread_and_nothing_else(inbox):
+    _, bound, started = await inbox.receive("slack:C1:1.0", "m1", 60, "thread-a")
+    assert started and bound == "thread-a"
+    await inbox.link("email:msg:<a@x>", "thread-a", "thread-a")
+    await inbox.link("slack:approval-message:ap1", "1.5", "thread-a")
+    await inbox.link("email:msg:<shared@x>", "thread-b", "thread-b")
+    assert await inbox.link("email:msg:<shared@x>", "thread-a", "thread-a") == "thread-b"  # b's, not a's
+    await inbox.receive("slack:C2:2.0", "m1", 60, "thread-b")
+    await inbox.link("unowned", "x")
+    assert await inbox.drop("thread-a") == 3
+    for name in ("email:msg:<a@x>", "slack:approval-message:ap1"):
+        assert await inbox.lookup(name) is None
+    assert await inbox.lookup("email:msg:<shared@x>") == "thread-b"
+    assert await inbox.lookup("unowned") == "x"
+    # the conversation is unbound: a new message there may start a new thread
+    fresh, bound, started = await inbox.receive("slack:C1:1.0", "m2", 60, "thread-c")
+    assert fresh and bound == "thread-c" and started
+    assert (await inbox.receive("slack:C2:2.0", "m2", 60, None))[1] == "thread-b"
+    assert await inbox.drop("thread-a") == 0

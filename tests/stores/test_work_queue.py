@@ -68,3 +68,35 @@ async def test_a_flushed_server_gets_its_group_back(queue, redis):
     await queue.push("t2")
     assert [w.thread_id for w in await queue.take("w1", 10, 100)] == ["t2"]
     assert [w.thread_id for w in await queue.reclaim("w1", 0, 10)] == ["t2"]  # t1 went with the flush
+
+
+# --- retention: dead workers' consumers, lost work ----------------------------------------------
+
+
+async def test_dead_workers_are_forgotten_once_they_hold_nothing(queue, redis):
+    assert await queue.drop_dead(100) == []  # no group yet
+    await queue.push("t1")
+    await queue.take("dead-idle", 10, 50)  # took t1 and died holding it
+    await queue.take("dead-empty", 10, 50)  # took nothing, died
+    await asyncio.sleep(0.25)
+    await queue.take("alive", 10, 50)
+    assert await queue.drop_dead(200, dry_run=True) == ["dead-empty"]
+    assert await queue.drop_dead(200) == ["dead-empty"]
+    names = {c["name"] for c in await redis.xinfo_consumers(queue.stream, "workers")}
+    assert names == {b"dead-idle", b"alive"}
+    [work] = await queue.reclaim("alive", 100, 10)  # its work goes to a live worker first
+    await queue.done([work.entry])
+    await asyncio.sleep(0.25)
+    await queue.take("alive", 10, 50)
+    assert await queue.drop_dead(200) == ["dead-idle"]
+
+
+async def test_lost_work_older_than_the_limit_is_trimmed(queue):
+    await queue.push("old-1")
+    await queue.push("old-2")
+    await asyncio.sleep(0.2)
+    await queue.push("new")
+    assert await queue.trim(150, dry_run=True) == 2
+    assert await queue.backlog() == 3
+    assert await queue.trim(150) == 2
+    assert [w.thread_id for w in await queue.take("w", 10, 50)] == ["new"]

@@ -36,7 +36,7 @@ async def awaiting_approval(parts: Parts, requested_by: str = "alice") -> tuple[
         requested_by=requested_by, requesters=[requested_by], expires_at=NOW + timedelta(hours=1),
     )
     thread = await parts.store.append(thread, stamped([request], NOW))
-    return thread, request
+    return await parts.store.release(thread, "the run"), request  # released: in the status index
 
 
 async def stored(parts: Parts, thread: Thread) -> Thread:
@@ -274,3 +274,16 @@ async def test_fork_in_the_middle_of_a_deploy_is_refused_but_before_or_after_is_
         await service.fork(thread.id, 3)
     assert (await service.fork(thread.id, 2)).version == 2
     assert (await service.fork(thread.id, 4)).version == 4
+
+
+async def test_a_persons_word_is_indexed_at_once_before_any_run(parts, service):
+    """Cancelling (or answering) changes the status without a run: the service indexes it,
+    so GET /threads?status= and the sweep see it before a worker runs the thread."""
+    waiting, request = await awaiting_approval(parts)
+    await service.cancel(waiting.id, who("alice"))
+    assert (await parts.store.listed(["cancelled"], 10))[0] == [waiting.id]
+    assert (await parts.store.listed(["waiting_for_approval"], 10))[0] == []
+    other, request = await awaiting_approval(parts)
+    await service.respond(other.id, "", who("bob"), request.approval_id, approve=True)
+    assert (await parts.store.listed(["running"], 10))[0] == [other.id]
+    assert [t.id for t in await service.recent("waiting_for_approval")] == []
