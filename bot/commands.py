@@ -106,8 +106,16 @@ def _question_mark(c: str) -> bool:
 def parse(text: str, catalog: Catalog | None = None) -> Step | None:
     """The step an exact command asks for, or None (free text: the model's). A service is
     recognised only by a name in the catalog, so "deploy the latest api to production" is
-    left to the model; a short tag of a service with a tag prefix becomes its full tag."""
-    catalog = catalog or Catalog()
+    left to the model; a short tag of a service with a tag prefix becomes its full tag. A
+    question ("stop all deploys, or only production?") is never a command that changes
+    anything; only "what's on production?" is asked as one."""
+    step = _parse(text, catalog or Catalog())
+    if step is not None and not isinstance(step, ShowDeploys) and asks(text):
+        return None
+    return step
+
+
+def _parse(text: str, catalog: Catalog) -> Step | None:
     if (m := _DEPLOY.match(text)) and (spec := _service(catalog, m["service"])):
         return DeployService(
             service=spec.name, tag=spec.full_tag(m["tag"]), environment=m["env"].lower(), reason=m["note"],
@@ -130,6 +138,8 @@ def parse(text: str, catalog: Catalog | None = None) -> Step | None:
         return ShowDeploys(environment=m["env"].lower())
     if m := _STOP.match(text):
         until = _until(m["until"])
+        if m["until"] and until is None:
+            return None  # not a time: never an open-ended stop by mistake
         scope = m["env"].lower() if m["env"] else ALL_ENVIRONMENTS
         return StopDeploys(environment=scope, reason=" ".join(m["reason"].split()), until=until)
     if m := _RESUME.match(text):
@@ -144,8 +154,12 @@ def _until(text: str | None) -> datetime | None:
     """`2026-11-26`, `2026-11-26 08:00` or `2026-11-26T08:00Z`: UTC (a date alone: its start)."""
     if not text:
         return None
+    day, _, clock = text.rstrip("Zz").replace(" ", "T").partition("T")
+    if clock:
+        hour, _, minute = clock.partition(":")
+        clock = f"{int(hour):02d}:{minute}"
     try:
-        moment = datetime.fromisoformat(text.rstrip("Zz").replace(" ", "T"))
+        moment = datetime.fromisoformat(f"{day}T{clock}" if clock else day)
     except ValueError:
         return None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
@@ -157,9 +171,10 @@ def rollback_text(service: str, environment: str) -> str:
 
 
 def deploy_anyway(text: str) -> str | None:
-    """The reason of "deploy anyway: REASON", or None for any other text."""
+    """The reason of "deploy anyway: REASON", or None for any other text (a question too:
+    "deploy anyway, or should we wait for CI?")."""
     m = _ANYWAY.match(text)
-    return " ".join(m["reason"].split()) if m else None
+    return " ".join(m["reason"].split()) if m and not asks(text) else None
 
 
 def _service(catalog: Catalog, word: str | None) -> Service | None:

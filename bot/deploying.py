@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from bot import wording
@@ -36,7 +36,7 @@ from bot.events import (
     RequestMoreInformation,
     UserMessage,
 )
-from bot.freezes import FreezeHit, active
+from bot.freezes import Freeze, FreezeHit, active
 from bot.policy import Policy, args_hash, lock_owner
 from bot.ports import (
     Deployer,
@@ -50,7 +50,7 @@ from bot.ports import (
     Locks,
 )
 from bot.prompt import redact
-from bot.thread import Thread
+from bot.thread import NOBODY, Thread
 
 log = logging.getLogger(__name__)
 
@@ -148,10 +148,17 @@ class Deploying:
         """What stops a deploy besides its approval and the lock: a freeze, and, where the
         environment has required_checks, CI checks that are not all green. An approver may
         deploy anyway (the step's `force`, given by `forced_by`): recorded and flagged."""
+        hit = await self.frozen(step.environment, now)
         if _field(step, "force"):
             why = self._may_force(thread, step)
-            return Error(kind="validation", step_id=step.id, message=why) if why else None
-        hit = await self.frozen(step.environment, now)
+            if why:
+                return Error(kind="validation", step_id=step.id, message=why)
+            # A stop-the-line set after the "deploy anyway" was said is not what it overrode.
+            later = [f for f in (hit.freezes if hit else ()) if f.kind == "stop-the-line" and _since(f) > step.at]
+            if hit is not None and later:
+                message = wording.frozen(step.environment, later[0].reason, hit.until, later[0].source)
+                return Error(kind="frozen", step_id=step.id, message=message)
+            return None
         if hit is not None:
             message = wording.frozen(step.environment, hit.reason, hit.until, hit.source)
             return Error(kind="frozen", step_id=step.id, message=message)
@@ -174,10 +181,10 @@ class Deploying:
         instruction before the step (the one that asked for it: what people say while its
         approval waits changes nothing), by someone who may approve there."""
         index = next((i for i, e in enumerate(thread.events) if e.id == step.id), len(thread.events))
-        instruction = Thread(thread.id, thread.events[:index]).latest_instruction()
+        instruction = Thread(thread.id, thread.events[:index], thread.origin).latest_instruction()
         if instruction is None or instruction.principal != _field(step, "forced_by"):
             return wording.nothing_to_force()
-        return self.policy.may_force(instruction.identity, step.environment)
+        return self.policy.may_force(thread.authority(instruction), step.environment)
 
     async def frozen(self, environment: str, now: datetime) -> FreezeHit | None:
         """The freeze that holds for `environment` now: deploybot.toml's, or a stop-the-line."""
@@ -195,6 +202,11 @@ class Deploying:
             blocked: Error | DeployQueued | None = checked
         elif isinstance(checked, DeployStarted):
             blocked = await self._lock(thread, step, now, waits=action.decision is not None)
+            if blocked is None and (stale := await self._stale_rollback(step)):
+                # Looked at again under the lock: a deploy that finished while this one waited
+                # for it is what a rollback would now replace.
+                await self.locks.release(step.environment, checked.deploy_id, step.service)
+                blocked = Error(kind="recheck", step_id=step.id, message=wording.not_deploying(stale))
         else:
             blocked = None
         if blocked is not None:
@@ -321,10 +333,12 @@ class Deploying:
         leaves every line it stood in, and the next in line is woken."""
         if self.queue is None:
             return
-        for queued in thread.of(DeployQueued):
-            step = next((e for e in thread.events if e.id == queued.step_id and isinstance(e, DEPLOY_STEPS)), None)
-            if step is not None:
-                await self.queue.leave(step.environment, step.service, deploy_id(thread.id, step.id))
+        # Every deploy step that may have taken a place: one approved (its place may have
+        # been taken before a crash or a lost race kept deploy_queued from being recorded).
+        for step in (e for e in thread.events if isinstance(e, DEPLOY_STEPS)):
+            if thread.queued(step.id) is None and thread.approval_for(step.id) is None:
+                continue
+            if await self.queue.leave(step.environment, step.service, deploy_id(thread.id, step.id)):
                 await self.wake_next(step.environment, step.service)
 
     async def wake_next(self, environment: str, service: str) -> None:
@@ -368,43 +382,48 @@ class Deploying:
             renewing.cancel()
             log.error("thread %s: deploy %s ended without a recorded result", thread.id, started.deploy_id)
             raise
-        # Held until the result is recorded, so nobody deploys there before it is known.
+        # Held until the result is recorded, and in the history (which rollbacks and the
+        # change preview read), so nobody deploys there before it is known.
         renewing.cancel()
-        try:
-            await self.locks.release(step.environment, started.deploy_id, step.service)
-            await self.wake_next(step.environment, step.service)
-        except Exception:  # it expires by itself within LOCK_TTL_MS
-            log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
         recorded = next(e for e in reversed(thread.events) if e.id == result.id)
+        handed_over = False
         if isinstance(recorded, DeployResult):
             await self._remember(thread, recorded)
             if recorded.ok and recorded.rollback_of:
-                await self._rolled_back(thread, step, recorded)
+                handed_over = await self._rolled_back(thread, step, recorded, started.deploy_id)
+        try:
+            if not handed_over:
+                await self.locks.release(step.environment, started.deploy_id, step.service)
+                await self.wake_next(step.environment, step.service)
+        except Exception:  # it expires by itself within LOCK_TTL_MS
+            log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
         if stopping:
             raise asyncio.CancelledError
         return thread
 
-    async def _rolled_back(self, thread: Thread, step: Deploy, result: DeployResult) -> None:
+    async def _rolled_back(self, thread: Thread, step: Deploy, result: DeployResult, owner: str) -> bool:
         """A rollback that succeeded: the deploy it replaced is faulty (never a target again),
-        and, unless the environment says otherwise, the service is locked there so nobody
-        deploys the faulty version again before someone has looked."""
+        and, unless the environment says otherwise, the service stays locked there so nobody
+        deploys the faulty version again before someone has looked: the deploy's own lock
+        (`owner`) is handed over, in one step, to a lock in the requester's name. True when it
+        was (the deploy's lock is then gone)."""
         assert result.rollback_of is not None
         try:
             await self.history.mark_faulty(result.environment, result.rollback_of)
         except Exception:
             log.exception("thread %s: could not mark %s faulty", thread.id, result.rollback_of)
         if result.environment in self.policy.no_lock_after_rollback:
-            return
-        instruction = thread.latest_instruction()
-        who = instruction.identity if instruction else None
-        if who is None:
-            return
+            return False
+        who = thread.authority(thread.latest_instruction())
+        if who == NOBODY:  # a fork replaying someone's request: no lock in their name
+            return False
         reason = wording.rolled_back_lock_reason(_field(step, "rollback_from") or "?", who.label)
         lock = Lock(result.environment, lock_owner(who), reason, result.at, result.service, thread.id)
         try:
-            await self.locks.acquire(lock, ttl_ms=None)
+            return await self.locks.hand_over(lock, owner)
         except Exception:
             log.exception("thread %s: could not lock %s after the rollback", thread.id, lock.target)
+            return False
 
     async def _deploy(self, step: Deploy, started: DeployStarted, approvers: str | None) -> Event:
         request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, started.commit)
@@ -510,6 +529,11 @@ def audit_trail(thread: Thread, result: DeployResult, secrets: tuple[str, ...] =
     trail.update(started_at=started.at if started else None, exit_code=result.exit_code,
                  output_tail=redact(tail, secrets))
     return trail
+
+
+def _since(freeze: Freeze) -> datetime:
+    since = getattr(freeze.window, "since", None)
+    return since if isinstance(since, datetime) else datetime.min.replace(tzinfo=UTC)
 
 
 def _field(step: Deploy, name: str) -> str | None:

@@ -40,7 +40,6 @@ from bot.events import (
     ApprovalReminded,
     CommandResult,
     CommandStep,
-    DeployQueued,
     Error,
     Event,
     RequestMoreInformation,
@@ -93,6 +92,9 @@ class Runner:
             thread = claimed
             try:
                 thread = await self._run(claimed, RunJournal(self, owner))
+                # While the lease is held: a run that claims the thread after ours sets its
+                # own due time later, never overwritten by ours.
+                await self._paused(thread)
             except LeaseLost:
                 log.error("thread %s: lost its lease to another run; this run stops", thread_id)
                 return None
@@ -101,7 +103,6 @@ class Runner:
                 latest = await self.store.release(thread, owner)
             # Whoever appended while we held the lease could not run the thread: look again.
             if latest.version == thread.version:
-                await self._paused(thread)
                 return thread
 
     async def _tell(self, thread_id: str, event: Event) -> None:
@@ -132,7 +133,7 @@ class Runner:
     async def _paused(self, thread: Thread) -> None:
         """What a paused thread leaves behind: when it is next due, and no place in a line
         it no longer waits in."""
-        if thread.status() != "waiting_for_lock" and any(True for _ in thread.of(DeployQueued)):
+        if thread.status() != "waiting_for_lock":
             await self.deploying.leave_queue(thread)
         if self.timers is not None:
             await self.timers.set(thread.id, next_due(thread, self.policy, self.clock()))

@@ -319,6 +319,12 @@ class Locks(Protocol):
         """Release if `owner` holds it (None: whoever holds it)."""
         ...
 
+    async def hand_over(self, lock: Lock, from_owner: str) -> bool:
+        """Replace the lock `from_owner` holds on `lock`'s target with `lock` (no TTL), in one
+        step, so nobody can take it in between; False (nothing changed) if `from_owner` does
+        not hold it."""
+        ...
+
     async def holder(self, environment: str, service: str = "") -> Lock | None:
         """Who holds the lock on the environment; with `service`, the lock in the way of a
         deploy of it: the environment's, else the service's."""
@@ -443,7 +449,9 @@ class DeployQueue(Protocol):
         """Take a place in line (keeping one already taken): the 1-based position."""
         ...
 
-    async def leave(self, environment: str, service: str, deploy_id: str) -> None: ...
+    async def leave(self, environment: str, service: str, deploy_id: str) -> bool:
+        """Give up a place in line; False when it had none."""
+        ...
 
     async def first(self, environment: str, service: str) -> str | None: ...
 

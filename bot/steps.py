@@ -94,8 +94,8 @@ async def run_command(
     freezes: FreezeStore | None = None, tell: Tell | None = None,
 ) -> Event:
     env = step.environment
-    instruction = thread.latest_instruction()  # who asked: locking is theirs to do, or not
-    who = instruction.identity if instruction else Identity(None, "", "")
+    # Who asked: locking is theirs to do, or not (nobody's, for a request copied into a fork).
+    who = thread.authority(thread.latest_instruction())
     if isinstance(step, StopDeploys | ResumeDeploys):
         return await _stop_or_resume(step, who, policy, now, freezes)
     if env not in policy.environments:
@@ -125,8 +125,11 @@ async def run_command(
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
             theirs = holder.owner != lock_owner(who)
-            if theirs and holder.owner.startswith("manual:") and not step.force:
-                # Someone else's lock set by hand: taken only on purpose, with a reason.
+            if theirs and not step.force:
+                # Someone else's lock is taken only on purpose, with a reason: one set by hand
+                # (they are told), or a deploy's (lifting it lets another deploy start while
+                # that one may still be running; it lapses by itself within a minute of its
+                # process dying).
                 return CommandResult(step_id=step.id, ok=False, text=wording.take_with_force(target, holder.by()))
             await locks.release(env, holder.owner, service)
             if step.force and theirs and holder.thread and holder.thread != thread.id and tell is not None:

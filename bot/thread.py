@@ -49,6 +49,7 @@ FINISHED: tuple[Status, ...] = ("done", "failed", "cancelled")
 ACTIVE: tuple[Status, ...] = tuple(s for s in STATUSES if s not in FINISHED)
 """Statuses where the bot or a person still has something to do: what the sweep looks at."""
 E = TypeVar("E")
+NOBODY = Identity(None, "", "")  # no one: no powers
 
 
 class Origin(BaseModel):
@@ -192,6 +193,15 @@ class Thread:
                 text = e.text or "(rejected without feedback)"
                 return Instruction(i, text, e.user, principal_of(e), identity_of(e))
         return None
+
+    def authority(self, instruction: Instruction | None) -> Identity:
+        """Who acts on `instruction` (locking, stopping deploys, deploying anyway): whoever
+        gave it, but nobody for an instruction copied into a fork: whoever forked the thread
+        is not whoever said it then, so the fork must not replay it with their powers."""
+        forked_at = self.origin.forked_at
+        if instruction is None or (forked_at is not None and instruction.position < forked_at):
+            return NOBODY
+        return instruction.identity
 
     def requesters(self) -> list[str]:
         """The principals of everyone who gave instructions in this thread, by whichever

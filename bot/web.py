@@ -241,8 +241,10 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
         if identity == SERVICE:
             if deciding:
                 raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="approve or reject"))
-            if isinstance(commands.parse(text), LockEnvironment | UnlockEnvironment | StopDeploys | ResumeDeploys):
-                raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="lock or unlock, stop or resume deploys"))
+            powers = LockEnvironment | UnlockEnvironment | StopDeploys | ResumeDeploys
+            if isinstance(commands.parse(text), powers) or commands.deploy_anyway(text) is not None:
+                raise Forbidden(USE_A_PERSONAL_TOKEN.format(
+                    what="lock or unlock, stop or resume deploys, or deploy anyway"))
             return Identity(None, API, user) if user else SERVICE
         if user is not None and user != identity.person:
             how = "signed in" if identity.via == SESSION else "using a personal token"
@@ -320,7 +322,9 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
     ) -> dict:
         body = body or CancelBody()
         who = acting(request, body.user)
-        return thread_json(await a.service.cancel(thread_id, who, body.reason), a.service.clock())
+        thread = await a.service.cancel(thread_id, who, body.reason)
+        await a.kick(thread.id)  # its run lets go of what it held: a place in line, a timer
+        return thread_json(thread, a.service.clock())
 
     @threads.post("/{thread_id}/fork", status_code=201)
     async def fork(thread_id: str, body: ForkBody, a: Parts = Depends(the_app)) -> dict[str, Any]:

@@ -158,6 +158,7 @@ async def threads(term: Terminal, a: argparse.Namespace) -> int:
         case "cancel":
             await term.service.cancel(a.id, who(term, a.user), a.reason)
             print(safe(f"cancelled {a.id}", one_line=True))
+            await term.run(a.id)  # its run lets go of what it held: a place in line, a timer
             return 0
         case "resume":
             return await _resume(term, a.id)

@@ -40,7 +40,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
@@ -123,21 +123,21 @@ def updates(thread: Thread, event: Event) -> list[Update]:
 def _update_for(thread: Thread, event: Event) -> Update | None:
     match event:
         case ApprovalRequested():
-            return _update(thread, event.step_id, "queued", f"waiting for approval (asked by {event.requested_by})",
-                           create=True)
+            asked = f"waiting for approval (asked by {_who(event.requested_by)})"
+            return _update(thread, event.step_id, "queued", asked, create=True)
         case DeployQueued():
             return _update(thread, event.step_id, "queued", f"waiting in line: {event.behind}", create=True)
         case DeployStarted():
             request = thread.approval_for(event.step_id)
             decision = thread.decision_for(request.approval_id) if request else None
-            by = f", approved by {principal_of(decision)}" if decision and decision.approve else ""
+            by = f", approved by {_who(principal_of(decision))}" if decision and decision.approve else ""
             return _update(thread, event.step_id, "in_progress", f"deploying{by}", create=True, commit=event.commit)
         case DeployResult():
             said = "deployed" if event.ok else "failed"
             if not event.ok and event.exit_code not in (None, 0):
                 said += f" (exit code {event.exit_code})"
-            if event.approved_by:
-                said += f", approved by {event.approved_by}"
+            if decision := _closing_approval(thread, event.step_id):
+                said += f", approved by {_who(principal_of(decision))}"
             return _update(thread, event.step_id, "success" if event.ok else "failure", said, create=True,
                            commit=event.commit, result=True, run_url=event.url)
         case HumanResponse(approval_id=str(approval_id), approve=False):
@@ -148,7 +148,8 @@ def _update_for(thread: Thread, event: Event) -> Update | None:
             if event.at > request.expires_at:  # a reply that closed an approval nobody decided
                 why = "approval expired"
             else:
-                why = f"rejected by {principal_of(event)}" + (f": {event.text}" if event.text else "")
+                # Not the feedback: what people wrote stays out of a repository others may read.
+                why = f"rejected by {_who(principal_of(event))}"
             return _update(thread, request.step_id, "inactive", why, create=False)
         case ApprovalExpired():
             return _update(thread, event.step_id, "inactive", "approval expired", create=False)
@@ -156,10 +157,11 @@ def _update_for(thread: Thread, event: Event) -> Update | None:
             step = _waiting_step(thread, event)
             if step is None:
                 return None
-            return _update(thread, step.id, "inactive", f"cancelled by {principal_of(event)}", create=False)
+            return _update(thread, step.id, "inactive", f"cancelled by {_who(principal_of(event))}", create=False)
         case Error(step_id=str(step_id)):
             started = thread.started(step_id) is not None  # else it never ran: only an existing one is closed
-            return _update(thread, step_id, "error", f"{event.kind}: {event.message}", create=started)
+            # The kind only: an error's message can hold a deployer's output or a path.
+            return _update(thread, step_id, "error", f"{event.kind} error (see the thread)", create=started)
     return None
 
 
@@ -179,6 +181,18 @@ def _update(
         environment=step.environment, commit=commit, state=state,
         description=_short(f"{step.service} {step.tag}: {said}"), create=create, result=result, run_url=run_url,
     )
+
+
+def _who(principal: str) -> str:
+    """A person as GitHub may show them: their name in deploybot.toml; someone it does not
+    name is not shown by their address or Slack id (a repository can be public)."""
+    return principal if ":" not in principal else f"someone by {principal.partition(':')[0]}"
+
+
+def _closing_approval(thread: Thread, step_id: str) -> HumanResponse | None:
+    request = thread.approval_for(step_id)
+    decision = thread.decision_for(request.approval_id) if request else None
+    return decision if decision is not None and decision.approve else None
 
 
 def _step(thread: Thread, step_id: str) -> Deploy | None:
@@ -202,6 +216,14 @@ def _short(text: str) -> str:
     return text if len(text) <= DESCRIPTION_MAX else text[: DESCRIPTION_MAX - 1] + "…"
 
 
+def _without_userinfo(url: str) -> str:
+    """PUBLIC_URL as GitHub may show it: never a user:password@ in it."""
+    parts = urlsplit(url)
+    if not parts.hostname or "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
+
+
 # --- the notifier ----------------------------------------------------------------------------
 
 
@@ -221,7 +243,7 @@ class GitHubDeployments:
         PUBLIC_URL, for the console links (unset: the run link is the log)."""
         self.token, self.repositories, self.record, self.links = token, dict(repositories), record, links
         self.api_url = api_url.rstrip("/")
-        self.public_url = public_url.rstrip("/") if public_url else None
+        self.public_url = _without_userinfo(public_url.rstrip("/")) if public_url else None
         self.backoff, self.timeout = tuple(backoff), timeout
         self._client: httpx.AsyncClient | None = None
         self._sending: set[asyncio.Task[None]] = set()

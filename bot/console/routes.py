@@ -760,6 +760,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         fields = await form(request, who)
         reason = text(fields, "reason", MAX_TEXT_CHARS)
         await service.cancel(thread_id, who.identity, reason, channel="console")
+        await parts.kick(thread_id)  # its run lets go of what it held: a place in line, a timer
         return back(fields, f"{PREFIX}/threads/{thread_id}", "cancelled")
 
     @r.post(PREFIX + "/threads/{thread_id}/fork")
@@ -853,7 +854,8 @@ def _indexed_as(status: str) -> tuple[str, ...]:
 
 
 def _int(value: str, name: str, low: int, high: int) -> int:
-    if not value.strip().isdigit() or not low <= int(value) <= high:
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses (a 500).
+    if not re.fullmatch(r"[0-9]{1,9}", value.strip()) or not low <= int(value) <= high:
         raise Page(400, "Not valid", f"{name} must be a whole number from {low} to {high}")
     return int(value)
 

@@ -42,6 +42,15 @@ if held and cjson.decode(held)['owner'] == ARGV[1] then
 end
 return 0
 """
+# KEYS: lock. ARGV: the owner it must be held by, the new lock's JSON. No TTL: set by hand.
+_HAND_OVER = """
+local held = redis.call('GET', KEYS[1])
+if held and cjson.decode(held)['owner'] == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
 _RELEASE = """
 local held = redis.call('GET', KEYS[1])
 if held and (ARGV[1] == '' or cjson.decode(held)['owner'] == ARGV[1]) then
@@ -154,6 +163,10 @@ class RedisEnvironments:
     async def release(self, environment: str, owner: str | None, service: str = "") -> bool:
         return bool(await self.redis.eval(_RELEASE, 1, self._key(environment, service), owner or ""))
 
+    async def hand_over(self, lock: Lock, from_owner: str) -> bool:
+        key = self._key(lock.environment, lock.service)
+        return bool(await self.redis.eval(_HAND_OVER, 1, key, from_owner, _dump_lock(lock)))
+
     async def holder(self, environment: str, service: str = "") -> Lock | None:
         raw = await self.redis.get(self._key(environment))
         if raw is None and service:
@@ -185,7 +198,10 @@ class RedisEnvironments:
         scan: int | None = None,
     ) -> tuple[list[DeployRecord], str | None]:
         """Up to `limit` records after `cursor` (of `service`), newest first, and the next
-        cursor (None: no more). `scan`: look through at most this many records."""
+        cursor (None: no more). `scan`: look through at most this many records (by service,
+        HISTORY_SCAN unless said: one page of a rare service must not read a long history)."""
+        if scan is None and service is not None:
+            scan = HISTORY_SCAN
         key = self.keys.history(environment)
         length = int(await self.redis.llen(key))
         start = 0  # index from the head of the first record after the cursor
@@ -214,8 +230,10 @@ class RedisEnvironments:
         return [r for _, r in shown], next_cursor
 
     async def _find(self, key: str, from_tail: int, deploy_id: str) -> int | None:
-        """The place from the tail of the record `deploy_id`, at `from_tail` or below."""
-        while from_tail >= 0:
+        """The place from the tail of the record `deploy_id`, at `from_tail` or below, looked
+        for among HISTORY_SCAN records at most (a forged cursor must not walk a long history)."""
+        stop = from_tail - HISTORY_SCAN
+        while from_tail >= 0 and from_tail > stop:
             low = max(0, from_tail - CHUNK + 1)
             raw = await self.redis.lrange(key, -(from_tail + 1), -(low + 1))  # head order: newest first
             for i, item in enumerate(raw):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 import time
 from collections.abc import Sequence
 from typing import Any, cast
@@ -190,9 +191,15 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
         score, member = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except Exception as e:
         raise ValueError("not a cursor from this listing") from e
-    if not isinstance(score, int | float) or not isinstance(member, str):
+    if isinstance(score, bool) or not isinstance(score, int | float) or not isinstance(member, str):
         raise ValueError("not a cursor from this listing")
-    return float(score), member
+    try:
+        value = float(score)
+    except OverflowError as e:  # a 300-digit integer
+        raise ValueError("not a cursor from this listing") from e
+    if not math.isfinite(value):  # NaN or infinity: Redis refuses them as scores
+        raise ValueError("not a cursor from this listing")
+    return value, member
 
 
 def page_of(entries: list[tuple[float, str]], limit: int) -> tuple[list[str], str | None]:

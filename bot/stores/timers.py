@@ -64,8 +64,8 @@ class RedisDeployQueue:
             _, rank = await pipe.execute()
         return int(rank) + 1
 
-    async def leave(self, environment: str, service: str, deploy_id: str) -> None:
-        await self.redis.zrem(self.keys.queue(environment, service), deploy_id)
+    async def leave(self, environment: str, service: str, deploy_id: str) -> bool:
+        return bool(await self.redis.zrem(self.keys.queue(environment, service), deploy_id))
 
     async def first(self, environment: str, service: str) -> str | None:
         head = cast(list[bytes | str], await self.redis.zrange(self.keys.queue(environment, service), 0, 0))

@@ -457,6 +457,16 @@ class MemoryEnvironments:
         self._locks.pop((environment, service), None)
         return True
 
+    async def hand_over(self, lock: Lock, from_owner: str) -> bool:
+        await _round_trip()
+        key = (lock.environment, lock.service)
+        held = self._holder(*key)
+        if held is None or held.owner != from_owner:
+            return False
+        self._locks[key] = lock
+        self._held.set(key, lock.owner, None)
+        return True
+
     async def holder(self, environment: str, service: str = "") -> Lock | None:
         await _round_trip()
         return self._holder(environment) or (self._holder(environment, service) if service else None)

@@ -35,9 +35,9 @@ class MemoryDeployQueue:
         line.setdefault(deploy_id, at)
         return sorted(line, key=lambda d: (line[d], d)).index(deploy_id) + 1
 
-    async def leave(self, environment: str, service: str, deploy_id: str) -> None:
+    async def leave(self, environment: str, service: str, deploy_id: str) -> bool:
         await asyncio.sleep(0)
-        self.lines.get((environment, service), {}).pop(deploy_id, None)
+        return self.lines.get((environment, service), {}).pop(deploy_id, None) is not None
 
     async def first(self, environment: str, service: str) -> str | None:
         await asyncio.sleep(0)

@@ -47,7 +47,7 @@ def test_sigkill_during_deploy_never_deploys_twice(redis, servers, server_env, l
     deploy_id = next(e for e in thread["events"] if e["type"] == "deploy_started")["deploy_id"]
     blocked = say(f"deploy backend v1.2.3 to {environment}")
     assert f"locked by deploy {deploy_id}" in blocked["events"][-1]["message"]
-    unlocked = say(f"unlock backend in {environment}")["events"][-1]["message"]  # the service's deploy lock
+    unlocked = say(f"unlock backend in {environment} --force: its worker was killed")["events"][-1]["message"]
     assert unlocked.startswith(f"Unlocked backend in {environment}")
 
     # Asking again is a new deploy step, so a protected environment needs a new approval.
