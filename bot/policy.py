@@ -139,6 +139,13 @@ class Policy:
         if resolution.problems:
             raise PolicyError(resolution.problems)
         rules = resolution.rules
+        problems = [
+            wording.approvals_need_people(env, timing_of.required)
+            for env, timing_of in sorted((timing or {}).items())
+            if timing_of.required > 1 and env in rules and not _all_people(rules[env].approvers, directory)
+        ]
+        if problems:
+            raise PolicyError(problems)
         return cls(
             environments=frozenset(rules),
             protected=frozenset(env for env, r in rules.items() if r.protected),
@@ -274,6 +281,12 @@ class Policy:
         if decision.at > request.expires_at or now > request.expires_at:
             return wording.approval_expired(request.expires_at)
         return None
+
+
+def _all_people(approvers: frozenset[str], directory: Directory | None) -> bool:
+    """Every approver is a person of deploybot.toml: two approvals from two principals are
+    then two people (a Slack id and an address could be one person, `*` anyone twice)."""
+    return bool(approvers) and directory is not None and all(a in directory.people for a in approvers)
 
 
 def lock_owner(who: Identity) -> str:

@@ -534,6 +534,13 @@ def lock_taken_from_you(target: str, by: str, reason: str) -> str:
     return f"{by} lifted your lock on {target}: {reason}"
 
 
+def approvals_need_people(environment: str, required: int) -> str:
+    return (
+        f"{environment} needs {required} approvals from different people, so its approvers must be people "
+        "of deploybot.toml (not '*', Slack ids or addresses, which could be one person twice)"
+    )
+
+
 def freeze_scope(scope: str) -> str:
     return "every environment" if scope == "*" else scope
 

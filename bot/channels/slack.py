@@ -481,7 +481,7 @@ def _finished(tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], 
 SLASH_COMMAND = "/deploy"
 LOGIN_WORDS = ("login", "log in", "sign in")
 NOT_IN_CHANNEL = "deploybot is not in this channel: invite it (`/invite @deploybot`) and try again."
-OPEN_STATUSES = ("running", "waiting_for_approval", "waiting_for_human")
+OPEN_STATUSES = ("running", "waiting_for_approval", "waiting_for_lock", "waiting_for_human")
 SIGN_IN_NOT_SET_UP = "Sign-in is not set up on this deploybot."
 SIGN_IN_FAILED = "deploybot could not make a sign-in link just now; try again in a moment."
 COULD_NOT_OPEN_FORM = "Slack did not open the rejection form; click Reject again."
@@ -682,7 +682,7 @@ class _Inbound:
             await _respond(respond, blocks.escape(wording.slash_command_help(SLASH_COMMAND, EXAMPLES)))
             return
         if word == "status":
-            await _respond(respond, await self._status())
+            await _respond(respond, await self._status(channel))
             return
         message = typed if parse_command(typed) is not None or word.startswith("deploy ") else f"deploy {typed}"
         who = self.who(user)
@@ -705,8 +705,13 @@ class _Inbound:
         await self.service.launch(message, who, "slack", origin, thread_id, evidence=f"{user} {SLASH_COMMAND}")
         await self.kick(thread_id)
 
-    async def _status(self) -> str:
-        threads = [t for t in await self.service.recent(limit=50) if t.status() in OPEN_STATUSES]
+    async def _status(self, channel: str) -> str:
+        """The open threads of this Slack channel only: a member of one channel is not shown
+        what was asked elsewhere (another channel, email, the API)."""
+        threads = [
+            t for t in await self.service.recent(limit=50)
+            if t.status() in OPEN_STATUSES and t.origin.slack_channel == channel
+        ]
         lines = []
         for thread in threads[:10]:
             first = next((e for e in thread.events if isinstance(e, UserMessage)), None)

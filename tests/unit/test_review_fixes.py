@@ -5,8 +5,12 @@ replaces a deploy that finished while it waited, and a question is never a comma
 
 from __future__ import annotations
 
+import pytest
+
 from bot.commands import deploy_anyway, parse
 from bot.events import DeployService, LockEnvironment, StopDeploys
+from bot.people import Written
+from bot.policy import Policy, PolicyError, Timing
 from bot.ports import Lock
 from bot.thread import Origin, Thread
 from tests.unit.conftest import Parts
@@ -88,3 +92,14 @@ def test_questions_are_never_commands_that_change_anything():
     assert parse("stop all deploys until 2026-02-30: x") is None  # not a date: no open-ended stop
     stop = parse("stop all deploys until 2026-11-26 8:00: migration")
     assert isinstance(stop, StopDeploys) and stop.until is not None and stop.until.hour == 8
+
+
+def test_several_approvals_need_approvers_who_are_people():
+    """Two approvals must be two people: a Slack id and an address could be one person (and
+    `*` anyone twice), so such approvers with required_approvals > 1 are refused at start."""
+    with pytest.raises(PolicyError, match="production needs 2 approvals from different people"):
+        Policy.configured(approvers="production:UALICE2,UBOB", approver_emails="production:alice2@example.com",
+                          timing={"production": Timing(required=2)})
+    written = {"production": Written(approvers=("bob", "carol"))}
+    people = Policy.configured(directory=PEOPLE, written=written, timing={"production": Timing(required=2)})
+    assert people.timing_for("production").required == 2
