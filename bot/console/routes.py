@@ -54,7 +54,8 @@ PAGE_SIZE = 25
 SEARCH_SCAN = 1_000  # threads a filtered or searched list looks through, newest first
 BOARD_SCAN = 200  # active threads the board and the approvals page look through for running deploys and approvals
 DECIDED_SCAN = 50  # recent threads the approvals page looks through for decided approvals
-HISTORY_LIMIT = 200  # bot.stores.environments.HISTORY_LENGTH: what is kept per environment
+HISTORY_LIMIT = 200  # the newest deploys per environment the pages look through
+OLDER_SCAN = 10_000  # a deploy's own page looks further back, this many at most
 STREAM_SECONDS = 10.0  # an event stream ends after this and the browser reconnects (no stream outlives a tab)
 POLL_SECONDS = 1.0
 STATUS = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
@@ -520,13 +521,25 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             for rec in records
         ]
 
+    async def _older(environment: str, deploy_id: str) -> DeployRecord | None:
+        """A deploy beyond the newest HISTORY_LIMIT (GitHub's deployment page links here for
+        good): looked for a page at a time, OLDER_SCAN records at most."""
+        cursor: str | None = None
+        for _ in range(OLDER_SCAN // 1000):
+            records, cursor = await parts.history.page(environment, 1000, cursor)
+            found = next((rec for rec in records if rec.deploy_id == deploy_id), None)
+            if found is not None or cursor is None:
+                return found
+        return None
+
     @r.get(PREFIX + "/deploys/{environment}/{deploy_id}")
     @guarded
     async def deploy_page(request: Request, environment: str, deploy_id: str) -> Response:
         who = viewer(request)
         known_environment(environment)
         history = await parts.history.recent(environment, HISTORY_LIMIT)
-        record = next((rec for rec in history if rec.deploy_id == deploy_id), None)
+        record = next((rec for rec in history if rec.deploy_id == deploy_id), None) or await _older(
+            environment, deploy_id)
         if record is None:
             raise Page(404, "Not found", f"no deploy {deploy_id!r} in the history of {environment}")
         thread = await reader.maybe(record.thread_id) if _id_like(record.thread_id) else None
