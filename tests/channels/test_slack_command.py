@@ -11,6 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+from bot.service import NotFound
 from bot.stores.keys import slack_conversation
 from bot.testing.fake_slack import FakeSlack
 from tests.channels import test_slack as base
@@ -56,7 +57,10 @@ async def test_deploy_command_is_acknowledged_at_once_posted_in_the_channel_and_
 
     async def waiting():
         await app.worker.idle()
-        thread = await app.service.get(thread_id)
+        try:  # the conversation is bound to its thread id a moment before the thread is stored
+            thread = await app.service.get(thread_id)
+        except NotFound:
+            return None
         return thread if thread.status() == "waiting_for_approval" else None
 
     thread = await eventually(waiting, within=15)
