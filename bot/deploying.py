@@ -106,7 +106,7 @@ class Deploying:
         holder = await self.locks.holder(step.environment, step.service)  # don't ask for what cannot start
         if holder:
             return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
-        gated = await self._gate(thread, step, checked, now)
+        gated = await self._gate(thread, step, checked, await self.frozen(step.environment, now))
         if gated:
             return gated
         instruction = thread.latest_instruction()
@@ -129,11 +129,15 @@ class Deploying:
             forced_by=_field(step, "forced_by"),
         )
 
+    async def current(self, step: Deploy) -> DeployRecord | None:
+        """What is deployed now for the step's service in its environment: its newest deploy
+        there that succeeded."""
+        records = await self.history.recent(step.environment, 1000, service=step.service)
+        return next((r for r in records if r.ok), None)
+
     async def change(self, step: Deploy, commit: str) -> Change:
         """What deploying `commit` changes against what is deployed there now."""
-        current = next(
-            (r for r in await self.history.recent(step.environment, 1000, service=step.service) if r.ok), None
-        )
+        current = await self.current(step)
         if current is None:
             return Change(to_commit=commit)
         base = Change(from_tag=current.tag, from_commit=current.commit, to_commit=commit)
@@ -144,11 +148,11 @@ class Deploying:
         commits = found.added if found.ahead else found.removed
         return base.model_copy(update={"ahead": found.ahead, "behind": found.behind, "commits": list(commits)})
 
-    async def _gate(self, thread: Thread, step: Deploy, commit: str, now: datetime) -> Error | None:
-        """What stops a deploy besides its approval and the lock: a freeze, and, where the
-        environment has required_checks, CI checks that are not all green. An approver may
-        deploy anyway (the step's `force`, given by `forced_by`): recorded and flagged."""
-        hit = await self.frozen(step.environment, now)
+    async def _gate(self, thread: Thread, step: Deploy, commit: str, hit: FreezeHit | None) -> Error | None:
+        """What stops a deploy besides its approval and the lock: the freeze that holds
+        (`hit`), and, where the environment has required_checks, CI checks that are not all
+        green. An approver may deploy anyway (the step's `force`, given by `forced_by`):
+        recorded and flagged."""
         if _field(step, "force"):
             why = self._may_force(thread, step)
             if why:
@@ -215,7 +219,7 @@ class Deploying:
                 if said and (said.position, said.behind) == (blocked.position, blocked.behind):
                     return thread  # still waiting, nothing new to say
                 return await journal.decide(thread, [blocked])
-            checked = blocked or checked
+            checked = blocked
         try:
             # Only the run whose deploy_started wins the compare-and-set may deploy.
             thread = await journal.decide(thread, [checked])
@@ -277,9 +281,9 @@ class Deploying:
                 step_id=step.id,
                 message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
             )
-        gated = await self._gate(thread, step, checked, now)  # again, right before running
+        hit = await self.frozen(step.environment, now)
+        gated = await self._gate(thread, step, checked, hit)  # again, right before running
         if isinstance(gated, Error) and gated.kind == "frozen" and request and action.decision:
-            hit = await self.frozen(step.environment, now)
             if hit is not None and hit.until is not None and hit.until < request.expires_at:
                 # Approved, and the freeze ends before the approval does: wait in line for it.
                 behind = wording.frozen_waits(step.environment, hit.reason, hit.until)
@@ -295,8 +299,7 @@ class Deploying:
         rolled_back = _field(step, "rollback_of")
         if rolled_back is None:
             return None
-        records = await self.history.recent(step.environment, 1000, service=step.service)
-        current = next((r for r in records if r.ok), None)
+        current = await self.current(step)
         if current is None or current.deploy_id == rolled_back:
             return None
         return wording.rollback_overtaken(
