@@ -21,7 +21,7 @@ from bot.events import (
     RequestMoreInformation,
     RollBack,
 )
-from bot.policy import Policy
+from bot.policy import Policy, Timing
 from bot.thread import Status, Thread
 
 
@@ -124,15 +124,14 @@ def _due(thread: Thread, request: ApprovalRequested, policy: Policy, now: dateti
     if now > request.expires_at:
         return Expire(request)
     timing = policy.timing_for(request.environment)
-    if timing.escalates() and thread.escalation(request.approval_id) is None:
-        assert timing.escalate_after is not None
-        if now >= request.at + timing.escalate_after:
-            return EscalateApproval(request, timing.escalate_to)
-    if timing.remind_after:
-        sent = thread.reminded(request.approval_id)
+    escalation = _escalation_at(thread, request, timing)
+    if escalation is not None and now >= escalation:
+        return EscalateApproval(request, timing.escalate_to)
+    reminder = _reminder_at(thread, request, timing)
+    if reminder is not None and now >= reminder and timing.remind_after:
         # Missed intervals (every worker down) make one reminder, numbered for the latest.
         count = int((now - request.at) / timing.remind_after)
-        if count > sent and request.at + count * timing.remind_after < request.expires_at:
+        if request.at + count * timing.remind_after < request.expires_at:
             return Remind(request, count)
     return None
 
@@ -149,16 +148,25 @@ def next_due(thread: Thread, policy: Policy, now: datetime) -> datetime | None:
     request = thread.pending_approval()
     if request is None:
         return None
-    due = [request.expires_at + EXPIRY_GRACE]
     timing = policy.timing_for(request.environment)
-    if timing.escalates() and thread.escalation(request.approval_id) is None:
-        assert timing.escalate_after is not None
-        due.append(request.at + timing.escalate_after)
-    if timing.remind_after:
-        following = request.at + (thread.reminded(request.approval_id) + 1) * timing.remind_after
-        if following < request.expires_at:
-            due.append(following)
-    return min(due)
+    due = [request.expires_at + EXPIRY_GRACE, _escalation_at(thread, request, timing),
+           _reminder_at(thread, request, timing)]
+    return min(d for d in due if d is not None)
+
+
+def _escalation_at(thread: Thread, request: ApprovalRequested, timing: Timing) -> datetime | None:
+    """When the request escalates; None: it does not (or did already)."""
+    if timing.escalate_after is None or not timing.escalates() or thread.escalation(request.approval_id):
+        return None
+    return request.at + timing.escalate_after
+
+
+def _reminder_at(thread: Thread, request: ApprovalRequested, timing: Timing) -> datetime | None:
+    """When the request's next reminder is due; None: no more before it expires."""
+    if not timing.remind_after:
+        return None
+    at = request.at + (thread.reminded(request.approval_id) + 1) * timing.remind_after
+    return at if at < request.expires_at else None
 
 
 # An expiry is due just after the moment, so `now > expires_at` holds when it fires.
