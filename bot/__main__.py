@@ -12,7 +12,7 @@ import sys
 
 from pydantic import ValidationError
 
-from bot import commands, embedded_redis
+from bot import commands, embedded_redis, wording
 from bot.service import Refused
 from bot.settings import Settings, config_problems
 
@@ -164,15 +164,14 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
         if args.command == "chat":
             return await cli.chat(terminal, args.message, args.user)
         if args.command in ("freeze", "unfreeze"):
-            scope = "all deploys" if args.all else f"deploys to {args.environment}"
-            until = f" until {args.until}" if getattr(args, "until", None) else ""
-            text = (f"stop {scope}{until}: {args.reason}" if args.command == "freeze"
-                    else f"resume {'deploys' if args.all else scope}")
+            scope = commands.ALL_ENVIRONMENTS if args.all else args.environment
+            text = (commands.stop_text(scope, args.reason, getattr(args, "until", None) or "")
+                    if args.command == "freeze" else commands.resume_text(scope))
             return await cli.chat(terminal, text, args.user)
         if args.command in ("lock", "unlock", "deploys", "rollback"):
             # The same exact commands as in chat, so each change is recorded in a thread.
             service = getattr(args, "service", None)
-            where = f"{service} in {args.environment}" if service else args.environment
+            where = wording.lock_target(args.environment, service or "")
             text = {
                 "lock": f"lock {where}: {getattr(args, 'reason', '')}",
                 "unlock": f"unlock {where}" + (f" --force: {args.force}" if getattr(args, "force", None) else ""),

@@ -18,6 +18,7 @@ from bot.events import (
     StopDeploys,
     UnlockEnvironment,
 )
+from bot.freezes import ALL
 
 _MENTION = r"^\s*(?:<@[A-Z0-9]+>|@?deploybot\b)?[\s,:]*"
 _END = r"\s*(?:please)?\s*[.!]?\s*$"
@@ -147,7 +148,7 @@ def _parse(text: str, catalog: Catalog) -> Step | None:
     return None
 
 
-ALL_ENVIRONMENTS = "*"
+ALL_ENVIRONMENTS = ALL  # "*": every environment, as freezes spell it
 
 
 def _until(text: str | None) -> datetime | None:
@@ -168,6 +169,17 @@ def _until(text: str | None) -> datetime | None:
 def rollback_text(service: str, environment: str) -> str:
     """The exact command a rollback asked for elsewhere (the CLI, the API) is recorded as."""
     return f"roll back {service} in {environment}"
+
+
+def stop_text(scope: str, reason: str, until: str = "") -> str:
+    """The exact command stopping deploys to `scope` (an environment, or "*") is recorded as,
+    asked for elsewhere (the CLI, the console); `until` as written."""
+    target = "all deploys" if scope == ALL_ENVIRONMENTS else f"deploys to {scope}"
+    return f"stop {target}{f' until {until}' if until else ''}: {reason}"
+
+
+def resume_text(scope: str) -> str:
+    return "resume deploys" if scope == ALL_ENVIRONMENTS else f"resume deploys to {scope}"
 
 
 def deploy_anyway(text: str) -> str | None:

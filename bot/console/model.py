@@ -590,9 +590,7 @@ def service_rows(
     """A row per service of `services` (the catalog's there), then one per other service
     the history of `environment` (newest first) still shows deployed there."""
     current = latest_per_service(records)
-    newest: dict[str, DeployRecord] = {}
-    for r in records:
-        newest.setdefault(r.service, r)
+    newest = newest_per_service(records)
     own = {lock.service: lock for lock in locks if lock.service}
     rollbackable_ids = rollbackable(records)
     extra = sorted(r.service for r in current if r.service not in services)
@@ -633,6 +631,14 @@ def rollbackable(records: Iterable[DeployRecord]) -> set[str]:
 def current_of(records: Iterable[DeployRecord], service: str) -> DeployRecord | None:
     """`service`'s newest successful deploy among `records` (one environment's)."""
     return next((r for r in newest_first(list(records)) if r.ok and r.service == service), None)
+
+
+def newest_per_service(records: Iterable[DeployRecord]) -> dict[str, DeployRecord]:
+    """Each service's newest record, whatever its outcome (records newest first)."""
+    newest: dict[str, DeployRecord] = {}
+    for r in records:
+        newest.setdefault(r.service, r)
+    return newest
 
 
 def latest_per_service(records: Iterable[DeployRecord]) -> list[DeployRecord]:

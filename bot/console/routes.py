@@ -40,7 +40,7 @@ from bot.console import model
 from bot.console.reader import Reader
 from bot.events import ResumeDeploys, StopDeploys
 from bot.freezes import ALL, Freeze
-from bot.people import ANONYMOUS, SERVICE, SESSION, Identity
+from bot.people import ANONYMOUS, SERVICE, Identity
 from bot.policy import Policy, lock_owner
 from bot.ports import DeployRecord, FreezeStore, History, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
@@ -156,10 +156,6 @@ class Viewer:
         return self.identity.label
 
     @property
-    def signed_in(self) -> bool:
-        return self.session is not None or (self.identity.known and self.identity.via == SESSION)
-
-    @property
     def is_service(self) -> bool:
         return self.identity == SERVICE
 
@@ -193,11 +189,6 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def freeze_store(parts: Parts) -> FreezeStore | None:
-    """Where stop-the-line freezes are kept (the store the deploy path checks); None without one."""
-    return parts.freezes
-
-
 def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> None:
     """Add the console's routes to `web`, and `GET /` -> /console/."""
     web.include_router(router(parts, sign_in))
@@ -206,7 +197,7 @@ def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> None:
 def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (one closure per route)
     pages = templates()
     policy, service = parts.policy, parts.service
-    freezes = freeze_store(parts)
+    freezes = parts.freezes  # stop-the-line: the store the deploy path checks
     reader = Reader(parts.service.store, parts.locks, parts.history, parts.policy, freezes=freezes,
                     now=service.clock)
     words = model.Words()
@@ -325,7 +316,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         holding = [*policy.freezes, *stopped]
         shown = [  # what the rows show: each service's current deploy and its newest one
             rec for records in histories
-            for rec in {*model.latest_per_service(records), *_newest_per_service(records)}
+            for rec in {*model.latest_per_service(records), *model.newest_per_service(records).values()}
         ]
         asked = await _asked_by(shown)
         cards = []
@@ -359,9 +350,6 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
 
     async def _stopped() -> list[Freeze]:
         return await freezes.current() if freezes is not None else []
-
-    def _newest_per_service(records: list[DeployRecord]) -> list[DeployRecord]:
-        return list({r.service: r for r in reversed(records)}.values())
 
     async def _asked_by(records: list[DeployRecord]) -> dict[str, str]:
         ids = list(dict.fromkeys(r.thread_id for r in records))
@@ -590,7 +578,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         if why:
             raise Forbidden(why)
         # The chat command, so the lock is set (and checked again) where every lock is, and recorded.
-        where = f"{service_name} in {environment}" if service_name else environment
+        where = wording.lock_target(environment, service_name)
         thread = await service.launch(f"lock {where}: {reason}", who.identity, channel="console")
         await parts.kick(thread.id)
         return back(fields, PREFIX + "/", "lock")
@@ -608,7 +596,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         why = policy.may_unlock(who.identity, environment, holder.owner)
         if why:
             raise Forbidden(why)
-        where = f"{service_name} in {environment}" if service_name else environment
+        where = wording.lock_target(environment, service_name)
         command = f"unlock {where}"
         if holder.owner.startswith("manual:") and holder.owner != lock_owner(who.identity):
             # Someone else's lock: taken on purpose, with a reason they are told.
@@ -653,8 +641,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         _may_stop(who, scope)
         if until is not None and until <= service.clock():
             raise Invalid(wording.until_in_the_past(until))
-        target = "all deploys" if scope == ALL else f"deploys to {scope}"
-        said = f"stop {target}{f' until {until:%Y-%m-%dT%H:%M}Z' if until else ''}: {reason}"
+        said = commands.stop_text(scope, reason, f"{until:%Y-%m-%dT%H:%M}Z" if until else "")
         step = commands.parse(said, policy.catalog)
         meant = (scope, reason, until)
         if not (isinstance(step, StopDeploys) and (step.environment, step.reason, step.until) == meant):
@@ -672,7 +659,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         assert freezes is not None  # _may_stop refuses without a store
         if not any(f.scope == scope for f in await freezes.current()):
             raise WrongState(wording.not_stopped_now(wording.freeze_scope(scope)))
-        said = "resume deploys" if scope == ALL else f"resume deploys to {scope}"
+        said = commands.resume_text(scope)
         step = commands.parse(said, policy.catalog)
         assert isinstance(step, ResumeDeploys) and step.environment == scope, said
         thread = await service.launch(said, who.identity, channel="console")
