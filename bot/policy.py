@@ -14,9 +14,10 @@ from types import MappingProxyType
 
 from bot import people, wording
 from bot.catalog import Catalog
-from bot.events import ApprovalRequested, Deploy, HumanResponse
+from bot.events import ApprovalRequested, Deploy, HumanResponse, principal_of
 from bot.freezes import Freeze
 from bot.people import ANYONE, BOT_USER, Directory, Identity, Rules
+from bot.thread import Thread
 
 __all__ = ["BOT_USER", "Policy", "PolicyError", "Timing", "args_hash", "parse_approvers", "parse_required"]
 
@@ -234,6 +235,17 @@ class Policy:
         if why is None and rules.approver_must_differ and who.evidence in asked:
             why = wording.requester_cannot_approve(who.label)  # an old thread's raw user
         return why
+
+    def still_to_decide(self, thread: Thread, request: ApprovalRequested) -> list[str]:
+        """Who may still decide on `request`, as principals (`*`: anyone): its environment's
+        approvers and whoever it was escalated to, but not those who approved already (one of
+        several). What reminders name, in every channel."""
+        escalation = thread.escalation(request.approval_id)
+        principals = set(self.rules_for(request.environment).approvers) | set(escalation.to if escalation else ())
+        if ANYONE in principals:
+            return [ANYONE]
+        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
+        return sorted(principals - approved)
 
     def may_lock(self, who: Identity, environment: str) -> str | None:
         """Why `who` may not lock `environment`, or None: by default its approvers may

@@ -57,7 +57,7 @@ from bot.events import (
     new_id,
     principal_of,
 )
-from bot.people import ANYONE, EMAIL, Identity, describe, normalize_email
+from bot.people import EMAIL, Identity, describe, normalize_email
 from bot.policy import Policy
 from bot.ports import Inbox
 from bot.retry import retrying
@@ -534,15 +534,8 @@ class EmailChannel:
         return [a for a in self._asked(thread, request) if directory.by_email(a).principal not in approved]
 
     def _deciders(self, thread: Thread, request: ApprovalRequested) -> str:
-        """Who may still decide on `request`, in words: its environment's approvers and whoever
-        it was escalated to, but not those who approved already (one of several)."""
-        rules = self.policy.rules_for(request.environment)
-        escalation = thread.escalation(request.approval_id)
-        principals = set(rules.approvers) | set(escalation.to if escalation else ())
-        if ANYONE in principals:
-            return describe([ANYONE])
-        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
-        return describe(sorted(principals - approved))
+        """Who may still decide on `request`, in words."""
+        return describe(self.policy.still_to_decide(thread, request))
 
     async def _send(
         self, thread: Thread | None, to: str, build: Callable[[], EmailMessage | None], link: bool = True

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from bot.channels.webhook import sign
 from bot.people import Identity
 from bot.ports import Inbox, ThreadExists
 from bot.service import ThreadService
@@ -47,8 +48,9 @@ _EVENT = re.compile(r"^[a-z_]{1,50}$")
 
 
 def signature(secret: str, body: bytes) -> str:
-    """What GitHub sends in X-Hub-Signature-256 for `body`."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    """What GitHub sends in X-Hub-Signature-256 for `body`: the same HMAC-SHA256 header our
+    own outgoing webhooks are signed with."""
+    return sign(secret, body)
 
 
 def thread_id_for(delivery: str, index: int) -> str:

@@ -128,9 +128,8 @@ def _update_for(thread: Thread, event: Event) -> Update | None:
         case DeployQueued():
             return _update(thread, event.step_id, "queued", f"waiting in line: {event.behind}", create=True)
         case DeployStarted():
-            request = thread.approval_for(event.step_id)
-            decision = thread.decision_for(request.approval_id) if request else None
-            by = f", approved by {_who(principal_of(decision))}" if decision and decision.approve else ""
+            decision = _closing_approval(thread, event.step_id)
+            by = f", approved by {_who(principal_of(decision))}" if decision else ""
             return _update(thread, event.step_id, "in_progress", f"deploying{by}", create=True, commit=event.commit)
         case DeployResult():
             said = "deployed" if event.ok else "failed"

@@ -49,9 +49,8 @@ from bot.events import (
     HumanResponse,
     UserMessage,
     new_id,
-    principal_of,
 )
-from bot.people import ANYONE, Directory, Identity
+from bot.people import Directory, Identity
 from bot.policy import Policy
 from bot.ports import Inbox
 from bot.service import Forbidden, NotFound, Refused, ThreadService
@@ -227,16 +226,8 @@ class SlackNotifier:
         return list(dict.fromkeys(found))
 
     def _deciders(self, thread: Thread, request: ApprovalRequested) -> list[str]:
-        """Who may still decide on `request`, as principals: its environment's approvers and
-        whoever it was escalated to, but not those who approved already (one of several)."""
         assert self.policy is not None
-        escalation = thread.escalation(request.approval_id)
-        principals = set(self.policy.rules_for(request.environment).approvers)
-        principals |= set(escalation.to if escalation else ())
-        if ANYONE in principals:
-            return [ANYONE]
-        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
-        return sorted(principals - approved)
+        return self.policy.still_to_decide(thread, request)
 
 
 def _approval_blocks(thread: Thread, approval_id: str, note: str = "") -> dict[str, Any] | None:
