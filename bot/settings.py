@@ -369,12 +369,11 @@ class Settings(BaseSettings):
         if file is None or not (file.triggers or file.schedules):
             return []
         name = file.source.name if file.source else settings_file.FILE_NAME
-        known = self.policy().environments
+        known, catalog = self.policy().environments, self.policy().catalog
         lines = []
         if file.triggers and not self.github_webhook_secret:
             lines.append(f"{name}: [[triggers]] need GITHUB_WEBHOOK_SECRET, to verify what GitHub sends")
         for i, trigger in enumerate(file.triggers):
-            catalog = self.catalog()
             if catalog.get(trigger.service) is None:
                 unknown = wording.unknown_service(trigger.service, catalog.names)
                 lines.append(f"{name}: triggers[{i}].service: {unknown}")

@@ -20,6 +20,7 @@ from redis.asyncio import Redis
 
 from bot.ports import DeployRecord, Lock
 from bot.retry import retrying
+from bot.stores import scripts
 from bot.stores.keys import Keys
 from bot.stores.replies import text
 
@@ -158,14 +159,14 @@ class RedisEnvironments:
         return holder
 
     async def renew(self, environment: str, owner: str, ttl_ms: int, service: str = "") -> bool:
-        return bool(await self.redis.eval(_RENEW, 1, self._key(environment, service), owner, ttl_ms))
+        return bool(await scripts.run(self.redis, _RENEW, [self._key(environment, service)], owner, ttl_ms))
 
     async def release(self, environment: str, owner: str | None, service: str = "") -> bool:
-        return bool(await self.redis.eval(_RELEASE, 1, self._key(environment, service), owner or ""))
+        return bool(await scripts.run(self.redis, _RELEASE, [self._key(environment, service)], owner or ""))
 
     async def hand_over(self, lock: Lock, from_owner: str) -> bool:
         key = self._key(lock.environment, lock.service)
-        return bool(await self.redis.eval(_HAND_OVER, 1, key, from_owner, _dump_lock(lock)))
+        return bool(await scripts.run(self.redis, _HAND_OVER, [key], from_owner, _dump_lock(lock)))
 
     async def holder(self, environment: str, service: str = "") -> Lock | None:
         raw = await self.redis.get(self._key(environment))
@@ -254,7 +255,7 @@ class RedisEnvironments:
             oldest = await self.redis.lindex(key, -1)
             if oldest is None or load_record(oldest).at >= before:
                 break
-            dropped += int(await self.redis.eval(_DROP_OLDEST, 1, key, oldest))
+            dropped += int(await scripts.run(self.redis, _DROP_OLDEST, [key], oldest))
         return dropped
 
     async def mark_faulty(self, environment: str, deploy_id: str) -> None:

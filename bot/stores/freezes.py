@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from bot.clock import utcnow
 from bot.freezes import Freeze, StopTheLine, stop_the_line
+from bot.stores import scripts
 from bot.stores.keys import Keys
 from bot.stores.replies import text
 
@@ -79,7 +80,7 @@ class RedisFreezes:
         for field, raw in sorted((text(f), text(r)) for f, r in stored.items()):
             freeze = load(field, raw)
             if freeze.over(now):
-                await self.redis.eval(_DROP_IF_SAME, 1, key, field, raw)
+                await scripts.run(self.redis, _DROP_IF_SAME, [key], field, raw)
             else:
                 found.append(freeze)
         return found

@@ -106,9 +106,9 @@ class Keys:
         return f"{self.prefix}:thread:{{{thread_id}}}:names"
 
     def thread_keys(self, thread_id: str) -> list[str]:
-        """Every key of one thread (one slot)."""
-        return [self.events(thread_id), self.meta(thread_id), self.lease(thread_id), self.packed(thread_id),
-                self.names(thread_id)]
+        """A thread's own keys (one slot), in the order the removing and compacting scripts
+        take them: events, meta, lease, packed."""
+        return [self.events(thread_id), self.meta(thread_id), self.lease(thread_id), self.packed(thread_id)]
 
     def work(self) -> str:
         """The handoff stream: one entry per "run this thread", read by a consumer group. One

@@ -428,8 +428,7 @@ class RedisThreadStore:
         return [(i, int(text(v).split(" ", 1)[0])) for i, v in zip(ids, indexed, strict=True) if v is not None]
 
     async def remove(self, thread_id: str, version: int) -> Removal:
-        keys = [self.keys.events(thread_id), self.keys.meta(thread_id), self.keys.lease(thread_id),
-                self.keys.packed(thread_id)]
+        keys = self.keys.thread_keys(thread_id)
         outcome = text(await self._script(_REMOVE, keys, version))
         if outcome == "kept":  # it moved on (the index may not know yet) or a run holds it
             try:
@@ -465,8 +464,7 @@ class RedisThreadStore:
             await self.index(thread)
             return False
         blob = packing.pack(text(created or b"0"), text(origin), [text(r) for r in raw])
-        keys = [self.keys.events(thread_id), self.keys.meta(thread_id), self.keys.lease(thread_id),
-                self.keys.packed(thread_id)]
+        keys = self.keys.thread_keys(thread_id)
         if not await self._script(_COMPACT, keys, len(raw), blob):
             return False  # moved on meanwhile, or a run holds it: another time
         await self.redis.zrem(self.keys.to_compact(), thread_id)
