@@ -62,6 +62,11 @@ def github_deployment(deploy: str) -> str:
 GITHUB_DELIVERIES = "github:deliveries"
 """The scope every GitHub webhook delivery is deduplicated in (by X-GitHub-Delivery)."""
 
+GITHUB_BODIES = "github:bodies"
+"""The scope every GitHub webhook delivery is also deduplicated in by the SHA-256 of its body:
+the signature covers only the body, so a captured delivery replayed under a new
+X-GitHub-Delivery is still the same delivery."""
+
 
 def slack_dm_approval(approval_id: str, user: str) -> str:
     """An approval escalated to a Slack user -> "<channel> <ts>" of the DM asking them."""
