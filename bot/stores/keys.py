@@ -193,6 +193,10 @@ class Keys:
         """The set of every personal API token's id, for listing them."""
         return f"{self.prefix}:{{api-tokens}}"
 
+    def api_token_key(self) -> str:
+        """The random key personal API tokens' checksums are made with (bot/stores/credentials.py)."""
+        return f"{self.prefix}:api-token-key"
+
     def sign_in_link(self, code_hash: str) -> str:
         """A one-time sign-in link, by the hash of its code -> the person; expires."""
         return f"{self.prefix}:sign-in:{code_hash}"
