@@ -120,3 +120,34 @@ async def test_forged_personal_tokens_cost_redis_nothing_and_real_users_are_serv
         )
     assert Counter(a.status_code for a in refused) == {401: FLOOD}
     assert served == [200] * 20
+
+
+async def test_live_streams_are_capped_per_person_and_in_all(app, bare):
+    tokens = {p: (await app.credentials.create(p, "laptop"))[1] for p in ("alice", "bob", "erin")}
+
+    async with AsyncExitStack() as held:
+
+        async def stream(person: str) -> httpx.Response:
+            """A live stream, held open until the test ends (or closed by the caller)."""
+            return await held.enter_async_context(
+                bare.stream("GET", "/console/changes?watch=board", headers=bearer(tokens[person])))
+
+        first, second = await stream("alice"), await stream("alice")
+        assert first.status_code == second.status_code == 200
+        assert first.headers["content-type"].startswith("text/event-stream")
+        third = await stream("alice")  # a third of hers: over her 2
+        assert third.status_code == 429
+        assert "2 live streams open already" in (await third.aread()).decode()
+        assert (await stream("bob")).status_code == 200  # bob's first: 3 in all
+        over = await stream("erin")  # erin has none, but the server has its 3
+        assert over.status_code == 429
+        assert "3 live streams open already" in (await over.aread()).decode()
+
+        # A stream that ends gives its slot back: alice closes a tab, erin gets in.
+        await first.aclose()
+
+        async def erin_gets_in() -> bool:
+            async with bare.stream("GET", "/console/changes?watch=board", headers=bearer(tokens["erin"])) as answer:
+                return answer.status_code == 200
+
+        assert await eventually(erin_gets_in, within=30, every=0.2)
