@@ -119,7 +119,11 @@ class GitHubWebhook:
         if not fresh:
             log.info("github: delivery %s came again; not started twice", delivery)
             return False
-        fresh, _, _ = await self.inbox.receive(names.GITHUB_BODIES, _body_hash(body), DELIVERY_TTL, None)
+        try:
+            fresh, _, _ = await self.inbox.receive(names.GITHUB_BODIES, _body_hash(body), DELIVERY_TTL, None)
+        except Exception:  # the id is not taken either, so GitHub's redelivery counts
+            await self.inbox.forget(names.GITHUB_DELIVERIES, delivery)
+            raise
         if not fresh:
             log.warning("github: delivery %s repeats the body of an earlier one (a replay?); not started twice",
                         delivery)
