@@ -128,6 +128,10 @@ class App:
         return self.settings.secrets()
 
     @property
+    def stream_limits(self) -> tuple[int, int]:
+        return self.settings.console_streams_per_person, self.settings.console_streams
+
+    @property
     def slack_endpoint(self) -> Endpoint | None:
         """Slack's HTTP endpoint; None with Slack off or in Socket Mode (no HTTP then)."""
         return self.slack.endpoint if self.slack and not self.slack.app_token else None

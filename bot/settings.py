@@ -225,6 +225,8 @@ class Settings(BaseSettings):
     session_secret: SecretStr | None = Field(None, description="signs session cookies; unset: kept under DATA_DIR")
     session_ttl: int = Field(43200, ge=60, description="seconds a web session lasts")
     public_url: str | None = Field(None, description="the bot's address in sign-in links; unset: http://HOST:PORT")
+    console_streams_per_person: int = Field(5, ge=1, description="live console streams one person may hold at once")
+    console_streams: int = Field(200, ge=1, description="live console streams one web process serves at once")
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)

@@ -184,6 +184,11 @@ class Parts(Protocol):
         ...
 
     @property
+    def stream_limits(self) -> tuple[int, int]:
+        """The console's live event streams at once: (per person, in all)."""
+        ...
+
+    @property
     def slack_endpoint(self) -> Endpoint | None:
         """None with Slack off, or in Socket Mode."""
         ...
