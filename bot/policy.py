@@ -261,10 +261,13 @@ class Policy:
                 return why
         return None
 
-    def may_unlock(self, who: Identity, environment: str, owner: str) -> str | None:
+    def may_unlock(
+        self, who: Identity, environment: str, owner: str, *, target: str = "", locked_by: str = "",
+    ) -> str | None:
         """Why `who` may not lift a lock held by `owner`, or None. Whoever set a lock by hand
         may lift it (someone unknown only where they may lock); so may whoever may lock the
-        environment (also for a stuck deploy lock)."""
+        environment (also for a stuck deploy lock), someone else's with --force and a reason
+        (bot/steps.py). `target` (`api in production`) and `locked_by` word the refusal."""
         powerless = people.may_lock(who, _ANYONE)  # the bot, nobody, the shared token
         if powerless:
             return powerless
@@ -274,7 +277,7 @@ class Policy:
         if owner == lock_owner(who) and (who.known or self.open_mode):
             return None
         who_can = people.describe(rules.lockers_as_written or sorted(rules.lockers))
-        return wording.unlock_not_allowed(who.label, environment, who_can)
+        return wording.unlock_not_allowed(who.label, target or environment, who_can, locked_by)
 
     def recheck(
         self,
