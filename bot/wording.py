@@ -553,7 +553,8 @@ def undeclared_environment(environment: str, known: Iterable[str], file_name: st
 def approvals_need_people(environment: str, required: int) -> str:
     return (
         f"{environment} needs {required} approvals from different people, so its approvers must be people "
-        "of deploybot.toml (not '*', Slack ids or addresses, which could be one person twice)"
+        "of deploybot.toml, or come from one channel only (all Slack ids in APPROVERS, or all addresses in "
+        "APPROVER_EMAILS): not '*', nor Slack ids and addresses together, which could be one person twice"
     )
 
 
