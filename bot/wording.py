@@ -623,6 +623,13 @@ def approval_expired_notice(what: str, expires_at: datetime) -> str:
     return f"The approval to deploy {what} expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed."
 
 
+def not_asking_again(what: str, expires_at: datetime) -> str:
+    return (
+        f"{approval_expired_notice(what, expires_at)} I am not asking for it again by myself: "
+        "ask me again if it should still be deployed."
+    )
+
+
 def reminder(what: str, deciders: str, expires_at: datetime) -> str:
     return (
         f"Reminder: deploying {what} still waits for approval from {deciders}. It expires at "
