@@ -5,6 +5,7 @@ pool's size outright (MaxConnectionsError, outside its retry policy). Real Redis
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 
 import httpx
@@ -18,6 +19,7 @@ from bot.service import LOADS_AT_ONCE, ThreadService
 from bot.settings import Settings
 from bot.stores.connect import RedisTarget, client
 from bot.stores.redis import RedisThreadStore
+from bot.testing.cluster import clean_env
 
 ASKER = Identity("alice", "name", "alice")
 
@@ -58,3 +60,19 @@ async def test_the_largest_page_of_the_api_is_served_with_more_threads_stored_th
     answer = await api.get("/threads", params={"limit": 200})
     assert answer.status_code == 200, answer.text
     assert len(answer.json()["threads"]) == 200
+
+
+async def test_the_cli_lists_more_threads_than_the_pool_holds(small_pool, redis_url, git_repo, deploy_command,
+                                                             tmp_path):
+    service = ThreadService(RedisThreadStore(small_pool), Policy(), None)
+    await store_threads(service, 300)
+    env = clean_env(REDIS_URL=redis_url, GIT_REPO=str(git_repo), DEPLOY_COMMAND=deploy_command,
+                    DATA_DIR=str(tmp_path / "data"), WORKER_CONCURRENCY="1")
+    listing = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "threads", "list", "--limit", "300", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(listing.communicate(), 60)
+    assert listing.returncode == 0, stderr.decode()
+    listed = {t.id for t in (await service.page(limit=300))[0]}
+    assert len(listed) == 300 and all(thread_id in stdout.decode() for thread_id in listed)
