@@ -270,8 +270,8 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     # many threads therefore take a bounded number at once (service.LOADS_AT_ONCE, the
     # console reader's CONCURRENT_READS), whatever is stored. Commands are resent on a
     # broken connection (a Redis restart, a Sentinel failover) for about 3 s: appends, thread
-    # creation and inbound dedupe recognise their own first send; a resent stream read only delays its entries until
-    # they are reclaimed; the deploy history may get an entry twice.
+    # creation and inbound dedupe recognise their own first send; a resent stream read only
+    # delays its entries until they are reclaimed; the deploy history may get an entry twice.
     redis = redis_client(settings, max_connections=2 * settings.worker_concurrency + 100)
     target = settings.redis
     # Appends and thread creation WAIT for a replica when the master has one (not on a cluster).

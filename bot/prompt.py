@@ -8,10 +8,11 @@ The context has a budget: `render` never returns more than `budget` estimated to
 kept verbatim: the first request and the latest instruction (each cut in the middle, with a
 marker, only if it alone is over a quarter of the budget), what the next decision rests on
 (the last step, its approval request, decision and outcome, the newest tag list, a newer
-error) and then the newest events, as many as fit. Every block's text is capped (a 20 MB message or deploy log keeps
-its head and its tail). Whatever does not fit is compacted into one <summary> block in its
-place: counts of messages, steps and errors, the last few errors and the decisions and
-deploys made, one line each (factor 9: compact errors). docs/context.md has the figures.
+error) and then the newest events, as many as fit. Every block's text is capped (a 20 MB
+message or deploy log keeps its head and its tail). Whatever does not fit is compacted into
+one <summary> block in its place: counts of messages, steps and errors, the last few errors
+and the decisions and deploys made, one line each (factor 9: compact errors).
+docs/context.md has the figures.
 """
 
 from __future__ import annotations

@@ -224,6 +224,8 @@ def unlock_not_allowed(who: str, target: str, who_can: str, locked_by: str = "")
     """Whoever locked it unlocks plainly; anyone else who may lock takes it over only with
     --force and a reason, so the refusal says that command, not just who."""
     held = f" (locked {locked_by})" if locked_by else ""
+    if who_can == "nobody":
+        return f"{who} may not unlock {target}{held}; only whoever locked it may"
     return (
         f"{who} may not unlock {target}{held}; whoever locked it may, and {who_can} may take it over: "
         f'"unlock {target} --force: REASON"'

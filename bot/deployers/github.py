@@ -9,8 +9,9 @@ instead of dispatching a second one.
 The approved commit goes to the workflow too, as the input GITHUB_COMMIT_INPUT names
 (`commit`), for it to check out: a tag moved after the approval cannot change what ships.
 With GITHUB_REF={tag} (or the tag written out) the run is dispatched on the tag itself, so
-GitHub checks out whatever the tag points to when the run is created; the run's head_sha is then compared with the
-approved commit, and a run on any other commit is cancelled and reported as failed.
+GitHub checks out whatever the tag points to when the run is created; the run's head_sha is
+then compared with the approved commit, and a run on any other commit is cancelled and
+reported as failed.
 """
 
 from __future__ import annotations
