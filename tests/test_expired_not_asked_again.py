@@ -36,7 +36,8 @@ async def test_the_same_deploy_proposed_after_its_approval_expired_ends_the_thre
     assert len(list(thread.of(ApprovalRequested))) == 1 and thread.pending_approval() is None
     assert thread.status(b.now) == "done"
     last = thread.events[-1]
-    assert isinstance(last, DoneForNow) and "expired" in last.message and "nothing was deployed" in last.message
+    assert isinstance(last, DoneForNow) and "expired at" in last.message and "nothing was deployed" in last.message
+    assert "I am not asking for it again by myself" in last.message  # as the README quotes it
     asked = len(fake_llm.prompts)
     b.later(hours=1, seconds=1)
     await b.fire()  # nothing is due any more: no new request, no model call
