@@ -269,11 +269,13 @@ def make_email(settings: Settings, service: ThreadService, inbox: RedisInbox, ki
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
     # Enough connections for every run at once (one command each, plus the renewals of a
     # deploy): redis-py's default of 100 failed a burst of 200 runs with "Too many
-    # connections". Past the limit (a burst of web requests) a command is retried like a
-    # broken connection. Commands are resent on a broken connection (a Redis restart, a
-    # Sentinel failover) for about 3 s: appends, thread creation and inbound dedupe
-    # recognise their own first send; a resent stream read only delays its entries until
-    # they are reclaimed; the deploy history may get an entry twice.
+    # connections". Past the limit a command fails at once with MaxConnectionsError: redis-py
+    # takes the connection before its retry policy starts, so nothing retries it. Reads of
+    # many threads therefore take a bounded number at once (service.LOADS_AT_ONCE, the
+    # console reader's CONCURRENT_READS), whatever is stored. Commands are resent on a
+    # broken connection (a Redis restart, a Sentinel failover) for about 3 s: appends, thread
+    # creation and inbound dedupe recognise their own first send; a resent stream read only
+    # delays its entries until they are reclaimed; the deploy history may get an entry twice.
     redis = redis_client(settings, max_connections=2 * settings.worker_concurrency + 100)
     target = settings.redis
     # Appends and thread creation WAIT for a replica when the master has one (not on a cluster).

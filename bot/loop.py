@@ -23,6 +23,7 @@ from bot.control import (
     Escalate,
     EscalateApproval,
     Expire,
+    Finish,
     Interrupted,
     PlanRollback,
     Remind,
@@ -40,6 +41,7 @@ from bot.events import (
     ApprovalReminded,
     CommandResult,
     CommandStep,
+    DoneForNow,
     Error,
     Event,
     RequestMoreInformation,
@@ -189,6 +191,8 @@ class Runner:
                 return await deploying.run(thread, action, journal, now)
             case Escalate():
                 return await journal.decide(thread, [RequestMoreInformation(source="bot", message=action.message)])
+            case Finish():
+                return await journal.decide(thread, [DoneForNow(source="bot", message=action.message)])
             case Remind():
                 return await journal.decide(thread, [ApprovalReminded(approval_id=action.request.approval_id,
                                                                       count=action.count)])

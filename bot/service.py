@@ -23,6 +23,10 @@ from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 from bot.thread import STATUSES, Origin, Thread
 
 log = logging.getLogger(__name__)
+# Threads a page loads at once. Each load holds one pooled Redis connection while it runs, and
+# redis-py refuses a connection past the pool's size outright (MaxConnectionsError, before
+# any retry): a page of any size takes at most this many, whatever is stored.
+LOADS_AT_ONCE = 16
 
 
 class Refused(Exception):
@@ -140,11 +144,18 @@ class ThreadService:
                 ids, cursor = await self.store.listed(statuses, limit - len(found), cursor)
             except ValueError:
                 raise Invalid(wording.bad_cursor()) from None
-            for thread in await asyncio.gather(*(self._maybe(i) for i in ids)):
+            for thread in await self._load_all(ids):
                 if thread is not None and (status is None or thread.status(now) == status):
                     found.append(thread)
             if len(found) >= limit or cursor is None:
                 return found, cursor
+
+    async def _load_all(self, ids: Sequence[str]) -> list[Thread | None]:
+        """These threads in order (None: removed since listed), LOADS_AT_ONCE at a time."""
+        loaded: list[Thread | None] = []
+        for start in range(0, len(ids), LOADS_AT_ONCE):
+            loaded += await asyncio.gather(*(self._maybe(i) for i in ids[start:start + LOADS_AT_ONCE]))
+        return loaded
 
     async def _maybe(self, thread_id: str) -> Thread | None:
         try:

@@ -309,7 +309,8 @@ class Settings(BaseSettings):
             for i, env in enumerate(entry.environments or ()):
                 if env not in environments:
                     where = settings_file.key_path(("services", service, "environments", i))
-                    lines.append(f"{where}: unknown environment {env!r}; known: {', '.join(sorted(environments))}")
+                    why = wording.undeclared_environment(env, environments, name, bool(file.environments))
+                    lines.append(f"{where}: {why}")
         return lines
 
     def _approval_conflicts(self, file: FileConfig | None) -> list[str]:

@@ -600,7 +600,8 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         holder = next((lock for lock in held if lock.service == service_name), None)
         if holder is None:
             raise WrongState(wording.not_locked(wording.lock_target(environment, service_name)))
-        why = policy.may_unlock(who.identity, environment, holder.owner)
+        why = policy.may_unlock(who.identity, environment, holder.owner,
+                                target=wording.lock_target(environment, service_name), locked_by=holder.by())
         if why:
             raise Forbidden(why)
         where = wording.lock_target(environment, service_name)

@@ -174,7 +174,9 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
     service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
     assert (await command(parts, service, "lock production: freeze", ALICE_SLACK)).startswith("Locked")
     refused = await command(parts, service, "unlock production", who("carol"), "cli")
-    assert refused == "Not unlocked: carol may not unlock production; whoever locked it or alice or bob may."
+    assert refused.startswith("Not unlocked: carol may not unlock production (locked by alice since ")
+    assert refused.endswith('; whoever locked it may, and alice or bob may take it over: '
+                            '"unlock production --force: REASON".')
     assert (await command(parts, service, "unlock production", ALICE_EMAIL, "email")).startswith("Unlocked")
     # bob may lock, so he may lift anyone's lock; a stranger may not even lift their own.
     await parts.environments.acquire(Lock("production", lock_owner(STRANGER), "old", NOW), ttl_ms=None)
@@ -182,6 +184,22 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
     assert "give a reason" in await command(parts, service, "unlock production", BOB_SLACK)  # theirs
     taken = await command(parts, service, "unlock production --force: stale lock", BOB_SLACK)
     assert taken.startswith("Unlocked production, taking the lock held by slack:U999")
+
+
+async def test_someone_told_how_to_take_over_a_lock_can_do_it_by_following_the_refusal():
+    from bot.people import Written
+
+    written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
+    parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,
+                                           approvers="staging:*;development:*"))
+    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+    await command(parts, service, "lock production: freeze", ALICE_SLACK)
+    refused = await command(parts, service, "unlock production", who("carol"), "cli")
+    said = refused.partition(": ")[2].split('"')[1]  # the command the refusal spells out
+    assert said == "unlock production --force: REASON"
+    taken = await command(parts, service, said.replace("REASON", "alice is away"), BOB_SLACK)
+    assert taken.startswith("Unlocked production, taking the lock held by alice")
+    assert await parts.environments.holder("production") is None
 
 
 async def test_in_open_mode_anyone_locks_and_unlocks_as_before():
