@@ -39,7 +39,7 @@ from bot import settings_file, wording
 from bot.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.deployers.command import DRY_RUN, command_argv
 from bot.people import Directory
-from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_required
+from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.settings_file import FileConfig, FileError
 from bot.stores.connect import RedisTarget
@@ -256,12 +256,21 @@ class Settings(BaseSettings):
                 read()
             except ConfigError as e:
                 problems.append(str(e))
-        problems += self._read_people()
+        problems += self._approvers_naming_nobody() or self._read_people()
         if not problems:
             problems += self._trigger_problems()
         if problems:
             raise ConfigError("\n".join(problems))
         return self
+
+    def _approvers_naming_nobody(self) -> list[str]:
+        """An approver variable set but naming nobody (`APPROVERS=`, `" "`, `";;;"`): read as
+        unset it would be open mode, where anyone approves production, so it is refused."""
+        return [
+            f"{name} is set but names nobody: list the approvers, write * to let anyone approve, or leave it unset"
+            for name, value in (("APPROVERS", self.approvers), ("APPROVER_EMAILS", self.approver_emails))
+            if value is not None and not any(parse_approvers(value).values())
+        ]
 
     def _read_people(self) -> list[str]:
         """Read deploybot.toml and build the policy: the problems, one line each."""

@@ -229,6 +229,22 @@ def test_nothing_configured_is_open_mode_anyone_may_approve():
     assert settings.directory().by_name("alice").person == "alice"  # names are trusted, as before
 
 
+@pytest.mark.parametrize("blank", ["", " ", ";;;", "production:", " ; staging: , ;"])
+@pytest.mark.parametrize("name", ["approvers", "approver_emails"])
+def test_an_approver_setting_that_names_nobody_is_a_startup_error_not_open_mode(name, blank):
+    """Set but naming nobody (a template's `APPROVERS=`), even with Slack, email and
+    API_TOKEN on, used to start in open mode, where anyone approves production."""
+    on = {"slack_bot_token": "xoxb-1", "slack_signing_secret": "s", "api_token": "t" * 20, **EMAIL}
+    assert refused(**on, **{name: blank}) == [
+        f"{name.upper()} is set but names nobody: list the approvers, write * to let anyone approve, "
+        "or leave it unset"
+    ]
+    # `*` remains the explicit way to say "anyone"; unset stays open mode with nothing else configured.
+    assert not Settings(_env_file=None, **on, **{name: "*"}).open_mode
+    assert Settings(_env_file=None, **{name: "*"}).policy().rules_for("production").approvers == {"*"}
+    assert Settings(_env_file=None, **on).open_mode
+
+
 def test_approver_emails_alone_are_exactly_those_approvers():
     # The issue's case: APPROVERS left at its default no longer adds "anyone".
     settings = Settings(_env_file=None, approver_emails="production:Alice@Example.com")
