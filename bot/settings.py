@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 from urllib.parse import unquote, urlsplit
 
+import httpx
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -537,8 +538,10 @@ class Settings(BaseSettings):
                 self.github_webhook_secret, self.notify_webhook_secret,
             ) if v
         ]
-        # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL).
-        values += [u.strip() for u in self.notify_webhook_url.split(",") if u.strip() and u.strip() not in values]
+        # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL): as
+        # written, and as httpx prints it (lower-case host, default port dropped).
+        for url in (u.strip() for u in self.notify_webhook_url.split(",") if u.strip()):
+            values += [v for v in dict.fromkeys((url, _as_sent(url))) if v not in values]
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, str):
@@ -679,6 +682,14 @@ def url_passwords(value: str) -> list[str]:
         if password:
             found += [password, unquote(password)]
     return list(dict.fromkeys(found))
+
+
+def _as_sent(url: str) -> str:
+    """`url` as an HTTP client normalizes it, and so logs it."""
+    try:
+        return str(httpx.URL(url))
+    except (httpx.InvalidURL, ValueError):  # refused at start anyway (NOTIFY_WEBHOOK_URL)
+        return url
 
 
 def _seconds(value: int | None) -> timedelta | None:

@@ -136,6 +136,15 @@ def test_the_password_of_any_url_setting_is_a_secret_and_kept_out_of_reprs():
     assert Settings(_env_file=None, redis_url="redis://cache.internal:6379/0").secrets() == ()
 
 
+def test_a_webhook_url_is_a_secret_as_written_and_as_an_http_client_prints_it():
+    settings = Settings(_env_file=None, notify_webhook_secret="signing-secret-1",
+                        notify_webhook_url="https://Hooks.Example.com:443/services/T0/B0/x y, https://b.example/h")
+    assert settings.secrets() == (
+        "signing-secret-1", "https://Hooks.Example.com:443/services/T0/B0/x y",
+        "https://hooks.example.com/services/T0/B0/x%20y", "https://b.example/h",
+    )
+
+
 def test_deploy_env_passthrough_is_a_list_of_names(monkeypatch):
     monkeypatch.setenv("DEPLOY_ENV_PASSTHROUGH", " AWS_PROFILE, KUBECONFIG ,,")
     assert Settings(_env_file=None).deploy_passthrough() == ("AWS_PROFILE", "KUBECONFIG")
