@@ -527,8 +527,9 @@ def redact_logs(secrets: Sequence[str]) -> RedactSecrets:
 
 
 def uvicorn_log_config(redacting: logging.Filter | None = None) -> dict[str, Any]:
-    """uvicorn's own logging configuration, with `redacting` (else one that knows only
-    query secrets) on its handlers: its loggers do not propagate to the root's."""
+    """uvicorn's own logging configuration, with `redacting` (else one that knows no
+    configured secret: query secrets and what looks like one) on its handlers: its loggers
+    do not propagate to the root's."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
