@@ -323,7 +323,9 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
 
         # Records a delivery that keeps failing through the service, so it joins the fan-out
         # once the service is built (like email).
-        webhooks = WebhookNotifier(hooks.urls, hooks.secret.get_secret_value(), service.record)
+        webhooks = WebhookNotifier(
+            hooks.urls, hooks.secret.get_secret_value(), service.record, secrets=settings.secrets()
+        )
         fanout.notifiers.append(webhooks)
     deployments = None
     legacy = settings.github.repository if settings.github else None  # DEPLOYER=github without a catalog

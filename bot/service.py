@@ -17,7 +17,7 @@ from bot import wording
 from bot.clock import utcnow
 from bot.commands import is_approval
 from bot.events import DEPLOY_STEPS, Cancelled, Event, HumanResponse, UserMessage, principal_of, stamped
-from bot.people import EMAIL, SLACK, Directory, Identity
+from bot.people import API, EMAIL, SLACK, Directory, Identity
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 from bot.thread import STATUSES, Origin, Thread
@@ -84,17 +84,26 @@ class ThreadService:
 
     def identify(self, who: Who, channel: str = "api") -> Identity:
         """An identity as it is. TEMPORARY, for callers still passing a raw user: a Slack
-        user id on Slack, an address by email, else a name, trusted only in open mode (any
-        other name is someone unknown, `api:<name>`, with no powers but `*`)."""
+        user id on Slack, an address by email, else a name nothing proves (`unproven`)."""
         if isinstance(who, Identity):
             return who
         if channel == SLACK:
             return self.directory.by_slack(who)
         if channel == EMAIL:
             return self.directory.by_email(who)
+        return self.unproven(who)
+
+    def unproven(self, name: str) -> Identity:
+        """Someone named by what proves nothing (the shared API token's `user`): a pipeline
+        or a bot, someone unknown (`api:<name>`) with no powers but `*`. Naming a person of
+        deploybot.toml (by any of their ids) is Forbidden: were it kept, their own token could
+        then approve "someone else's" request. In open mode names are trusted, as before."""
         if self.policy.open_mode:
-            return self.directory.by_name(who)
-        return Identity(None, "api", who.strip())
+            return self.directory.by_name(name)
+        person = self.directory.person_named(name)
+        if person is not None:
+            raise Forbidden(wording.use_your_personal_token(person))
+        return Identity(None, API, name.strip())
 
     async def launch(
         self,

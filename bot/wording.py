@@ -68,6 +68,13 @@ def shared_token_cannot(what: str) -> str:
     return f"the shared API token cannot {what}: use a personal token"
 
 
+def use_your_personal_token(person: str) -> str:
+    return (
+        f"{person} is a person of deploybot.toml: use your personal token (`python -m bot tokens create "
+        f"{person}`) or sign in; the shared API token speaks for nobody in particular"
+    )
+
+
 def not_an_approver_here(who: str, where: str, approvers: str) -> str:
     return f"{who} is not an approver for {where}; {approvers} may approve"
 

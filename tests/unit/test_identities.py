@@ -217,6 +217,9 @@ async def test_a_raw_user_is_read_by_its_channel_and_a_bare_name_is_nobody_unles
     thread = await service.launch("hello", "UALICE", channel="slack")
     assert thread.events[0].person == "alice"
     assert service.identify("bob@example.com", "email").person == "bob"
-    assert service.identify("bob", "api") == Identity(None, "api", "bob")
+    assert service.identify("ci-pipeline", "api") == Identity(None, "api", "ci-pipeline")
+    for person in ("bob", "bob@example.com", "UBOB"):  # a person is never named by what proves nothing
+        with pytest.raises(Forbidden, match="use your personal token"):
+            service.identify(person, "api")
     open_service = ThreadService(parts.store, Policy(), None, parts.clock)
     assert open_service.identify("bob", "api").person == "bob"
