@@ -32,6 +32,8 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import parseaddr
 
 from bot.channels import email_parse
 from bot.commands import is_approval
@@ -46,6 +48,7 @@ MAX_SENT_TEXT = 20_000  # characters of a sent mail remembered (render.MAX_BODY)
 RULES = {
     "copy+block": "the bot's copy, and the attribution or header block above it",
     "copy": "the bot's copy, with nothing above it to remove",
+    "block": "no copy (an HTML quote left out), but the attribution or header block above it",
     "fallback": "no copy of the bot's: quote prefixes, signatures, attribution and header phrases",
     "as-is": "nothing quoted, nothing cut: the whole text",
 }
@@ -64,6 +67,16 @@ class Sent:
         return json.dumps({
             "text": self.text[:MAX_SENT_TEXT], "subject": self.subject, "address": self.address, "name": self.name,
         })
+
+    @classmethod
+    def of(cls, msg: EmailMessage) -> Sent:
+        """What the bot says in `msg` (one email_render.message built): its plain text, its
+        subject, and its sender's address and display name (the local part without one: what
+        a client writes in an attribution then)."""
+        name, address = parseaddr(str(msg["From"] or ""))
+        body = msg.get_body(("plain",))
+        text = body.get_content() if isinstance(body, EmailMessage) else ""
+        return cls(text, str(msg["Subject"] or ""), address.lower(), name or address.partition("@")[0])
 
     @classmethod
     def loads(cls, raw: str | None) -> Sent | None:
@@ -95,32 +108,51 @@ def new_text(text: str, sent: Sent | None) -> str:
 
 def reading(text: str, sent: Sent | None) -> Reading:
     lines = visible(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    sent_words = _words(visible(sent.text)) if sent else []
-    copies = _copies(lines, sent_words) if len(sent_words) >= 1 else []
-    if not copies:
-        whole = "\n".join(lines)
-        kept = email_parse.new_text(whole)
-        return Reading(kept, "as-is" if kept == whole.strip() else "fallback")
-    assert sent is not None
-    markers = _Markers.of(sent)
+    markers = _Markers.of(sent) if sent else None
+    copies = _copies(lines, _words(visible(sent.text))) if sent else []
+    if markers and copies:
+        return _around_copies(lines, copies, markers)
+    if markers and (top := _trailing_block(lines, markers)) is not None:
+        # A client that sent HTML only: its quote was left out with the HTML, its attribution
+        # or header block was not.
+        return Reading(email_parse.new_text("\n".join(lines[:top])), "block")
+    whole = "\n".join(lines)
+    kept = email_parse.new_text(whole)
+    return Reading(kept, "as-is" if kept == whole.strip() else "fallback")
+
+
+def _around_copies(lines: list[str], copies: list[tuple[int, int, bool]], markers: _Markers) -> Reading:
+    """The text around the copies, less the block above each: after a quoted copy the text is
+    new again (bottom posting, inline answers); after an unquoted one it is all history."""
     pieces: list[str] = []
     at, block = 0, False
     for start, end, quoted in copies:
         top = _block_start(lines, start, at, markers)
         block = block or top < start
         pieces.append("\n".join(lines[at:top]))
-        at = end + 1
+        at = end + 1 if quoted else len(lines)
         if not quoted:
-            at = len(lines)
             break
     pieces.append("\n".join(lines[at:]))
     kept = "\n\n".join(email_parse.new_text(piece) for piece in pieces)
     return Reading(re.sub(r"\n{3,}", "\n\n", kept).strip(), "copy+block" if block else "copy")
 
 
+def _trailing_block(lines: list[str], markers: _Markers) -> int | None:
+    """The first line of a block at the end of the text that names the bot's address or the
+    sent subject (what a typed reply does not), or None."""
+    top = _block_start(lines, len(lines), 0, markers)
+    if any(markers.names_bot(_PREFIX.sub("", line)) for line in lines[top:]):
+        return top
+    return None
+
+
 def reread(mail: email_parse.Inbound, sent: Sent | None) -> email_parse.Inbound:
     """`mail` with its new text read against `sent` (and its refusal decided again on it: an
-    approval from HTML-only mail is refused, see email_parse.read)."""
+    approval from HTML-only mail is refused, see email_parse.read). Without `sent` it was read
+    by the same rules already."""
+    if sent is None or not mail.body:
+        return mail
     text = new_text(mail.body, sent)
     refusal = email_parse.HTML_ONLY_APPROVAL if mail.html_only and mail.token and is_approval(text) else None
     return dataclasses.replace(mail, text=text, refusal=refusal)
@@ -147,6 +179,7 @@ def _copies(lines: list[str], sent: list[str]) -> list[tuple[int, int, bool]]:
     for p, word in enumerate(sent):
         where.setdefault(word, []).append(p)
     words = [_words(line) for line in lines]
+    marks = [_quoted(line) for line in lines]
     need = min(MIN_COPY, len(sent))
     found: list[tuple[int, int, bool]] = []
     budget = [MAX_STEPS]
@@ -154,11 +187,11 @@ def _copies(lines: list[str], sent: list[str]) -> list[tuple[int, int, bool]]:
     while i < len(lines) and budget[0] > 0:
         best: tuple[int, int] | None = None  # (words matched, last line)
         for p in where.get(words[i][0], [])[:MAX_CANDIDATES] if words[i] else []:
-            run = _extend(words, i, p, sent, where, budget)
+            run = _extend(words, marks, i, p, sent, where, budget)
             if run and (best is None or run[0] > best[0]):
                 best = run
         if best is not None and best[0] >= need:
-            found.append((i, best[1], _quoted(lines[i])))
+            found.append((i, best[1], marks[i]))
             i = best[1] + 1
         else:
             i += 1
@@ -166,9 +199,12 @@ def _copies(lines: list[str], sent: list[str]) -> list[tuple[int, int, bool]]:
 
 
 def _extend(
-    words: list[list[str]], i: int, p: int, sent: list[str], where: dict[str, list[int]], budget: list[int]
+    words: list[list[str]], marks: list[bool], i: int, p: int, sent: list[str], where: dict[str, list[int]],
+    budget: list[int],
 ) -> tuple[int, int] | None:
-    """(words matched, last line) of the copy that starts with line i at sent word p."""
+    """(words matched, last line) of the copy that starts with line i at sent word p. In a
+    quoted copy, a line that does not match ends it unless it is quoted too: an unquoted one
+    there is the person's (an inline answer)."""
     if sent[p:p + len(words[i])] != words[i]:
         return None
     matched, q, last, gap = len(words[i]), p + len(words[i]), i, 0
@@ -184,6 +220,8 @@ def _extend(
         elif (ahead := _ahead(line, q, sent, where)) is not None:
             # A line of the sent text left out or mangled (a link a client rewrote): the copy goes on.
             matched, q, last, gap = matched + len(line), ahead + len(line), j, 0
+        elif marks[i] and not marks[j]:
+            break
         else:
             gap += 1
         j += 1
@@ -219,19 +257,19 @@ class _Markers:
         name = " ".join(_words(sent.name))
         return cls(sent.address.casefold(), name if len(name) >= 3 else "", subject if len(subject) >= 2 else [])
 
+    def names_bot(self, line: str) -> bool:
+        """Whether `line` has the bot's address or the sent subject in it."""
+        if self.address and self.address in line.casefold().replace(" ", ""):
+            return True
+        return bool(self.subject) and f" {' '.join(self.subject)} " in f" {' '.join(_words(line))} "
+
     def carried_by(self, line: str) -> bool:
         """Whether `line` (quote prefix gone) names the bot, the sent subject or a date, or
         is a separator line."""
-        folded = line.casefold()
         words = _words(line)
         if not words or _SEPARATOR.fullmatch(line.strip()):
             return True  # no words (Gmail's ">:" on its own line) or a rule
-        if self.address and self.address in folded.replace(" ", ""):
-            return True
-        joined = f" {' '.join(words)} "
-        if self.name and f" {self.name} " in joined:
-            return True
-        if self.subject and f" {' '.join(self.subject)} " in joined:
+        if self.names_bot(line) or (self.name and f" {self.name} " in f" {' '.join(words)} "):
             return True
         # A date or time alone marks a line only as an attribution or header writes it (a
         # person's "not before 14:00" is no attribution): with a key, both, or a closing , or :
