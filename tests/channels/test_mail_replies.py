@@ -65,22 +65,27 @@ def load() -> list[Case]:
 CASES = {case.name: case for case in load()}
 
 
-def quoted(prefix: str, width: int = 0) -> str:
+def quoted(prefix: str, width: int = 0, sent: str = BOT_TEXT) -> str:
     """The bot's approval email as a client quotes it: each line prefixed (a blank line gets
     the prefix without its trailing space), re-wrapped at `width` columns first if given."""
-    lines = BOT_TEXT.split("\n")
+    lines = sent.split("\n")
     if width:
         lines = [part for line in lines for part in (textwrap.wrap(line, width - len(prefix)) or [""])]
     return "\n".join(f"{prefix}{line}" if line else prefix.rstrip() for line in lines)
 
 
+def filled(case: Case, sent: str = BOT_TEXT) -> str:
+    """The reply as its client sends it, quoting `sent`: plain text, or HTML."""
+    quote_html = "<blockquote>" + html.escape(sent).replace("\n", "<br>") + "</blockquote>"
+    return re.sub(
+        r"\{quote(\d*):([^}]*)\}", lambda m: quoted(m[2], int(m[1] or 0), sent),
+        case.body.replace("{quote_html}", quote_html),
+    )
+
+
 def body(case: Case) -> str:
     """The reply's text as the parser gets it: placeholders filled, HTML converted."""
-    quote_html = "<blockquote>" + html.escape(BOT_TEXT).replace("\n", "<br>") + "</blockquote>"
-    filled = re.sub(
-        r"\{quote(\d*):([^}]*)\}", lambda m: quoted(m[2], int(m[1] or 0)), case.body.replace("{quote_html}", quote_html)
-    )
-    return html_to_text(filled) if case.html else filled
+    return html_to_text(filled(case)) if case.html else filled(case)
 
 
 def test_the_corpus_is_large_and_varied():
