@@ -492,6 +492,13 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
     return None
 
 
+def lead_of_attribution(lines: list[str], i: int) -> str:
+    """The reply text before an attribution that starts on line i and shares its line
+    ("approve On Wed, ... wrote:"), or ""."""
+    found = _attribution(lines, i)
+    return found[0] if found else ""
+
+
 def _dated_address(line: str) -> bool:
     """`line` has a time and ends in the address after it and a colon: "<date> 10:00,
     Bob <bob@x>:" (Gmail in Russian, Mail.ru). What `.*\\d{1,2}:\\d{2}.*@[^\\s<>()]+>?\\)?\\s?:`

@@ -129,7 +129,9 @@ def _around_copies(lines: list[str], copies: list[tuple[int, int, bool]], marker
     for start, end, quoted in copies:
         top = _block_start(lines, start, at, markers)
         block = block or top < start
-        pieces.append("\n".join(lines[at:top]))
+        # A reply on the attribution's own line ("approve On Wed, ... wrote:") is kept.
+        lead = email_parse.lead_of_attribution(lines, top) if top < start else ""
+        pieces.append("\n".join([*lines[at:top], lead]))
         at = end + 1 if quoted else len(lines)
         if not quoted:
             break
