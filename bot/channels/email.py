@@ -184,7 +184,7 @@ class EmailChannel:
         fresh, _, _ = await self.inbox.receive(names.EMAIL_INBOUND, mail.message_id, SEEN_TTL, None)
         if not fresh:
             return await self._refuse(mail, f"message {mail.message_id} was already received")
-        mail = reply.reread(mail, await self._sent(mail, approval_id or lapsed))
+        mail = await asyncio.to_thread(reply.reread, mail, await self._sent(mail, approval_id or lapsed))
         try:
             if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
                 return await self._refuse(mail, mail.refusal)
