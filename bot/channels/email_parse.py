@@ -6,7 +6,10 @@ again (bottom posting, inline answers); an attribution ("On <date>, <who> wrote:
 languages below, wrapped over up to three lines or sharing its line with the reply) ends the
 new text before it; a header block (From/Sent/To/Subject in those languages, as Outlook writes
 it in plain text or as its HTML reads once converted) or an "Original Message" separator ends
-the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out.
+the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out. These
+are the fallback: the channel reads a reply again against the mail the bot sent
+(`email_reply`, which finds the bot's own copy and the block above it in any language) and
+uses these rules only for what is left, or when that mail is no longer kept.
 
 The first line of the new text decides an approval, and only an unambiguous approval word
 approves (`bot.commands.is_approval`), with no question anywhere under it: anything else is
