@@ -71,12 +71,11 @@ class Sent:
     @classmethod
     def of(cls, msg: EmailMessage) -> Sent:
         """What the bot says in `msg` (one email_render.message built): its plain text, its
-        subject, and its sender's address and display name (the local part without one: what
-        a client writes in an attribution then)."""
+        subject, and its sender's address and display name (if it has one)."""
         name, address = parseaddr(str(msg["From"] or ""))
         body = msg.get_body(("plain",))
         text = body.get_content() if isinstance(body, EmailMessage) else ""
-        return cls(text, str(msg["Subject"] or ""), address.lower(), name or address.partition("@")[0])
+        return cls(text, str(msg["Subject"] or ""), address.lower(), name)
 
     @classmethod
     def loads(cls, raw: str | None) -> Sent | None:
@@ -244,6 +243,7 @@ _TIME = re.compile(r"\b\d{1,2}[:.h]\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)
 _DATE = re.compile(
     r"(?<!\d)(?:19|20)\d{2}(?!\d)|\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b", re.I
 )
+_KEY = re.compile(r"^[^\s:]{1,20}(?:\s[^\s:]{1,20})?\s?:")  # "From:", "De :", "보낸 사람:"
 _SEPARATOR = re.compile(r"\W*[-_=*~]{2,}.*|.*[-_=*~]{2,}\W*")
 
 
@@ -251,13 +251,15 @@ _SEPARATOR = re.compile(r"\W*[-_=*~]{2,}.*|.*[-_=*~]{2,}\W*")
 class _Markers:
     address: str
     name: str
+    local: str  # the address's local part, as words: a client without a display name writes it
     subject: list[str]
 
     @classmethod
     def of(cls, sent: Sent) -> _Markers:
         subject = _words(re.sub(r"^(?:\s*(?:re|fwd?|aw|sv|vs|rv)\s*:)+", "", sent.subject, flags=re.I))
         name = " ".join(_words(sent.name))
-        return cls(sent.address.casefold(), name if len(name) >= 3 else "", subject if len(subject) >= 2 else [])
+        local = " ".join(_words(sent.address.partition("@")[0]))
+        return cls(sent.address.casefold(), name if len(name) >= 3 else "", local, subject if len(subject) >= 2 else [])
 
     def names_bot(self, line: str) -> bool:
         """Whether `line` has the bot's address or the sent subject in it."""
@@ -273,6 +275,9 @@ class _Markers:
             return True  # no words (Gmail's ">:" on its own line) or a rule
         if self.names_bot(line) or (self.name and f" {self.name} " in f" {' '.join(words)} "):
             return True
+        if self.local and self.local in (" ".join(words), " ".join(_words(_KEY.sub("", line)))):
+            return True  # the local part alone on a line ("deploybot", Polymail; "From: deploybot"):
+            # a common word such as "deploy" is a marker only there, never inside typed text
         # A date or time alone marks a line only as an attribution or header writes it (a
         # person's "not before 14:00" is no attribution): with a key, both, or a closing , or :
         time, date = _TIME.search(line), _DATE.search(line)
@@ -309,4 +314,4 @@ def _block_start(lines: list[str], start: int, floor: int, markers: _Markers) ->
 def _headerish(line: str) -> bool:
     """A line a header block or a wrapped attribution has between its marked lines: a
     "Key: value" line (To:, Cc:, any language), an address, or the end of an attribution."""
-    return bool(re.match(r"[^\s:]{1,20}(?:\s[^\s:]{1,20})?\s?:", line)) or "@" in line or line.endswith(":")
+    return bool(_KEY.match(line)) or "@" in line or line.endswith(":")

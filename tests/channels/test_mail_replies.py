@@ -43,6 +43,7 @@ REQUEST = ApprovalRequested(
 )
 BOT_TEXT = approval_text(REQUEST, TOKEN)
 SENT = email_reply.Sent(BOT_TEXT, SUBJECT, "deploybot@example.com", "deploybot")
+NAMELESS = email_reply.Sent(BOT_TEXT, SUBJECT, "deploybot@example.com")  # EMAIL_FROM without a display name
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ def test_the_new_text_and_the_decision_of_a_real_reply(name):
     case = CASES[name]
     text = email_reply.new_text(body(case), SENT)
     assert text == case.text
+    assert email_reply.new_text(body(case), NAMELESS) == case.text
     assert "deploybot@example.com" not in text and TOKEN not in text  # nothing of the quote leaked
     mail = Inbound("bob@example.com", "<m@x>", "Re: x", "", (), TOKEN, html_only=case.html, body=body(case))
     read = email_reply.reread(mail, SENT)

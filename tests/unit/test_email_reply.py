@@ -19,7 +19,9 @@ def test_a_sent_mail_is_kept_as_the_bot_built_it_and_read_back():
     msg = message("Deploybot@Example.com", "bob@example.com", SENT.subject, SENT.text)
     sent = email_reply.Sent.of(msg)
     assert sent.text.strip() == SENT.text and sent.subject == SENT.subject
-    assert (sent.address, sent.name) == ("deploybot@example.com", "Deploybot")  # no display name: the local part
+    assert (sent.address, sent.name) == ("deploybot@example.com", "")
+    named = email_reply.Sent.of(message("deploybot <deploybot@example.com>", "bob@example.com", "s", "t"))
+    assert (named.address, named.name) == ("deploybot@example.com", "deploybot")
     assert email_reply.Sent.loads(sent.dumps()) == sent
 
 
@@ -62,3 +64,10 @@ def test_reread_decides_the_html_only_refusal_on_the_new_text():
     rejected = email_reply.reread(dataclasses.replace(html_only, body="No, wait"), SENT)
     assert rejected.text == "No, wait" and rejected.refusal is None
     assert email_reply.reread(html_only, None) is html_only  # nothing kept: as the parser read it
+
+
+def test_a_common_local_part_marks_only_a_line_of_its_own():
+    sent = email_reply.Sent(SENT.text, SENT.subject, "deploy@example.com")  # no display name
+    polymail = "On Mon, Nov 23, 2026 at 10:00 AM\n\ndeploy\n\n<deploy@example.com>\n\nwrote:"
+    text = f"Please deploy after lunch\n{polymail}\n\n{QUOTED}"
+    assert email_reply.new_text(text, sent) == "Please deploy after lunch"
