@@ -44,6 +44,7 @@ from starlette.responses import JSONResponse, Response
 from bot import wording
 from bot.channels import email_parse as parse
 from bot.channels import email_render as render
+from bot.channels import email_reply as reply
 from bot.clock import utcnow
 from bot.events import (
     ApprovalEscalated,
@@ -71,6 +72,8 @@ SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
 MAX_MESSAGE_ID = render.MAX_MESSAGE_ID  # characters; a longer one is refused (it would be a key)
 MAX_ADDRESS = render.MAX_ADDRESS  # a longer From address is nobody we know
 MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
+SENT_TTL = 30 * 24 * 3600  # what a sent mail said is kept a month: replies are read against it
+MAX_SENT_LOOKUPS = 3  # references looked up for the mail a reply answers (In-Reply-To first)
 
 
 @dataclass
@@ -181,6 +184,7 @@ class EmailChannel:
         fresh, _, _ = await self.inbox.receive(names.EMAIL_INBOUND, mail.message_id, SEEN_TTL, None)
         if not fresh:
             return await self._refuse(mail, f"message {mail.message_id} was already received")
+        mail = await asyncio.to_thread(reply.reread, mail, await self._sent(mail, approval_id or lapsed))
         try:
             if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
                 return await self._refuse(mail, mail.refusal)
@@ -191,6 +195,21 @@ class EmailChannel:
             # A retry must not look like a replay.
             await self.inbox.forget(names.EMAIL_INBOUND, mail.message_id)
             raise
+
+    async def _sent(self, mail: parse.Inbound, approval_id: str | None) -> reply.Sent | None:
+        """What the bot said in the mail `mail` answers (by In-Reply-To/References, then the
+        approval email its code is for), so its new text is found by it; None when none is
+        kept (the reply is read by the language-independent rules alone)."""
+        refs = list(mail.references[:MAX_SENT_LOOKUPS])
+        if approval_id:
+            refs.append(render.approval_message_id(approval_id, mail.sender, self.sender))
+        try:
+            for ref in refs:
+                if sent := reply.Sent.loads(await self.inbox.lookup(names.email_sent(ref))):
+                    return sent
+        except Exception:  # read without it rather than not at all
+            log.exception("email: could not look up the mail %s answers", _short(mail.message_id))
+        return None
 
     def _check_token(self, mail: parse.Inbound) -> tuple[str | None, str | None]:
         """(approval id, None) for a valid reply token; (None, why) for an invalid one."""
@@ -556,6 +575,10 @@ class EmailChannel:
                 await self.inbox.link(names.email_message(str(msg["Message-ID"])), thread.id, thread.id)
             except Exception:  # still worth sending: a reply also names the thread's root or a token
                 log.exception("thread %s: could not remember the email to %s", thread.id, _short(to))
+            try:  # what it says, so a reply's new text is found by it
+                await self.inbox.keep(names.email_sent(str(msg["Message-ID"])), reply.Sent.of(msg).dumps(), SENT_TTL)
+            except Exception:  # a reply is still read, by the language-independent rules
+                log.exception("thread %s: could not keep the text of the email to %s", thread.id, _short(to))
         self._spawn(thread, msg)
 
     def _spawn(self, thread: Thread | None, msg: EmailMessage) -> None:

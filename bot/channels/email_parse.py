@@ -6,7 +6,10 @@ again (bottom posting, inline answers); an attribution ("On <date>, <who> wrote:
 languages below, wrapped over up to three lines or sharing its line with the reply) ends the
 new text before it; a header block (From/Sent/To/Subject in those languages, as Outlook writes
 it in plain text or as its HTML reads once converted) or an "Original Message" separator ends
-the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out.
+the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out. These
+are the fallback: the channel reads a reply again against the mail the bot sent
+(`email_reply`, which finds the bot's own copy and the block above it in any language) and
+uses these rules only for what is left, or when that mail is no longer kept.
 
 The first line of the new text decides an approval, and only an unambiguous approval word
 approves (`bot.commands.is_approval`), with no question anywhere under it: anything else is
@@ -92,6 +95,7 @@ class Inbound:
     refusal: str | None = None  # why the bot must not act on it, in words for the sender
     cut: tuple[str, ...] = field(default=())  # what was cut from oversize headers, for the log
     automatic: str | None = None  # what marks it as automatic mail (an out-of-office reply, a bounce)
+    body: str = ""  # the top of the body as text (HTML converted), to read the new text from again
 
 
 def parse(raw: bytes) -> Inbound:
@@ -113,15 +117,16 @@ def read(raw: bytes) -> Inbound:
         message_id, cut = _message_id(msg)
         if "@" not in sender or not message_id:
             raise MalformedEmail("an email needs a From address and a Message-ID")
-        body, content, html_only = _body(msg)
+        whole, content, html_only = _body(msg)
         head = _head(content, html_only)  # the new text is at the top; the code may be anywhere
-        text = new_text(html_to_text(head) if html_only else head)
+        body = html_to_text(head) if html_only else head
+        text = new_text(body)
         subject = " ".join(_header(msg, "Subject", decoded=True).split())  # no folded or encoded newlines
         recipients = " ".join(a for _, a in getaddresses(
             [v for h in ("To", "Cc", "Delivered-To", "X-Original-To") for v in _headers(msg, h)]
         ))
         references, refs_cut = _references(msg)
-        token = re.search(rf"\+({TOKEN})@", recipients) or _token_in_body(msg, body, content)
+        token = re.search(rf"\+({TOKEN})@", recipients) or _token_in_body(msg, whole, content)
         automatic = _automatic(msg)
     except MalformedEmail:
         raise
@@ -133,7 +138,7 @@ def read(raw: bytes) -> Inbound:
     refusal = HTML_ONLY_APPROVAL if html_only and token and is_approval(text) else None
     return Inbound(
         sender, message_id, subject, text, references, token[1] if token else None,
-        html_only=html_only, refusal=refusal, cut=cut + refs_cut, automatic=automatic,
+        html_only=html_only, refusal=refusal, cut=cut + refs_cut, automatic=automatic, body=body,
     )
 
 
@@ -413,6 +418,7 @@ def new_text(text: str) -> str:
     follows it (Yahoo, Outlook), everything after it is history; a header block or an
     "Original Message" separator starts the history; a signature is left out up to the next
     quote block. Pieces of new text around quote blocks are joined by a blank line."""
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # Zimbra's zero-width characters
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     pieces: list[list[str]] = [[]]
     signature = False
@@ -469,6 +475,8 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
     for last in range(i, min(i + 3, len(lines))):
         if last > i and (not lines[last].strip() or _quoted(lines[last])):
             return None
+        if last > i and _OPENER.match(f" {lines[last].strip()}", 1):
+            return None  # the attribution starts on a later line: line i is the reply ("Approved")
         if not lines[last].endswith(":"):
             continue
         joined = " ".join(line.strip() for line in lines[i:last + 1])
@@ -485,6 +493,13 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
                 lead = joined[:start].strip()
                 return ("" if _OPENER_WORD.fullmatch(lead) else lead), last
     return None
+
+
+def lead_of_attribution(lines: list[str], i: int) -> str:
+    """The reply text before an attribution that starts on line i and shares its line
+    ("approve On Wed, ... wrote:"), or ""."""
+    found = _attribution(lines, i)
+    return found[0] if found else ""
 
 
 def _dated_address(line: str) -> bool:

@@ -478,9 +478,9 @@ SIGN_IN_FAILED = "deploybot could not make a sign-in link just now; try again in
 COULD_NOT_OPEN_FORM = "Slack did not open the rejection form; click Reject again."
 STALE_FORM = "This form is out of date or incomplete: click Reject on the approval message again."
 NOT_OUR_BUTTON = "That button is not one deploybot can act on; use the buttons of its latest approval message."
-# Message subtypes that are people talking; every other one (edits, deletions, joins, bot
-# messages, ...) is ignored.
-HUMAN_SUBTYPES = (None, "thread_broadcast", "file_share")
+# Message subtypes that are people talking (a `/me` message too); every other one (edits,
+# deletions, joins, bot messages, ...) is ignored.
+HUMAN_SUBTYPES = (None, "thread_broadcast", "file_share", "me_message")
 
 
 def _from_a_person(event: dict, bot_user: str | None) -> bool:

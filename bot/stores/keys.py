@@ -78,6 +78,12 @@ def email_message(message_id: str) -> str:
     return f"email:msg:{message_id}"
 
 
+def email_sent(message_id: str) -> str:
+    """A mail the bot sent that can be replied to, by its Message-ID -> what it said (its text,
+    subject and sender, email_reply.Sent), so a reply's new text is found by it. Expires."""
+    return f"email:sent:{message_id}"
+
+
 def email_approval(approval_id: str) -> str:
     """An approval asked for by email -> its bot thread."""
     return f"email:approval:{approval_id}"
