@@ -427,7 +427,8 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
         secure_cookies=public_base(settings).startswith("https://"),
     )
     email = settings.email
-    return HttpLimits(create_app(app, worker=worker, sign_in=auth), auth, email.max_bytes if email else None)
+    return HttpLimits(create_app(app, worker=worker, sign_in=auth), auth, email.max_bytes if email else None,
+                      hosts=settings.host_names())
 
 
 # --- signing in -------------------------------------------------------------------------------
