@@ -130,6 +130,9 @@ def deploybot_limits(email_max_bytes: int | None) -> tuple[Limit, ...]:
         Limit("/github/webhook", GITHUB_MAX_BYTES, auth="none"),
         # The inbound secret is checked by the endpoint before it reads the body.
         Limit("/email/inbound", API_MAX_BYTES if email_max_bytes is None else email_max_bytes, auth="none"),
+        # Using a sign-in link asks no session's token (a browser signed in as someone else may
+        # use one): the route takes its form only from the bot's own origin (state same_origin).
+        Limit("/auth/link", API_MAX_BYTES, auth="optional", csrf="page"),
         Limit("/auth", API_MAX_BYTES, auth="optional"),
         # The web console: without credentials it shows how to sign in (the pages check who
         # is asking themselves: ANONYMOUS sees nothing else); its forms carry the CSRF token.

@@ -194,6 +194,12 @@ async def test_a_get_uses_nothing_and_the_pages_form_signs_in(outsider, app: App
     assert r.headers["cache-control"] == "no-store" and SESSION_COOKIE in outsider.cookies
     assert (await outsider.get("/auth/session")).json()["person"] == "bob"
 
+    # Signed in as bob, the same browser may use alice's link (no session's token asked).
+    other = await app.credentials.issue_link("alice", 600)
+    r = await outsider.post("/auth/link", data={"code": other}, headers=origin(outsider))
+    assert r.status_code == 303, r.text
+    assert (await outsider.get("/auth/session")).json()["person"] == "alice"
+
     # Used: the link's page says so, styled, with the way back to signing in.
     for used in (code, "made-up", ""):
         page = await outsider.get("/auth/link", params={"code": used})
