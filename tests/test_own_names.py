@@ -6,6 +6,7 @@ console's CSRF token is each browser's own."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator
 
@@ -13,7 +14,7 @@ import httpx
 import pytest
 from starlette.datastructures import Headers
 
-from bot.app import App
+from bot.app import App, http_app
 from bot.http_limits import BAD_HOST, CROSS_ORIGIN, own_hosts, same_origin
 
 TOKEN = "shared-api-token-own-names"
@@ -118,3 +119,15 @@ def test_names_and_origins_compare_as_browsers_send_them():
     assert same("127.0.0.1:8080", referer="http://127.0.0.1:8080/console/?x=1") is True
     assert same("127.0.0.1:8080", origin="null") is False and same("127.0.0.1:8080", origin="file://") is False
     assert same("127.0.0.1:8080") is None
+
+
+@pytest.mark.parametrize(("extra", "warned"), [
+    ({"api_token": TOKEN}, True),  # HOST 0.0.0.0, no name: only loopback answers
+    ({"api_token": TOKEN, "public_url": "https://deploybot.example"}, False),
+    ({"api_token": TOKEN, "allowed_hosts": "ops.internal"}, False),
+    ({}, False),  # local mode binds 127.0.0.1
+])
+def test_serving_beyond_loopback_without_a_name_is_warned_about(app: App, caplog, warned: bool):
+    caplog.set_level(logging.WARNING, logger="bot.app")
+    http_app(app)
+    assert any("set PUBLIC_URL or ALLOWED_HOSTS" in r.getMessage() for r in caplog.records) is warned
