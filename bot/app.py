@@ -415,6 +415,10 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     settings = app.settings
     if settings.open_mode:
         log.warning("open mode: %s", OPEN_MODE_NOTICE)
+    if settings.bind_host() != "127.0.0.1" and not settings.host_names():
+        # Served beyond loopback with no name of its own: every request by another name is a 400.
+        log.warning("http: only requests for 127.0.0.1, localhost or [::1] (Host header) are answered: "
+                    "set PUBLIC_URL or ALLOWED_HOSTS to the names this server is reached by")
     credentials = app.credentials or RedisCredentials(app.redis)
     auth = Auth(
         app.api_token,
@@ -427,7 +431,8 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
         secure_cookies=public_base(settings).startswith("https://"),
     )
     email = settings.email
-    return HttpLimits(create_app(app, worker=worker, sign_in=auth), auth, email.max_bytes if email else None)
+    return HttpLimits(create_app(app, worker=worker, sign_in=auth), auth, email.max_bytes if email else None,
+                      hosts=settings.host_names())
 
 
 # --- signing in -------------------------------------------------------------------------------

@@ -228,6 +228,9 @@ class Settings(BaseSettings):
     public_url: str | None = Field(None, description="the bot's address in sign-in links; unset: http://HOST:PORT")
     console_streams_per_person: int = Field(5, ge=1, description="live console streams one person may hold at once")
     console_streams: int = Field(200, ge=1, description="live console streams one web process serves at once")
+    allowed_hosts: str = Field(
+        "", description="more names the bot answers to (Host), comma-separated; loopback and PUBLIC_URL's host always"
+    )
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
@@ -505,6 +508,17 @@ class Settings(BaseSettings):
     def bind_host(self) -> str:
         """Without API_TOKEN the approval endpoints must not be reachable from other hosts."""
         return self.host if self.api_token else "127.0.0.1"
+
+    def host_names(self) -> frozenset[str]:
+        """The names, besides loopback, the bot answers to (bot.http_limits checks Host):
+        ALLOWED_HOSTS, PUBLIC_URL's host, and the address HOST binds to unless it is all of them."""
+        names = set(_words(self.allowed_hosts))
+        if self.public_url:
+            names.add(urlsplit(self.public_url.strip()).netloc)
+        bound = self.bind_host()
+        if bound not in ("0.0.0.0", "::", ""):
+            names.add(f"[{bound}]" if ":" in bound else bound)
+        return frozenset(names)
 
     def policy(self) -> Policy:
         """Environments and who may approve, lock and unlock: deploybot.toml and the

@@ -236,6 +236,14 @@ class RedisCredentials:
         person = await self.redis.getdel(self.keys.sign_in_link(_digest(code)))
         return text(person) if person is not None else None
 
+    async def peek_link(self, code: str) -> str | None:
+        """The person a link is for, leaving it unused: what a GET of the link shows (a mail
+        scanner's GET must not use it up)."""
+        if not code:
+            return None
+        person = await self.redis.get(self.keys.sign_in_link(_digest(code)))
+        return text(person) if person is not None else None
+
     # --- signed-out sessions ------------------------------------------------------------------
 
     async def end_session(self, session_id: str, ttl_seconds: int) -> None:

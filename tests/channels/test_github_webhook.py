@@ -200,7 +200,7 @@ async def raw_post(api, headers: dict[str, str], body: bytes = b"") -> bytes:
     """One request on a socket of its own: the head, then as much of `body` as the server reads."""
     port = api.base_url.port
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    head = "POST /github/webhook HTTP/1.1\r\nHost: x\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    head = "POST /github/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     writer.write(head.encode() + b"\r\n")
     try:
         for i in range(0, len(body), 64 * 1024):
