@@ -164,8 +164,8 @@ class EmailChannel:
         # Who sent it, before anything is read or written: a stranger is only logged.
         approval_id, token_error = self._check_token(mail)
         # A confirmation code ("Did you send this?") is signed as one: it never decides.
-        confirmation = self._confirmation(mail) if token_error else None
-        token_error = None if confirmation else token_error
+        confirmation, confirmation_error = self._confirmation(mail) if token_error else (None, None)
+        token_error = None if confirmation else confirmation_error or token_error
         # A genuine approval code that only lapsed proves the address as well as a valid one
         # (someone an approval was escalated to is no approver): they are told it expired.
         lapsed = self._lapsed(mail) if token_error else None
@@ -210,13 +210,15 @@ class EmailChannel:
         except parse.TokenError as e:
             return None, str(e)
 
-    def _confirmation(self, mail: parse.Inbound) -> str | None:
-        """The confirmation id of `mail`'s token when it is a valid confirmation code (signed
-        for this sender, not expired); else None."""
+    def _confirmation(self, mail: parse.Inbound) -> tuple[str | None, str | None]:
+        """(confirmation id, None) when `mail`'s token is a valid confirmation code (signed for
+        this sender, not expired); (None, why) for a genuine one that expired; else (None, None)."""
         try:
-            return parse.check_token(self.reply_secret, mail.token or "", mail.sender, utcnow(), parse.CONFIRMATION)
-        except parse.TokenError:
-            return None
+            return parse.check_token(
+                self.reply_secret, mail.token or "", mail.sender, utcnow(), parse.CONFIRMATION,
+            ), None
+        except parse.TokenError as e:
+            return None, str(e) if str(e).endswith("has expired") else None
 
     def _lapsed(self, mail: parse.Inbound) -> str | None:
         """The approval id of `mail`'s token when it is genuine (signed for this sender) and
