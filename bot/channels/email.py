@@ -327,7 +327,10 @@ class EmailChannel:
         thread_id = await self.inbox.lookup(names.email_confirmation(confirmation_id))
         if thread_id is None:
             return await self._refuse(mail, "the confirmation code does not belong to any request", tell=True)
-        thread = await self.service.get(thread_id)
+        try:
+            thread = await self.service.get(thread_id)
+        except Refused as e:  # gone since (retention)
+            return await self._refuse(mail, e.message, tell=True)
         if not is_approval(mail.text):
             return await self._refuse(mail, wording.sender_not_confirmed(), thread, tell=True)
         try:
