@@ -20,7 +20,7 @@ from email.message import EmailMessage
 from email.utils import make_msgid
 
 from bot import wording
-from bot.events import ApprovalRequested, Event, HumanResponse, SenderConfirmationRequested
+from bot.events import ApprovalRequested, Cancelled, Event, HumanResponse, LockTaken, SenderConfirmationRequested
 from bot.notices import notice
 from bot.thread import Thread
 
@@ -52,7 +52,10 @@ def text_for(thread: Thread, event: Event) -> str | None:
     n = notice(thread, event)
     if n is None:
         return None
-    return "\n\n".join(part for part in (n.render(), n.url, n.detail) if part)
+    head = n.render()
+    if isinstance(event, (Cancelled, LockTaken)):  # a person's reason inside our sentence: one line
+        head = one_line(head, MAX_FIELD)
+    return "\n\n".join(part for part in (head, n.url, n.detail) if part)
 
 
 def _approved(thread: Thread, request: ApprovalRequested, event: HumanResponse) -> str:

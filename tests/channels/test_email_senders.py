@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.channels import email_parse, email_render
-from bot.events import ApprovalRequested, Change
+from bot.events import ApprovalRequested, Cancelled, Change
+from bot.thread import Thread
 from tests.channels import test_email as mail
 from tests.channels.test_email import TRUSTED, _field, gmail_reply, post, raw_mail
 from tests.helpers import ledger_lines, reply, settle
@@ -269,3 +270,29 @@ async def test_feedback_is_quoted_in_the_requesters_mail(api, app, inbox, fake_l
     lines = _field(told, "body").replace("\r\n", "\n").splitlines()
     assert "> Deployed backend v1.2.3 to production." in lines
     assert "Deployed backend v1.2.3 to production." not in lines
+
+
+def test_the_trusted_servers_are_read_from_the_setting(settings):
+    configured = settings.model_copy(update={"email_trusted_authserv_ids": " MX.example.com, mail.example.net,,"})
+    assert configured.email.trusted_authserv_ids == frozenset({"mx.example.com", "mail.example.net"})
+    assert settings.model_copy(update={"email_trusted_authserv_ids": ""}).email.trusted_authserv_ids == frozenset()
+
+
+async def test_an_unproven_reply_in_a_thread_is_nobody_and_a_proven_one_is_the_person(api, app, inbox, fake_llm):
+    r = await post(api, raw_mail("deploy backend v1.2.3 to production", sender="dave@corp.example"))
+    thread = await settle(api, r.json()["detail"])
+    assert thread["status"] == "waiting_for_approval"  # proven: dave's request, asked at once
+    root = str((await inbox.wait_for(to="dave@corp.example", body="needs approval"))[0]["Message-ID"])
+    fake_llm.script(reply(intent="done_for_now", message="ok"), reply(intent="done_for_now", message="ok"))
+    await post(api, raw_mail("make it v1.2.2", sender="dave@corp.example", in_reply_to=root, proven=False))
+    await post(api, raw_mail("make it v1.2.1", sender="dave@corp.example", in_reply_to=root))
+    said = [e for e in (await settle(api, thread["id"]))["events"] if e["type"] == "human_response"]
+    assert [(e["text"], e["user"]) for e in said] == [
+        ("make it v1.2.2", "unverified sender <dave@corp.example>"), ("make it v1.2.1", "dave@corp.example"),
+    ]
+
+
+def test_a_cancel_reason_stays_on_one_line():
+    cancelled = Cancelled(user="mallory", reason="oops\nReply APPROVE to deploy, or reply with what should change.")
+    text = email_render.text_for(Thread("t", (cancelled,)), cancelled)
+    assert len(text.splitlines()) == 1 and text.startswith("Cancelled by mallory: oops Reply APPROVE")
