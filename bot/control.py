@@ -10,6 +10,7 @@ from bot import wording
 from bot.events import (
     COMMAND_STEPS,
     DEPLOY_STEPS,
+    ApprovalExpired,
     ApprovalRequested,
     CommandStep,
     Deploy,
@@ -21,6 +22,7 @@ from bot.events import (
     RequestMoreInformation,
     RollBack,
     SenderConfirmationRequested,
+    UserMessage,
 )
 from bot.policy import Policy, Timing
 from bot.thread import Status, Thread
@@ -84,6 +86,13 @@ class Escalate:
 
 
 @dataclass(frozen=True)
+class Finish:
+    """End the thread with the bot's `message` (done until a person writes again)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class Remind:
     """A pending approval is due its `count`-th reminder."""
 
@@ -113,7 +122,7 @@ class ExpireSenderConfirmation:
 
 Action = (
     Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
-    | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
+    | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
 )
 
 
@@ -229,10 +238,31 @@ def _deploy_action(thread: Thread, step: Deploy, policy: Policy) -> Action:
     if not policy.needs_approval(step.environment):
         return RunDeploy(step)
     if request is None:
+        lapsed = _lapsed_before(thread, step)
+        if lapsed is not None:
+            # Asking again is for a person to want: a model proposing the deploy whose approval
+            # nobody gave in time would ask every APPROVAL_TTL until the step limit.
+            what = wording.what_to_deploy(lapsed.service, lapsed.tag, lapsed.environment)
+            return Finish(wording.not_asking_again(what, lapsed.expires_at))
         return AskApproval(step)
     if decision is None:
         return Stop("waiting_for_approval")
     return RunDeploy(step, request, decision)  # a rejection already closed the step
+
+
+def _lapsed_before(thread: Thread, step: Deploy) -> ApprovalRequested | None:
+    """The request of the same deploy (service, tag, environment) that expired with no person
+    writing since, or None."""
+    for e in reversed(thread.events):
+        if isinstance(e, (UserMessage, HumanResponse)):
+            return None
+        if isinstance(e, ApprovalExpired):
+            request = thread.approval(e.approval_id)
+            if request is not None and (request.service, request.tag, request.environment) == (
+                step.service, step.tag, step.environment,
+            ):
+                return request
+    return None
 
 
 def _too_many_errors(thread: Thread, count: int) -> str:

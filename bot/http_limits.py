@@ -53,6 +53,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bot.people import ANONYMOUS, SESSION, TOKEN, Directory, Identity
+from bot.prompt import redact
 
 log = logging.getLogger(__name__)
 
@@ -479,23 +480,61 @@ def redact_query(text: str) -> str:
     return _QUERY.sub(lambda m: "?" + "&".join(pair(p) for p in m.group(0)[1:].split("&")), text)
 
 
-class RedactQuerySecrets(logging.Filter):
-    """On "uvicorn.access": its records carry the path with its query string as an argument
-    (`'%s - "%s %s HTTP/%s" %d'`); every string argument (and the message) is redacted."""
+class RedactSecrets(logging.Filter):
+    """The one redacting filter, on every handler that prints (the root's, uvicorn's): no
+    logger, ours or a library's, prints a secret. httpx logs each request's full URL at INFO,
+    and a webhook URL is a credential; uvicorn's access log names query strings. Each string
+    argument and the message are redacted like the transcript (bot.prompt.redact: `secrets`,
+    and whatever looks like one), and query secrets (`?secret=`). A secret only in the
+    formatted message (an httpx.URL argument) makes the record its redacted message."""
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.secrets = tuple(secrets)
+
+    def clean(self, text: str) -> str:
+        return redact_query(redact(text, self.secrets))  # whole values first: a URL with its query
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(redact_query(a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.args, tuple):  # uvicorn's access formatter reads them one by one
+            record.args = tuple(self.clean(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: self.clean(v) if isinstance(v, str) else v for k, v in record.args.items()}
         if isinstance(record.msg, str):
-            record.msg = redact_query(record.msg)
+            record.msg = self.clean(record.msg)
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a malformed call: logging reports it, as it would
+            return True
+        if (clean := self.clean(message)) != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.clean(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.clean(record.stack_info)
         return True
 
 
-def uvicorn_log_config() -> dict[str, Any]:
-    """uvicorn's own logging configuration, with the redaction on its access logger."""
+def redact_logs(secrets: Sequence[str]) -> RedactSecrets:
+    """Put one RedactSecrets on every handler of the root logger (where every logger that
+    propagates prints): what the bot does once logging is configured."""
+    redacting = RedactSecrets(secrets)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redacting)
+    return redacting
+
+
+def uvicorn_log_config(redacting: logging.Filter | None = None) -> dict[str, Any]:
+    """uvicorn's own logging configuration, with `redacting` (else one that knows no
+    configured secret: query secrets and what looks like one) on its handlers: its loggers
+    do not propagate to the root's."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
-    config.setdefault("filters", {})["redact_query_secrets"] = {"()": RedactQuerySecrets}
-    config["loggers"]["uvicorn.access"].setdefault("filters", []).append("redact_query_secrets")
+    the_filter = redacting or RedactSecrets()
+    config.setdefault("filters", {})["redact_secrets"] = {"()": lambda: the_filter}
+    for handler in config["handlers"].values():
+        handler.setdefault("filters", []).append("redact_secrets")
     return config

@@ -24,6 +24,7 @@ from bot.control import (
     EscalateApproval,
     Expire,
     ExpireSenderConfirmation,
+    Finish,
     Interrupted,
     PlanRollback,
     Remind,
@@ -41,6 +42,7 @@ from bot.events import (
     ApprovalReminded,
     CommandResult,
     CommandStep,
+    DoneForNow,
     Error,
     Event,
     RequestMoreInformation,
@@ -191,6 +193,8 @@ class Runner:
                 return await deploying.run(thread, action, journal, now)
             case Escalate():
                 return await journal.decide(thread, [RequestMoreInformation(source="bot", message=action.message)])
+            case Finish():
+                return await journal.decide(thread, [DoneForNow(source="bot", message=action.message)])
             case Remind():
                 return await journal.decide(thread, [ApprovalReminded(approval_id=action.request.approval_id,
                                                                       count=action.count)])

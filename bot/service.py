@@ -26,12 +26,16 @@ from bot.events import (
     principal_of,
     stamped,
 )
-from bot.people import EMAIL, SLACK, Directory, Identity
+from bot.people import API, EMAIL, SLACK, Directory, Identity
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 from bot.thread import STATUSES, Origin, Thread
 
 log = logging.getLogger(__name__)
+# Threads a page loads at once. Each load holds one pooled Redis connection while it runs, and
+# redis-py refuses a connection past the pool's size outright (MaxConnectionsError, before
+# any retry): a page of any size takes at most this many, whatever is stored.
+LOADS_AT_ONCE = 16
 
 
 class Refused(Exception):
@@ -89,17 +93,26 @@ class ThreadService:
 
     def identify(self, who: Who, channel: str = "api") -> Identity:
         """An identity as it is. TEMPORARY, for callers still passing a raw user: a Slack
-        user id on Slack, an address by email, else a name, trusted only in open mode (any
-        other name is someone unknown, `api:<name>`, with no powers but `*`)."""
+        user id on Slack, an address by email, else a name nothing proves (`unproven`)."""
         if isinstance(who, Identity):
             return who
         if channel == SLACK:
             return self.directory.by_slack(who)
         if channel == EMAIL:
             return self.directory.by_email(who)
+        return self.unproven(who)
+
+    def unproven(self, name: str) -> Identity:
+        """Someone named by what proves nothing (the shared API token's `user`): a pipeline
+        or a bot, someone unknown (`api:<name>`) with no powers but `*`. Naming a person of
+        deploybot.toml (by any of their ids) is Forbidden: were it kept, their own token could
+        then approve "someone else's" request. In open mode names are trusted, as before."""
         if self.policy.open_mode:
-            return self.directory.by_name(who)
-        return Identity(None, "api", who.strip())
+            return self.directory.by_name(name)
+        person = self.directory.person_named(name)
+        if person is not None:
+            raise Forbidden(wording.use_your_personal_token(person))
+        return Identity(None, API, name.strip())
 
     async def launch(
         self,
@@ -152,11 +165,18 @@ class ThreadService:
                 ids, cursor = await self.store.listed(statuses, limit - len(found), cursor)
             except ValueError:
                 raise Invalid(wording.bad_cursor()) from None
-            for thread in await asyncio.gather(*(self._maybe(i) for i in ids)):
+            for thread in await self._load_all(ids):
                 if thread is not None and (status is None or thread.status(now) == status):
                     found.append(thread)
             if len(found) >= limit or cursor is None:
                 return found, cursor
+
+    async def _load_all(self, ids: Sequence[str]) -> list[Thread | None]:
+        """These threads in order (None: removed since listed), LOADS_AT_ONCE at a time."""
+        loaded: list[Thread | None] = []
+        for start in range(0, len(ids), LOADS_AT_ONCE):
+            loaded += await asyncio.gather(*(self._maybe(i) for i in ids[start:start + LOADS_AT_ONCE]))
+        return loaded
 
     async def _maybe(self, thread_id: str) -> Thread | None:
         try:

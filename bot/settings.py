@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 from urllib.parse import unquote, urlsplit
 
+import httpx
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -39,7 +40,7 @@ from bot import settings_file, wording
 from bot.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.deployers.command import DRY_RUN, command_argv
 from bot.people import Directory
-from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_required
+from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.settings_file import FileConfig, FileError
 from bot.stores.connect import RedisTarget
@@ -229,6 +230,8 @@ class Settings(BaseSettings):
     session_secret: SecretStr | None = Field(None, description="signs session cookies; unset: kept under DATA_DIR")
     session_ttl: int = Field(43200, ge=60, description="seconds a web session lasts")
     public_url: str | None = Field(None, description="the bot's address in sign-in links; unset: http://HOST:PORT")
+    console_streams_per_person: int = Field(5, ge=1, description="live console streams one person may hold at once")
+    console_streams: int = Field(200, ge=1, description="live console streams one web process serves at once")
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
@@ -260,12 +263,21 @@ class Settings(BaseSettings):
                 read()
             except ConfigError as e:
                 problems.append(str(e))
-        problems += self._read_people()
+        problems += self._approvers_naming_nobody() or self._read_people()
         if not problems:
             problems += self._trigger_problems()
         if problems:
             raise ConfigError("\n".join(problems))
         return self
+
+    def _approvers_naming_nobody(self) -> list[str]:
+        """An approver variable set but naming nobody (`APPROVERS=`, `" "`, `";;;"`): read as
+        unset it would be open mode, where anyone approves production, so it is refused."""
+        return [
+            f"{name} is set but names nobody: list the approvers, write * to let anyone approve, or leave it unset"
+            for name, value in (("APPROVERS", self.approvers), ("APPROVER_EMAILS", self.approver_emails))
+            if value is not None and not any(parse_approvers(value).values())
+        ]
 
     def _read_people(self) -> list[str]:
         """Read deploybot.toml and build the policy: the problems, one line each."""
@@ -311,7 +323,8 @@ class Settings(BaseSettings):
             for i, env in enumerate(entry.environments or ()):
                 if env not in environments:
                     where = settings_file.key_path(("services", service, "environments", i))
-                    lines.append(f"{where}: unknown environment {env!r}; known: {', '.join(sorted(environments))}")
+                    why = wording.undeclared_environment(env, environments, name, bool(file.environments))
+                    lines.append(f"{where}: {why}")
         return lines
 
     def _approval_conflicts(self, file: FileConfig | None) -> list[str]:
@@ -532,8 +545,10 @@ class Settings(BaseSettings):
                 self.github_webhook_secret, self.notify_webhook_secret,
             ) if v
         ]
-        # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL).
-        values += [u.strip() for u in self.notify_webhook_url.split(",") if u.strip() and u.strip() not in values]
+        # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL): as
+        # written, and as httpx prints it (lower-case host, default port dropped).
+        for url in (u.strip() for u in self.notify_webhook_url.split(",") if u.strip()):
+            values += [v for v in dict.fromkeys((url, _as_sent(url))) if v not in values]
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, str):
@@ -675,6 +690,14 @@ def url_passwords(value: str) -> list[str]:
         if password:
             found += [password, unquote(password)]
     return list(dict.fromkeys(found))
+
+
+def _as_sent(url: str) -> str:
+    """`url` as an HTTP client normalizes it, and so logs it."""
+    try:
+        return str(httpx.URL(url))
+    except (httpx.InvalidURL, ValueError):  # refused at start anyway (NOTIFY_WEBHOOK_URL)
+        return url
 
 
 def _seconds(value: int | None) -> timedelta | None:

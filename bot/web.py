@@ -7,8 +7,9 @@ Who is asking was settled before the body was read (bot.http_limits puts it in
   naming anyone else is a 403;
 - the service identity (the shared API_TOKEN; or, in local mode with people configured, a
   request without credentials): may start threads, read, write free text and cancel, its
-  `user` kept only as an unverified label (via "api"); deciding, and the lock and unlock
-  commands, are a 403 that asks for a personal token;
+  `user` kept only as an unverified label (via "api") for a pipeline or a bot, and a `user`
+  naming a person of deploybot.toml is a 403 ("use your personal token"); deciding, and the
+  lock and unlock commands, are a 403 that asks for a personal token;
 - None (open mode: nothing configured): the `user` given is trusted, as before.
 """
 
@@ -35,7 +36,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from bot import commands, transcript, wording
 from bot.console import mount as mount_console
 from bot.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
-from bot.people import SESSION, TOKEN, Identity
+from bot.people import API, SESSION, TOKEN, Identity
 from bot.policy import Policy
 from bot.ports import DeployRecord, FreezeStore, Health, History, Lock, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
@@ -88,7 +89,6 @@ class EmailLinkBody(BaseModel):
 
 # The shared API_TOKEN (bot.http_limits.SERVICE): the bot itself, never a person.
 SERVICE = Identity(None, TOKEN, "api")
-API = "api"  # via: a name the shared token gave, unverified
 USE_A_PERSONAL_TOKEN = (
     "to {what}, use a personal token (`python -m bot tokens create NAME`) or sign in "
     "(`python -m bot login-link NAME`): the shared API token speaks for nobody in particular"
@@ -184,6 +184,11 @@ class Parts(Protocol):
         ...
 
     @property
+    def stream_limits(self) -> tuple[int, int]:
+        """The console's live event streams at once: (per person, in all)."""
+        ...
+
+    @property
     def slack_endpoint(self) -> Endpoint | None:
         """None with Slack off, or in Socket Mode."""
         ...
@@ -245,7 +250,7 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
             if isinstance(commands.parse(text), powers) or commands.deploy_anyway(text) is not None:
                 raise Forbidden(USE_A_PERSONAL_TOKEN.format(
                     what="lock or unlock, stop or resume deploys, or deploy anyway"))
-            return Identity(None, API, user) if user else SERVICE
+            return parts.service.unproven(user) if user else SERVICE
         if user is not None and user != identity.person:
             how = "signed in" if identity.via == SESSION else "using a personal token"
             raise Forbidden(f"you are {identity.label} here ({how}): user must be {identity.label} or left out")

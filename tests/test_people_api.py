@@ -158,6 +158,32 @@ async def test_the_shared_token_starts_threads_but_never_decides(api, cli, fake_
     assert ledger.exists() is False  # nothing was deployed
 
 
+async def test_the_shared_token_cannot_name_a_person(api, bare, cli, fake_llm, ledger):
+    """The shared API_TOKEN with `"user": "bob"` made a request recorded as bob's, which bob
+    (or anyone) could then take for someone else's. It may name a pipeline or a bot, never a
+    person of deploybot.toml: by name, address or any spelling of them."""
+    thread = await paused_for_approval(api, fake_llm, {})
+    for user in ("bob", " bob ", "bob@example.com", "Bob <BOB@example.com>", "alice"):
+        launched = await api.post("/threads", json={"message": LATEST, "user": user})
+        answered = await api.post(f"/threads/{thread['id']}/responses", json={"text": "ship it", "user": user})
+        cancelled = await api.post(f"/threads/{thread['id']}/cancel", json={"user": user, "reason": "x"})
+        rolled = await api.post("/deploys/rollback", json={"service": "backend", "environment": "production",
+                                                           "user": user})
+        for r in (launched, answered, cancelled, rolled):
+            assert r.status_code == 403 and "use your personal token" in r.json()["detail"], (user, r.text)
+    still = (await api.get(f"/threads/{thread['id']}")).json()
+    assert len(still["events"]) == len(thread["events"]) and still["status"] == "waiting_for_approval"
+    # A name nobody in deploybot.toml has is a label for whatever called (via "api", nobody)
+    r = await api.post("/threads", json={"message": "hello", "user": "release-pipeline"})
+    assert r.status_code == 201, r.text
+    first = (await api.get(f"/threads/{r.json()['id']}")).json()["events"][0]
+    assert (first["user"], first["person"], first["via"]) == ("release-pipeline", None, "api")
+    # bob's own token still speaks for bob
+    bob = await new_token(cli, "bob")
+    r = await bare.post("/threads", json={"message": "hello", "user": "bob"}, headers=bearer(bob))
+    assert r.status_code == 201, r.text
+
+
 async def test_a_user_naming_someone_else_is_refused(bare, cli):
     alice = await new_token(cli, "alice")
     for user in ("bob", "api", "alice@example.com"):

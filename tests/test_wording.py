@@ -86,6 +86,8 @@ SAMPLES = {
     "deciders": "bob or carol",
     "rolled_back": "v1.2.3",
     "to": "the sre group",
+    "file_name": "deploybot.toml",
+    "file_names_them": True,
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
         commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),

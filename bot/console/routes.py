@@ -33,11 +33,12 @@ from urllib.parse import parse_qsl, urlencode
 import jinja2
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.background import BackgroundTasks
-from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bot import commands, wording
 from bot.console import model
 from bot.console.reader import Reader
+from bot.console.streams import Slotted, Streams
 from bot.events import ResumeDeploys, StopDeploys
 from bot.freezes import ALL, Freeze
 from bot.people import ANONYMOUS, SERVICE, Identity
@@ -111,6 +112,11 @@ class Parts(Protocol):
 
     @property
     def secrets(self) -> tuple[str, ...]: ...
+
+    @property
+    def stream_limits(self) -> tuple[int, int]:
+        """Live event streams at once: (per person, in all)."""
+        ...
 
     async def kick(self, thread_id: str) -> None: ...
 
@@ -200,6 +206,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     freezes = parts.freezes  # stop-the-line: the store the deploy path checks
     reader = Reader(parts.service.store, parts.locks, parts.history, parts.policy, freezes=freezes,
                     now=service.clock)
+    streams = Streams(*parts.stream_limits)
     words = model.Words()
     local_user = _local_user()
     key = secrets.token_bytes(32)  # CSRF without sign-in support (an app built without /auth)
@@ -593,7 +600,8 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         holder = next((lock for lock in held if lock.service == service_name), None)
         if holder is None:
             raise WrongState(wording.not_locked(wording.lock_target(environment, service_name)))
-        why = policy.may_unlock(who.identity, environment, holder.owner)
+        why = policy.may_unlock(who.identity, environment, holder.owner,
+                                target=wording.lock_target(environment, service_name), locked_by=holder.by())
         if why:
             raise Forbidden(why)
         where = wording.lock_target(environment, service_name)
@@ -816,7 +824,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     async def changes(request: Request) -> Response:
         """Server-Sent Events: `changed` (with the new version) whenever what `watch` shows
         changed since `since`. Each stream ends after STREAM_SECONDS; the browser reconnects."""
-        viewer(request)
+        who = viewer(request).identity.principal
         watch, since = request.query_params.get("watch", "board"), request.query_params.get("since", "")
         if watch != "board" and not (watch.startswith("thread:") and _id_like(watch.removeprefix("thread:"))):
             raise Page(400, "Not valid", "watch must be board or thread:<id>")
@@ -834,8 +842,11 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
                     yield f"event: changed\ndata: {version}\n\n"
                 await asyncio.sleep(POLL_SECONDS)
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={**HEADERS, "X-Accel-Buffering": "no"})
+        refused = streams.take(who)
+        if refused is not None:
+            raise Page(429, "Too many live streams", refused)
+        return Slotted(streams, who, stream(), media_type="text/event-stream",
+                       headers={**HEADERS, "X-Accel-Buffering": "no"})
 
     @r.get(PREFIX + "/static/{name}")
     async def static_file(name: str) -> Response:

@@ -62,6 +62,11 @@ def github_deployment(deploy: str) -> str:
 GITHUB_DELIVERIES = "github:deliveries"
 """The scope every GitHub webhook delivery is deduplicated in (by X-GitHub-Delivery)."""
 
+GITHUB_BODIES = "github:bodies"
+"""The scope every GitHub webhook delivery is also deduplicated in by the SHA-256 of its body:
+the signature covers only the body, so a captured delivery replayed under a new
+X-GitHub-Delivery is still the same delivery."""
+
 
 def slack_dm_approval(approval_id: str, user: str) -> str:
     """An approval escalated to a Slack user -> "<channel> <ts>" of the DM asking them."""
@@ -192,6 +197,10 @@ class Keys:
     def api_tokens(self) -> str:
         """The set of every personal API token's id, for listing them."""
         return f"{self.prefix}:{{api-tokens}}"
+
+    def api_token_key(self) -> str:
+        """The random key personal API tokens' checksums are made with (bot/stores/credentials.py)."""
+        return f"{self.prefix}:api-token-key"
 
     def sign_in_link(self, code_hash: str) -> str:
         """A one-time sign-in link, by the hash of its code -> the person; expires."""

@@ -14,6 +14,7 @@ from bot.control import (
     Decide,
     Escalate,
     ExpireSenderConfirmation,
+    Finish,
     Interrupted,
     PlanRollback,
     RunCommand,
@@ -192,7 +193,8 @@ def generated(seed: int) -> Thread:
     refer to earlier steps, but not always in a sensible order."""
     rng = random.Random(seed)
     events: list = [UserMessage(text="go", user="alice")]
-    if rng.random() < 0.1:  # by email, from a sender nothing proved: it waits for them to confirm
+    sender = random.Random(-seed - 1)  # its own draws: the threads above stay as they were
+    if sender.random() < 0.1:  # by email, from a sender nothing proved: it waits for them to confirm
         events.append(SenderConfirmationRequested(address="alice@x", claimed="alice", text="go",
                                                   expires_at=datetime(2030, 1, 1, tzinfo=UTC)))
     steps: list = []
@@ -261,7 +263,7 @@ def generated(seed: int) -> Thread:
         elif roll < 0.87:
             events.append(Cancelled(user="alice"))
         elif roll < 0.9 and (asked := next((e for e in events if isinstance(e, SenderConfirmationRequested)), None)):
-            if rng.random() < 0.5:
+            if sender.random() < 0.5:
                 events += [SenderConfirmed(confirmation_id=asked.confirmation_id),
                            UserMessage(text="go", user="alice", person="alice")]
             else:
@@ -276,8 +278,32 @@ THREADS = [generated(seed) for seed in range(3000)]
 def test_the_generator_covers_every_action_and_status():
     actions = {type(next_action(t, POLICY)) for t in THREADS}
     assert actions == {
-        Stop, Decide, RunTags, RunCommand, PlanRollback, AskApproval, RunDeploy, Interrupted, Escalate}
+        Stop, Decide, RunTags, RunCommand, PlanRollback, AskApproval, RunDeploy, Interrupted, Escalate, Finish}
     assert {t.status() for t in THREADS} == set(STATUSES)
+
+
+def expired_since_a_person_wrote(thread: Thread) -> list[tuple[str, str, str]]:
+    """The deploys (service, tag, environment) whose approval expired since anyone wrote."""
+    lapsed = []
+    for e in reversed(thread.events):
+        if isinstance(e, (UserMessage, HumanResponse)):
+            break
+        if isinstance(e, ApprovalExpired) and (request := thread.approval(e.approval_id)):
+            lapsed.append((request.service, request.tag, request.environment))
+    return lapsed
+
+
+def test_a_deploy_whose_approval_expired_is_never_asked_again_until_a_person_writes():
+    finished = 0
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if isinstance(action, AskApproval):
+            step = action.step
+            assert (step.service, step.tag, step.environment) not in expired_since_a_person_wrote(t)
+        if isinstance(action, Finish):
+            finished += 1
+            assert "expired" in action.message
+    assert finished
 
 
 def test_the_same_thread_gets_the_same_answer_even_after_a_round_trip_through_storage():
