@@ -206,16 +206,27 @@ def test_an_approval_code_never_confirms_and_a_confirmation_code_never_approves(
         email_parse.check_token("s", approval, "a@example.com", now, email_parse.CONFIRMATION)
 
 
-async def test_an_approval_code_sent_as_a_confirmation_confirms_nothing(api, app, inbox):
+async def test_each_code_does_only_its_own_kind_of_thing(api, app, inbox):
     r = await post(api, raw_mail("deploy backend v1.2.3 to production"))  # alice, proven
-    await settle(api, r.json()["detail"])
-    bob = (await inbox.wait_for(to="bob@example.com", body="Reply APPROVE to deploy"))[0]
-    r = await post(api, forged("deploy backend v1.2.3 to production", "bob@corp.example"))
-    waiting = r.json()["detail"]
-    # bob's approval code, sent to the bot as if it confirmed the other request: it decides
-    # only the approval it was issued for, and the waiting request stays waiting.
-    code = re.search(email_parse.TOKEN, str(bob["Reply-To"]))[0]
-    await post(api, raw_mail("yes", sender="bob@corp.example", to=f"deploybot+{code}@example.com"))
+    alices = (await settle(api, r.json()["detail"]))["id"]
+    approval = (await inbox.wait_for(to="bob@example.com", body="Reply APPROVE to deploy"))[0]
+    r = await post(api, forged("deploy frontend v2.0.0 to production", "bob@example.com"))
+    bobs = (await settle(api, r.json()["detail"]))["id"]
+    question = await asked(inbox, "bob@example.com")
+    # bob's confirmation code, sent in reply to his approval email: it confirms his own
+    # request, and decides nothing on alice's.
+    confirmation = re.search(email_parse.TOKEN, str(question["Reply-To"]))[0]
+    r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{confirmation}@example.com",
+                                 in_reply_to=str(approval["Message-ID"]), proven=False))
+    assert r.json() == {"status": "accepted", "detail": bobs}
+    assert not [e for e in (await settle(api, alices))["events"] if e["type"] == "human_response"]
+    # Another forged request of bob's waits again; his approval code confirms nothing there.
+    r = await post(api, forged("deploy backend v1.2.2 to staging", "bob@example.com"))
+    waiting = (await settle(api, r.json()["detail"]))["id"]
+    code = re.search(email_parse.TOKEN, str(approval["Reply-To"]))[0]
+    r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{code}@example.com",
+                                 proven=False))
+    assert r.json()["detail"] == alices  # it decided only the approval it was issued for
     assert (await settle(api, waiting))["status"] == "waiting_for_sender"
 
 
