@@ -16,6 +16,14 @@ that becomes a key or a lookup is bounded. Sends run in the background with retr
 that cannot be built, or keeps failing, is a log line and a delivery_failed event on the
 thread.
 
+A new email (or a reply without a token) is its From's person only when proven: the
+receiving mail server's Authentication-Results (an authserv-id of EMAIL_TRUSTED_AUTHSERV_IDS
+saying DMARC pass, or DKIM pass aligned with the From domain: `email_parse.proven_by`). An
+unproven new request is recorded as an unverified sender's and waits (`waiting_for_sender`),
+with no powers, until the person it names answers "Did you send this?", mailed to their
+stored address with a confirmation code signed as such (it never decides an approval), or it
+expires. An unproven reply is an unverified sender's.
+
 An approval goes on in each approval email's thread (its Message-ID is derived from the
 approval and the address, so nothing is stored for it): reminders and, while it needs more
 approvals, progress lines, each with its own approval code so a reply to it decides too; a
@@ -398,9 +406,9 @@ class EmailChannel:
         return address in self.allowed or f"@{address.rpartition('@')[2]}" in self.allowed
 
     def _sender(self, mail: parse.Inbound) -> Identity:
-        """The person whose address sent `mail` (unknown: `email:<address>`). Only a valid
-        reply token proves the address; without one this is who the From header claims, good
-        for starting a thread or free text from an allowed sender, never for deciding."""
+        """The person whose address sent `mail` (unknown: `email:<address>`): who the From
+        claims. Only a valid reply token, a trusted server's verdict (`_proven`) or a confirmed
+        round trip proves it; never good for deciding without a token."""
         return self.service.directory.by_email(mail.sender)
 
     def _approver_addresses(self) -> frozenset[str]:
