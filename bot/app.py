@@ -263,6 +263,7 @@ def make_email(settings: Settings, service: ThreadService, inbox: RedisInbox, ki
         allowed=email.allowed_senders,
         policy=service.policy,  # who may approve: the same rules the service decides by
         max_bytes=email.max_bytes,
+        trusted_authserv_ids=email.trusted_authserv_ids,
     )
 
 

@@ -21,6 +21,7 @@ from bot.events import (
     ListGitTags,
     RequestMoreInformation,
     RollBack,
+    SenderConfirmationRequested,
     UserMessage,
 )
 from bot.policy import Policy, Timing
@@ -112,9 +113,16 @@ class Expire:
     request: ApprovalRequested
 
 
+@dataclass(frozen=True)
+class ExpireSenderConfirmation:
+    """Nobody confirmed the request's sender in time: it is dropped."""
+
+    request: SenderConfirmationRequested
+
+
 Action = (
     Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
-    | Finish | Remind | EscalateApproval | Expire
+    | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
 )
 
 
@@ -122,6 +130,10 @@ def next_action(thread: Thread, policy: Policy, now: datetime | None = None) -> 
     """`now`: the time, for what is due by then (reminders, escalation, expiry); without it
     nothing is due."""
     action = _next_action(thread, policy)
+    if now is not None and isinstance(action, Stop) and action.status == "waiting_for_sender":
+        asked = thread.waiting_for_sender()
+        if asked is not None and now > asked.expires_at:
+            return ExpireSenderConfirmation(asked)
     if now is not None and isinstance(action, Stop) and action.status == "waiting_for_approval":
         request = thread.pending_approval()
         if request is not None:
@@ -154,6 +166,8 @@ def next_due(thread: Thread, policy: Policy, now: datetime) -> datetime | None:
         request = thread.approval_for(last[1].id) if last else None
         retry = now + QUEUE_RETRY
         return min(retry, request.expires_at + EXPIRY_GRACE) if request else retry
+    if (asked := thread.waiting_for_sender()) is not None:
+        return asked.expires_at + EXPIRY_GRACE
     request = thread.pending_approval()
     if request is None:
         return None
@@ -188,6 +202,9 @@ QUEUE_RETRY = timedelta(seconds=15)
 def _next_action(thread: Thread, policy: Policy) -> Action:
     if thread.cancelled():
         return Stop("cancelled")
+    if thread.waiting_for_sender() or thread.unconfirmed():
+        # An unproven sender's request runs nothing, not even the model, until confirmed.
+        return Stop(thread.status())
     last = thread.last_step()
     if last:
         index, step = last

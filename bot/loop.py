@@ -23,6 +23,7 @@ from bot.control import (
     Escalate,
     EscalateApproval,
     Expire,
+    ExpireSenderConfirmation,
     Finish,
     Interrupted,
     PlanRollback,
@@ -46,6 +47,7 @@ from bot.events import (
     Event,
     RequestMoreInformation,
     ResumeDeploys,
+    SenderConfirmationExpired,
     UnlockEnvironment,
     new_id,
     stamped,
@@ -199,6 +201,10 @@ class Runner:
             case EscalateApproval():
                 escalated = ApprovalEscalated(approval_id=action.request.approval_id, to=sorted(action.to))
                 return await journal.decide(thread, [escalated])
+            case ExpireSenderConfirmation():
+                asked = action.request
+                dropped = SenderConfirmationExpired(confirmation_id=asked.confirmation_id, expires_at=asked.expires_at)
+                return await journal.decide(thread, [dropped])
             case Expire():
                 request = action.request
                 expired = ApprovalExpired(approval_id=request.approval_id, step_id=request.step_id,

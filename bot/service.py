@@ -16,7 +16,16 @@ from datetime import datetime
 from bot import wording
 from bot.clock import utcnow
 from bot.commands import is_approval
-from bot.events import DEPLOY_STEPS, Cancelled, Event, HumanResponse, UserMessage, principal_of, stamped
+from bot.events import (
+    DEPLOY_STEPS,
+    Cancelled,
+    Event,
+    HumanResponse,
+    SenderConfirmed,
+    UserMessage,
+    principal_of,
+    stamped,
+)
 from bot.people import API, EMAIL, SLACK, Directory, Identity
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
@@ -113,16 +122,19 @@ class ThreadService:
         origin: Origin | None = None,
         thread_id: str | None = None,
         evidence: str = "",
+        then: Sequence[Event] = (),
     ) -> Thread:
         """`evidence`: the channel's detail for an audit when it is more than the identity's
-        (an email's Message-ID besides its address)."""
+        (an email's Message-ID besides its address). `then`: events recorded with the first
+        message (a SenderConfirmationRequested, for a sender nothing proved)."""
         if not text.strip():
             raise Invalid(wording.empty_message())
         identity = self.identify(who, channel)
         message = UserMessage(text=text, channel=channel, **said_by(identity, evidence))
-        [event] = stamped([message], self.clock())
-        thread = await self.store.create(origin or Origin(channel=channel), [event], thread_id)
-        await self._publish(thread, event)
+        events = stamped([message, *then], self.clock())
+        thread = await self.store.create(origin or Origin(channel=channel), events, thread_id)
+        for event in events:
+            await self._publish(thread, event)
         return thread
 
     async def get(self, thread_id: str) -> Thread:
@@ -201,6 +213,25 @@ class ThreadService:
 
         return await self._append(thread_id, event)
 
+    async def confirm_sender(self, thread_id: str, confirmation_id: str, who: Identity, evidence: str) -> Thread:
+        """The sender a request named confirmed it from their mailbox: the request is recorded
+        again, as said by `who`, and goes on with their powers. Once only, and not once
+        expired (WrongState)."""
+
+        def events(thread: Thread) -> list[Event]:
+            asked = thread.sender_confirmation(confirmation_id)
+            if asked is None:
+                raise NotFound(wording.sender_confirmation_closed(False))
+            if thread.sender_confirmed(confirmation_id) or thread.sender_expired(confirmation_id) \
+                    or self.clock() > asked.expires_at:
+                raise WrongState(wording.sender_confirmation_closed(bool(thread.sender_confirmed(confirmation_id))))
+            return [
+                SenderConfirmed(confirmation_id=confirmation_id, evidence=evidence),
+                UserMessage(text=asked.text, channel=EMAIL, **said_by(who, evidence)),
+            ]
+
+        return await self._append_all(thread_id, events)
+
     async def fork(self, thread_id: str, at: int) -> Thread:
         thread = await self.get(thread_id)
         if not 1 <= at <= thread.version:
@@ -216,11 +247,14 @@ class ThreadService:
         return await self.store.create(origin, thread.events[:at])
 
     async def _append(self, thread_id: str, make: Callable[[Thread], Event]) -> Thread:
+        return await self._append_all(thread_id, lambda thread: [make(thread)])
+
+    async def _append_all(self, thread_id: str, make: Callable[[Thread], Sequence[Event]]) -> Thread:
         thread = await self.get(thread_id)
         while True:
-            [event] = stamped([make(thread)], self.clock())
+            events = stamped(make(thread), self.clock())
             try:
-                thread = await self.store.append(thread, [event])
+                thread = await self.store.append(thread, events)
             except Conflict:
                 thread = await self.store.refresh(thread)
                 continue
@@ -230,7 +264,8 @@ class ThreadService:
                 await self.store.index(thread)
             except Exception as e:  # the run the caller kicks indexes it when it releases
                 log.warning("thread %s: indexing its status failed: %s", thread.id, e)
-            await self._publish(thread, event)
+            for event in events:
+                await self._publish(thread, event)
             return thread
 
     async def record(self, thread_id: str, events: Sequence[Event]) -> Thread:

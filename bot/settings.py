@@ -79,6 +79,7 @@ class EmailSettings(BaseModel):
     reply_secret: SecretStr
     allowed_senders: frozenset[str] = frozenset()  # lower-cased addresses and @domains
     max_bytes: int = 1_000_000
+    trusted_authserv_ids: frozenset[str] = frozenset()  # lower-cased
 
 
 class GitHubSettings(BaseModel):
@@ -169,6 +170,9 @@ class Settings(BaseSettings):
     email_reply_secret: SecretStr | None = None
     email_allowed_senders: str = Field("", description="addresses and @domain entries")
     email_max_bytes: int = 1_000_000
+    email_trusted_authserv_ids: str = Field(
+        "", description="authserv-ids of the receiving mail servers whose Authentication-Results prove a sender",
+    )
 
     # Who may do what. Unset is not the same as a default: with nothing configured anyone
     # may approve (open mode); with anything configured nobody but those named may.
@@ -650,6 +654,7 @@ class Settings(BaseSettings):
             "inbound_secret": self.inbound_email_secret, "reply_secret": self.email_reply_secret,
             "allowed_senders": _words(self.email_allowed_senders.lower()),
             "max_bytes": self.email_max_bytes,
+            "trusted_authserv_ids": _words(self.email_trusted_authserv_ids.lower()),
         })
 
     def _notify_webhook(self) -> NotifyWebhookSettings | None:

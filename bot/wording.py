@@ -709,3 +709,43 @@ def no_longer_asked(what: str) -> str:
 def the_approvers() -> str:
     """Who a reminder names when the channel does not know them one by one."""
     return "the approvers"
+
+
+# --- an unproven email sender: "Did you send this?" ---------------------------------------
+
+
+def confirm_sender_question(expires_at: datetime) -> str:
+    """The top of the mail that asks whoever an email named whether they sent it."""
+    return (
+        "Did you send this? deploybot got the request below in your name, and nothing proved "
+        "it came from you, so nothing is done until you confirm. "
+        f"Reply YES to confirm it before {expires_at:%Y-%m-%d %H:%M} UTC; if you did not send it, "
+        "ignore this email and nothing will be done."
+    )
+
+
+def sender_confirmation_pending(address: str, expires_at: datetime) -> str:
+    return (
+        f"Waiting for {address} to confirm they sent this (a reply to the confirmation email); "
+        f"nothing is done until then. It expires at {expires_at:%Y-%m-%d %H:%M} UTC."
+    )
+
+
+def sender_confirmed() -> str:
+    return "Confirmed: you sent this request. I am on it."
+
+
+def sender_not_confirmed() -> str:
+    return "the request is not confirmed: to confirm it, reply YES (and nothing else) to the confirmation email"
+
+
+def sender_confirmation_closed(confirmed: bool) -> str:
+    return "this request was confirmed already" if confirmed else \
+        "this confirmation expired; nothing was done: send the request again"
+
+
+def sender_confirmation_expired(expires_at: datetime) -> str:
+    return (
+        f"Nobody confirmed sending this request by {expires_at:%Y-%m-%d %H:%M} UTC, "
+        "so it was dropped; nothing was done."
+    )

@@ -14,6 +14,8 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 # One sample per parameter name used in bot/wording.py; a new name needs a sample here.
 SAMPLES = {
     "approvers": "bob or carol",
+    "confirmed": False,
+    "address": "alice@example.com",
     "where": "production",
     "lockers": "the sre group",
     "by": "by alex since 2026-01-01 10:00 UTC: release freeze",

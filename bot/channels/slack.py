@@ -472,7 +472,7 @@ def _finished(tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], 
 SLASH_COMMAND = "/deploy"
 LOGIN_WORDS = ("login", "log in", "sign in")
 NOT_IN_CHANNEL = "deploybot is not in this channel: invite it (`/invite @deploybot`) and try again."
-OPEN_STATUSES = ("running", "waiting_for_approval", "waiting_for_lock", "waiting_for_human")
+OPEN_STATUSES = ("running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human")
 SIGN_IN_NOT_SET_UP = "Sign-in is not set up on this deploybot."
 SIGN_IN_FAILED = "deploybot could not make a sign-in link just now; try again in a moment."
 COULD_NOT_OPEN_FORM = "Slack did not open the rejection form; click Reject again."

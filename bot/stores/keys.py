@@ -89,6 +89,11 @@ def email_approval(approval_id: str) -> str:
     return f"email:approval:{approval_id}"
 
 
+def email_confirmation(confirmation_id: str) -> str:
+    """A sender confirmation asked for by email ("Did you send this?") -> its bot thread."""
+    return f"email:confirmation:{confirmation_id}"
+
+
 # --- Redis keys ------------------------------------------------------------------------------
 
 

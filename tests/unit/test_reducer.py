@@ -13,6 +13,7 @@ from bot.control import (
     AskApproval,
     Decide,
     Escalate,
+    ExpireSenderConfirmation,
     Finish,
     Interrupted,
     PlanRollback,
@@ -43,6 +44,9 @@ from bot.events import (
     LockEnvironment,
     RequestMoreInformation,
     RollBack,
+    SenderConfirmationExpired,
+    SenderConfirmationRequested,
+    SenderConfirmed,
     ShowDeploys,
     UnlockEnvironment,
     UserMessage,
@@ -189,6 +193,10 @@ def generated(seed: int) -> Thread:
     refer to earlier steps, but not always in a sensible order."""
     rng = random.Random(seed)
     events: list = [UserMessage(text="go", user="alice")]
+    sender = random.Random(-seed - 1)  # its own draws: the threads above stay as they were
+    if sender.random() < 0.1:  # by email, from a sender nothing proved: it waits for them to confirm
+        events.append(SenderConfirmationRequested(address="alice@x", claimed="alice", text="go",
+                                                  expires_at=datetime(2030, 1, 1, tzinfo=UTC)))
     steps: list = []
     deploys: list = []
     approvals: list = []
@@ -254,6 +262,13 @@ def generated(seed: int) -> Thread:
             events.append(Error(kind="internal", message="a bug"))
         elif roll < 0.87:
             events.append(Cancelled(user="alice"))
+        elif roll < 0.9 and (asked := next((e for e in events if isinstance(e, SenderConfirmationRequested)), None)):
+            if sender.random() < 0.5:
+                events += [SenderConfirmed(confirmation_id=asked.confirmation_id),
+                           UserMessage(text="go", user="alice", person="alice")]
+            else:
+                events.append(SenderConfirmationExpired(confirmation_id=asked.confirmation_id,
+                                                        expires_at=asked.expires_at))
     return Thread(THREAD, tuple(events))
 
 
@@ -331,7 +346,7 @@ def test_a_stop_says_the_threads_status_and_only_running_threads_go_on():
         elif t.status() == "failed":
             # The one exception, as the reducer stands: a bug while a step was open leaves the
             # thread "failed", yet the open step is what runs on the next kick.
-            assert isinstance(action, (RunTags, RunCommand, AskApproval, RunDeploy, Interrupted)), action
+            assert isinstance(action, (RunTags, RunCommand, PlanRollback, AskApproval, RunDeploy, Interrupted)), action
             assert t.outcome(t.last_step()[1]) is None
         elif t.status() == "waiting_for_lock":
             # A deploy waiting in line is tried again whenever its thread runs (woken when a
@@ -348,6 +363,17 @@ def test_nothing_happens_in_a_cancelled_thread_and_nobody_is_asked_while_approva
             assert action == Stop("cancelled")
         if t.pending_approval() is not None:
             assert not isinstance(action, (Decide, Escalate))
+
+
+def test_nothing_runs_for_a_sender_not_confirmed():
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if t.waiting_for_sender() is not None and not t.cancelled():
+            assert action == Stop("waiting_for_sender")
+            expired = next_action(t, POLICY, t.waiting_for_sender().expires_at + timedelta(seconds=1))
+            assert isinstance(expired, ExpireSenderConfirmation)
+        if t.unconfirmed() and not t.cancelled():
+            assert action == Stop("done")
 
 
 def test_escalation_only_past_a_limit():
