@@ -209,6 +209,10 @@ def _extend(
     if sent[p:p + len(words[i])] != words[i]:
         return None
     matched, q, last, gap = len(words[i]), p + len(words[i]), i, 0
+    # A short first line ("Yes" to a mail that says "Reply YES") starts a copy only when the
+    # next line goes straight on with the sent text: else it is the person's, and the copy
+    # starts further down.
+    anchored = len(words[i]) >= MIN_COPY
     j = i + 1
     while j < len(words) and gap <= MAX_GAP and budget[0] > 0:
         budget[0] -= 1
@@ -217,8 +221,12 @@ def _extend(
             j += 1
             continue
         if sent[q:q + len(line)] == line:
-            matched, q, last, gap = matched + len(line), q + len(line), j, 0
+            if not anchored and gap:
+                return None
+            matched, q, last, gap, anchored = matched + len(line), q + len(line), j, 0, True
         elif (ahead := _ahead(line, q, sent, where)) is not None:
+            if not anchored:
+                return None
             # A line of the sent text left out or mangled (a link a client rewrote): the copy goes on.
             matched, q, last, gap = matched + len(line), ahead + len(line), j, 0
         elif marks[i] and not marks[j]:
