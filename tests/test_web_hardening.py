@@ -17,8 +17,8 @@ import pytest
 import uvicorn
 from slack_sdk.signature import SignatureVerifier
 
-from bot.adapters.http.api import MAX_TEXT_CHARS
 from bot.adapters.http.front_door import API_MAX_BYTES, SLACK_MAX_BYTES, RedactSecrets, redact_query
+from bot.adapters.http.shared import MAX_TEXT_CHARS
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_slack import FakeSlack

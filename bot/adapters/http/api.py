@@ -35,13 +35,14 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.adapters.http.console import mount as mount_console
+from bot.adapters.http.shared import MAX_TEXT_CHARS, SESSION_COOKIE, http_status
 from bot.core import commands, transcript, wording
 from bot.core.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
 from bot.core.people import API, SESSION, TOKEN, Identity
 from bot.core.policy import Policy
 from bot.core.views import summary_json, thread_json
 from bot.runtime.ports import DeployRecord, FreezeStore, Health, History, Lock, Locks
-from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
+from bot.runtime.service import Forbidden, Invalid, Refused, ThreadService, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,6 @@ log = logging.getLogger(__name__)
 # Longer is refused with 413 and a message naming the field (see `too_long` below), not
 # pydantic's 422; the bytes of the body as a whole are capped before it is read
 # (bot.adapters.http.front_door, wrapped around this app by the root).
-MAX_TEXT_CHARS = 20_000
 TEXT_FIELDS = ("message", "text", "reason")
 MAX_LIMIT = 200  # ?limit= on /threads and /deploys
 
@@ -104,14 +104,6 @@ MAX_CODE = 200  # a sign-in link's code is 43 characters; anything much longer i
 EMAIL_LINK_SENT = "if that address belongs to someone deploybot knows, a sign-in link is on its way"
 
 
-# What each refusal means in HTTP; the service itself knows nothing of HTTP.
-STATUS = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
-
-
-def http_status(refusal: Refused) -> int:
-    return next((code for kind, code in STATUS.items() if isinstance(refusal, kind)), 400)
-
-
 Endpoint = Callable[[Request], Awaitable[Any]]
 
 
@@ -152,9 +144,6 @@ class SignIn(Protocol):
     def csrf(self, session: Any) -> str: ...
 
     async def email_link(self, address: str) -> None: ...
-
-
-SESSION_COOKIE = "deploybot_session"  # bot.adapters.http.front_door.SESSION_COOKIE
 
 
 class Parts(Protocol):

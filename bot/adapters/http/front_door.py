@@ -60,6 +60,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bot.adapters.http.shared import MAX_ADDRESS, PERSONAL_TOKEN_PREFIX, SESSION_COOKIE
 from bot.core.people import ANONYMOUS, SESSION, TOKEN, Directory, Identity, normalize_email
 from bot.core.prompt import redact
 
@@ -84,13 +85,10 @@ UNAVAILABLE = "storage unavailable, retry shortly"
 
 # The bot itself, as the shared API_TOKEN: may launch, read and write free text; never decide.
 SERVICE = Identity(None, TOKEN, "api")
-PERSONAL_TOKEN_PREFIX = "dbt_"  # bot.adapters.redis.credentials.TOKEN_PREFIX, with its separator
-SESSION_COOKIE = "deploybot_session"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LINK_TTL = 600  # seconds a sign-in link is good for (once)
 LINK_EVERY = 60  # seconds between two links mailed to one person (POST /auth/email-link)
-MAX_ADDRESS = 320
 # Exactly one bare address, as a person types their own: no display name, list, angle brackets,
 # quoting, whitespace, control characters or percent-escapes. Anything else is answered like an
 # unknown address, so no header or list can be smuggled in with it.

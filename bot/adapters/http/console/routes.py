@@ -38,6 +38,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from bot.adapters.http.console import model
 from bot.adapters.http.console.reader import Reader
 from bot.adapters.http.console.streams import Slotted, Streams
+from bot.adapters.http.shared import BROWSER_COOKIE, MAX_ADDRESS, MAX_TEXT_CHARS, SESSION_COOKIE, STATUS
 from bot.core import commands, wording
 from bot.core.events import ResumeDeploys, StopDeploys
 from bot.core.freeze_windows import ALL, Freeze
@@ -45,15 +46,9 @@ from bot.core.people import ANONYMOUS, SERVICE, Identity
 from bot.core.policy import Policy, lock_owner
 from bot.core.thread import STATUSES
 from bot.runtime.ports import DeployRecord, FreezeStore, History, Locks
-from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
+from bot.runtime.service import Forbidden, Invalid, Refused, ThreadService, WrongState
 
 PREFIX = "/console"
-SESSION_COOKIE = "deploybot_session"  # bot.adapters.http.front_door.SESSION_COOKIE
-# A browser without a session (local mode, open mode) gets a random id in this cookie, and
-# its forms' CSRF token is derived from it: one browser's token is no use to another's page.
-BROWSER_COOKIE = "deploybot_browser"
-MAX_ADDRESS = 320  # bot.adapters.http.front_door.MAX_ADDRESS
-MAX_TEXT_CHARS = 20_000  # bot.adapters.http.api.MAX_TEXT_CHARS: what a person may write in one go
 MAX_REASON_CHARS = 500
 PAGE_SIZE = 25
 SEARCH_SCAN = 1_000  # threads a filtered or searched list looks through, newest first
@@ -63,7 +58,6 @@ HISTORY_LIMIT = 200  # the newest deploys per environment the pages look through
 OLDER_SCAN = 10_000  # a deploy's own page looks further back, this many at most
 STREAM_SECONDS = 10.0  # an event stream ends after this and the browser reconnects (no stream outlives a tab)
 POLL_SECONDS = 1.0
-STATUS = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
 HEADERS = {
     "Cache-Control": "no-store",
     # Not no-referrer: with it a browser sends `Origin: null` on a form's POST, which the front
