@@ -402,7 +402,8 @@ _HEADER_LINE = re.compile(
 )
 _SIGNATURE = re.compile(
     r"--|—|__"
-    r"|(?:sent from my|sent from (?:yahoo|mail for|outlook|samsung|proton)|sent with|get outlook for"
+    r"|(?:sent from my|sent from (?:yahoo|mail for|outlook|samsung|proton|typeapp)|sent with|get outlook for"
+    r"|download outlook for|télécharger outlook pour"  # Outlook's mobile apps (crisp-oss fixtures)
     r"|gesendet von|von meinem|envoyé de mon|envoyé depuis|enviado desde mi|enviado do meu"
     r"|отправлено с|wysłane z|wysłano z|skickat från|verzonden (?:vanaf|met)|verstuurd vanaf"
     r"|inviato da|sendt fra)\b.{0,60}",
@@ -490,7 +491,8 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
             if len(candidate) <= _MAX_ATTRIBUTION and (quote_follows or re.search(r"\d", candidate)) and (
                 _ATTRIBUTION.fullmatch(candidate) or _dated_address(candidate)
             ):
-                lead = joined[:start].strip()
+                # Yahoo's "--- On ..., bob wrote:" leaves its dashes on the reply's line: they are the attribution's.
+                lead = re.sub(r"-{2,}$", "", joined[:start].strip()).strip()
                 return ("" if _OPENER_WORD.fullmatch(lead) else lead), last
     return None
 

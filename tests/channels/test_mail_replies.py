@@ -53,7 +53,8 @@ class Case:
     language: str
     posting: str
     html: bool
-    source: str
+    source: str  # "owner/repo:path" of the public fixture the reply was taken from, or "template"
+    layout: str  # the client's layout, and what was changed in the fixture's typed text
     body: str
     text: str
     decision: str
@@ -98,6 +99,17 @@ def test_the_corpus_is_large_and_varied():
     assert any(c.html for c in cases) and any(not c.html for c in cases)
     assert len({c.client for c in cases}) >= 15
     assert all(c.decision in ("approve", "reject", "refuse") for c in cases)
+
+
+def test_most_of_the_corpus_is_taken_from_public_fixtures():
+    """A real case names the public test fixture it was taken from: its typed text and the
+    client's attribution or header block as they were, the quoted mail replaced by the bot's."""
+    real = [c for c in CASES.values() if c.source != "template"]
+    assert len(real) >= 150
+    assert all(re.fullmatch(r"[\w.-]+/[\w.-]+:\S.*", c.source) for c in real)
+    assert all(c.layout for c in CASES.values())
+    assert {c.decision for c in real} == {"approve", "reject", "refuse"}
+    assert {c.posting for c in real} == {"top", "bottom", "inline"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
