@@ -406,7 +406,10 @@ _SIGNATURE = re.compile(
     r"|download outlook for|télécharger outlook pour"  # Outlook's mobile apps (crisp-oss fixtures)
     r"|gesendet von|von meinem|envoyé de mon|envoyé depuis|enviado desde mi|enviado do meu"
     r"|отправлено с|wysłane z|wysłano z|skickat från|verzonden (?:vanaf|met)|verstuurd vanaf"
-    r"|inviato da|sendt fra)\b.{0,60}",
+    r"|inviato da|sendt fra"
+    # the same in more languages, as EdgeTier/email-reply-parser's fixtures have them
+    r"|envoyé à partir de mon|enviado do iphone|verzonden vanuit|trimis de pe|lähetetty iphonesta|az iphone-omról küldve"
+    r"|أُرسلت من)\b.{0,60}",
     re.I,
 )
 
