@@ -6,7 +6,14 @@ bottom- and inline-posted; plain and HTML-only), with the bot's own approval ema
 place the client quotes it: `{quote:P}` is email_render.approval_text with every line
 prefixed by P (`> `, `| `, `> > `, or nothing: Outlook's unquoted original), `{quoteN:P}` the
 same re-wrapped at N columns as Thunderbird and Gmail do, `{quote_html}` the HTML a client
-quotes. Each case gives the exact new text and the decision with the exact feedback recorded.
+quotes (`{sent_html}` the same without its blockquote, inside a client's own markup). Each
+case gives the exact new text and the decision with the exact feedback recorded.
+
+`source` names the public reply-parser test fixture a case was taken from (`owner/repo:path`):
+its typed text and its client's attribution or header block as they were, the quoted mail
+replaced by the bot's and the sender and subject by the bot's; `layout` says which, and when
+the typed words were changed to an approval or to feedback. `source = "template"` marks the
+earlier cases written from client layouts rather than taken from a fixture.
 
 The share of the corpus each rule of email_reply handles is the table in
 docs/email-replies.md; `test_the_docs_table_is_the_corpus_s` fails (printing the table)
@@ -79,10 +86,10 @@ def quoted(prefix: str, width: int = 0, sent: str = BOT_TEXT) -> str:
 
 def filled(case: Case, sent: str = BOT_TEXT) -> str:
     """The reply as its client sends it, quoting `sent`: plain text, or HTML."""
-    quote_html = "<blockquote>" + html.escape(sent).replace("\n", "<br>") + "</blockquote>"
+    sent_html = html.escape(sent).replace("\n", "<br>")
     return re.sub(
         r"\{quote(\d*):([^}]*)\}", lambda m: quoted(m[2], int(m[1] or 0), sent),
-        case.body.replace("{quote_html}", quote_html),
+        case.body.replace("{quote_html}", f"<blockquote>{sent_html}</blockquote>").replace("{sent_html}", sent_html),
     )
 
 
