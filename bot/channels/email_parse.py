@@ -402,7 +402,7 @@ _HEADER_LINE = re.compile(
 )
 _SIGNATURE = re.compile(
     r"--|—|__"
-    r"|(?:sent from my|sent from (?:yahoo|mail for|outlook|samsung|proton|typeapp)|sent with|get outlook for"
+    r"|(?:sent from my|sent from (?:yahoo|mail|mailbox|outlook|samsung|proton|typeapp)|sent with|get outlook for"
     r"|download outlook for|télécharger outlook pour"  # Outlook's mobile apps (crisp-oss fixtures)
     r"|gesendet von|von meinem|envoyé de mon|envoyé depuis|enviado desde mi|enviado do meu"
     r"|отправлено с|wysłane z|wysłano z|skickat från|verzonden (?:vanaf|met)|verstuurd vanaf"
@@ -412,6 +412,8 @@ _SIGNATURE = re.compile(
     r"|az iphone-omról küldve|أُرسلت من)\b.{0,60}",
     re.I,
 )
+
+_LINK = re.compile(r"<https?://[^\s>]*>")  # "Sent from Mail<https://go.microsoft.com/...> for Windows 10"
 
 
 def new_text(text: str) -> str:
@@ -450,7 +452,7 @@ def new_text(text: str) -> str:
                 i = following
                 continue
             break  # the original follows unquoted: all of it is history
-        if _SIGNATURE.fullmatch(line.strip()) or _list_footer(lines, i):
+        if _SIGNATURE.fullmatch(_LINK.sub("", line.strip())) or _list_footer(lines, i):
             signature = True
         elif not signature:
             pieces[-1].append(line)
