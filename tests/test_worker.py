@@ -51,7 +51,7 @@ async def test_handoffs_that_arrive_during_a_run_are_folded_into_one_more_run(ap
     thread_id = await launch(app, "hello")
     workers.append(worker(app, "w1"))
     workers[0].start()
-    await asyncio.sleep(0.1)
+    await eventually(lambda: fake_llm.prompts)  # the run is under way: waiting for the model
     for _ in range(5):
         await app.queue.push(thread_id)
     await workers[0].idle()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bot.adapters.redis.inbox import _RECEIVE, RedisInbox
+from bot.testing.cluster import free_port
 
 
 @pytest.fixture
@@ -49,5 +52,11 @@ async def test_the_receive_script_is_reloaded_after_a_server_forgets_it(inbox, r
     assert await inbox.receive("slack:C1:4.0", "Ev1", 60, "t1") == (True, "t1", True)
 
 
-async def test_ping(inbox):
-    await inbox.ping()
+async def test_ping_answers_while_the_server_is_up_and_raises_when_it_is_unreachable(inbox):
+    await inbox.ping()  # up: answers
+    down = RedisInbox(Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1))
+    try:
+        with pytest.raises(RedisConnectionError):
+            await down.ping()
+    finally:
+        await down.redis.aclose()
