@@ -44,8 +44,8 @@ import httpx  # noqa: E402
 
 from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
 from bot.adapters.redis import keys as names  # noqa: E402
-from bot.adapters.redis import redis as thread_store  # noqa: E402
 from bot.adapters.redis import scripts  # noqa: E402
+from bot.adapters.redis import threads as thread_store  # noqa: E402
 from bot.config.settings import Settings  # noqa: E402
 from bot.core import events as ev  # noqa: E402
 from bot.core.events import (  # noqa: E402
