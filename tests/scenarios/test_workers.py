@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from bot.stores.keys import Keys
 from redis import Redis as SyncRedis
 
+from bot.adapters.redis.keys import Keys
 from bot.testing import cluster
 from bot.testing.chaos import FIGURES, run
 from tests.helpers import ledger_lines, reply
