@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-BOT = Path(__file__).resolve().parent.parent / "bot"
+BOT = Path(__file__).resolve().parents[2] / "bot"
 
 EDGES = {"redis", "channels", "deployers", "http", "llm"}
 LAYERS = ("core", "runtime", "adapters", "config", "wiring")

@@ -37,9 +37,9 @@ from bot.adapters.channels import email_reply
 from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, decision, html_to_text, read
 from bot.adapters.channels.email_render import approval_text
 from bot.core.events import ApprovalRequested
-from tests.channels.test_email_corpus import MANIFEST
+from tests.unit.test_email_corpus import MANIFEST
 
-CORPUS = Path(__file__).parent / "mail_corpus" / "replies.toml"
+CORPUS = Path(__file__).parents[1] / "channels" / "mail_corpus" / "replies.toml"
 DOC = Path(__file__).parents[2] / "docs" / "email-replies.md"
 TOKEN = "3f2a9c0d1e7b4a65.1924992000.9b8c7d6e5f4a3b2c"
 SUBJECT = "Approve deploy: backend v1.2.3 to production?"

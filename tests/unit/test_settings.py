@@ -396,7 +396,7 @@ def test_the_readme_s_deploybot_toml_is_a_working_configuration(tmp_path):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     example = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)
     assert example, "README.md: the People and approvers section shows a deploybot.toml"
     (tmp_path / "deploybot.toml").write_text(example[1])

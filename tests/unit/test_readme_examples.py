@@ -13,7 +13,7 @@ import pytest
 
 from bot.config.settings import Settings, config_problems
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCK = re.compile(r"^(?P<indent>[ \t]*)```toml\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 # What every example may need switched on: the channels notify targets name, GitHub for
 # services and webhooks. Values are placeholders; nothing is contacted.
