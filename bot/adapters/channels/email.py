@@ -52,6 +52,7 @@ from starlette.responses import JSONResponse, Response
 from bot.adapters.channels import email_parse as parse
 from bot.adapters.channels import email_render as render
 from bot.adapters.channels import email_reply as reply
+from bot.adapters.channels.deliveries import Deliveries
 from bot.adapters.redis import keys as names
 from bot.core import wording
 from bot.core.commands import is_approval
@@ -60,7 +61,6 @@ from bot.core.events import (
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
-    DeliveryFailed,
     Event,
     HumanResponse,
     SenderConfirmationRequested,
@@ -128,7 +128,10 @@ class EmailChannel:
     policy: Policy  # who may approve: `email_approvers` are the addresses to ask
     max_bytes: int = 1_000_000
     trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
-    _sending: set[asyncio.Task[None]] = field(default_factory=set)
+    _deliveries: Deliveries = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._deliveries = Deliveries("email", self.service.record)
 
     # --- inbound ------------------------------------------------------------------------
     #
@@ -665,7 +668,7 @@ class EmailChannel:
         except Exception as e:
             log.exception("email to %s could not be built", _short(to))
             if thread is not None:
-                await self._record_failure(thread, to, f"could not build the email: {type(e).__name__}: {e}")
+                await self._failed(thread, to, f"could not build the email: {type(e).__name__}: {e}")
             return
         if msg is None:
             return
@@ -681,9 +684,7 @@ class EmailChannel:
         self._spawn(thread, msg)
 
     def _spawn(self, thread: Thread | None, msg: EmailMessage) -> None:
-        task = asyncio.create_task(self._deliver(thread, msg))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        self._deliveries.spawn(self._deliver(thread, msg))
 
     async def _deliver(self, thread: Thread | None, msg: EmailMessage) -> None:
         try:
@@ -691,18 +692,13 @@ class EmailChannel:
         except Exception as e:  # the thread keeps its events; the failure is recorded beside them
             log.error("email to %s could not be delivered: %s", msg["To"], e)
             if thread is not None:
-                await self._record_failure(thread, str(msg["To"]), f"{type(e).__name__}: {e}")
+                await self._failed(thread, str(msg["To"]), f"{type(e).__name__}: {e}")
 
-    async def _record_failure(self, thread: Thread, to: str, reason: str) -> None:
-        event = DeliveryFailed(channel="email", to=render.address(to), reason=reason[:300])
-        try:
-            await self.service.record(thread.id, [event])
-        except Exception:
-            log.exception("thread %s: recording that an email to %s failed also failed", thread.id, _short(to))
+    async def _failed(self, thread: Thread, to: str, reason: str) -> None:
+        await self._deliveries.failed(thread.id, render.address(to), reason, f"an email to {_short(to)}")
 
     async def drain(self) -> None:
-        while self._sending:
-            await asyncio.gather(*list(self._sending), return_exceptions=True)
+        await self._deliveries.drain()
 
 
 def closed(thread: Thread, approval_id: str) -> str | None:
