@@ -10,6 +10,8 @@ from email.message import EmailMessage
 
 import pytest
 
+from bot.adapters.channels.email_decision import decision
+from bot.adapters.channels.email_html import html_to_text
 from bot.adapters.channels.email_parse import (
     HTML_ONLY_APPROVAL,
     MAX_PARTS,
@@ -17,18 +19,13 @@ from bot.adapters.channels.email_parse import (
     MAX_REFERENCES,
     MalformedEmail,
     RefusedEmail,
-    TokenError,
-    _dated_address,
-    check_token,
-    decision,
-    html_to_text,
-    make_token,
-    new_text,
     parse,
     read,
     unflow,
 )
 from bot.adapters.channels.email_render import MAX_MESSAGE_ID
+from bot.adapters.channels.email_reply_rules import _dated_address, new_text
+from bot.adapters.channels.email_tokens import TokenError, check_token, make_token
 from bot.core.commands import is_approval
 from bot.runtime.clock import utcnow
 

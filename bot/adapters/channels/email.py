@@ -18,7 +18,7 @@ thread.
 
 A new email (or a reply without a token) is its From's person only when proven: the
 receiving mail server's Authentication-Results (an authserv-id of EMAIL_TRUSTED_AUTHSERV_IDS
-saying DMARC pass, or DKIM pass aligned with the From domain: `email_parse.proven_by`). An
+saying DMARC pass, or DKIM pass aligned with the From domain: `email_auth.proven_by`). An
 unproven new request is recorded as an unverified sender's and waits (`waiting_for_sender`),
 with no powers, until the person it names answers "Did you send this?", mailed to their
 stored address with a confirmation code signed as such (it never decides an approval), or it
@@ -52,7 +52,10 @@ from starlette.responses import JSONResponse, Response
 from bot.adapters.channels import email_parse as parse
 from bot.adapters.channels import email_render as render
 from bot.adapters.channels import email_reply as reply
+from bot.adapters.channels import email_tokens as tokens
 from bot.adapters.channels.deliveries import Deliveries
+from bot.adapters.channels.email_auth import proven_by
+from bot.adapters.channels.email_decision import decision
 from bot.adapters.redis import keys as names
 from bot.core import wording
 from bot.core.commands import is_approval
@@ -236,18 +239,18 @@ class EmailChannel:
         if not mail.token:
             return None, None
         try:
-            return parse.check_token(self.reply_secret, mail.token, mail.sender, utcnow()), None
-        except parse.TokenError as e:
+            return tokens.check_token(self.reply_secret, mail.token, mail.sender, utcnow()), None
+        except tokens.TokenError as e:
             return None, str(e)
 
     def _confirmation(self, mail: parse.Inbound) -> tuple[str | None, str | None]:
         """(confirmation id, None) when `mail`'s token is a valid confirmation code (signed for
         this sender, not expired); (None, why) for a genuine one that expired; else (None, None)."""
         try:
-            return parse.check_token(
-                self.reply_secret, mail.token or "", mail.sender, utcnow(), parse.CONFIRMATION,
+            return tokens.check_token(
+                self.reply_secret, mail.token or "", mail.sender, utcnow(), tokens.CONFIRMATION,
             ), None
-        except parse.TokenError as e:
+        except tokens.TokenError as e:
             return None, str(e) if str(e).endswith("has expired") else None
 
     def _lapsed(self, mail: parse.Inbound) -> str | None:
@@ -260,8 +263,8 @@ class EmailChannel:
             return None
         try:
             at = datetime.fromtimestamp(int(expires), UTC)
-            return parse.check_token(self.reply_secret, mail.token, mail.sender, at)
-        except (parse.TokenError, ValueError, OverflowError, OSError):
+            return tokens.check_token(self.reply_secret, mail.token, mail.sender, at)
+        except (tokens.TokenError, ValueError, OverflowError, OSError):
             return None
 
     async def _too_late(self, mail: parse.Inbound, approval_id: str, token_error: str) -> tuple[str, str]:
@@ -290,7 +293,7 @@ class EmailChannel:
         except Refused as e:
             return await self._refuse(mail, e.message)
         pending = thread.pending_approval()
-        if pending and parse.decision(mail.text)[0]:
+        if pending and decision(mail.text)[0]:
             return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
         # Without a valid reply token the From header is a claim, and anyone can write it: an
         # unproven sender is nobody (see `_proven`).
@@ -339,7 +342,7 @@ class EmailChannel:
         (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS). Else the From is a
         claim: anyone who can send mail can write any address there. In a thread, as the MIME
         parse: the header parser is superlinear, and the event loop serves everyone."""
-        server = await asyncio.to_thread(parse.proven_by, mail.auth_results, mail.sender, self.trusted_authserv_ids)
+        server = await asyncio.to_thread(proven_by, mail.auth_results, mail.sender, self.trusted_authserv_ids)
         return server is not None
 
     def _confirmation_request(self, mail: parse.Inbound, text: str) -> SenderConfirmationRequested:
@@ -378,7 +381,7 @@ class EmailChannel:
     async def _decide(self, mail: parse.Inbound, approval_id: str) -> tuple[str, str]:
         # The token from the address the reply was sent to wins (the parser prefers it);
         # a code for another approval in the new text makes the message ambiguous.
-        others = {code.partition(".")[0] for code in re.findall(rf"\b{parse.TOKEN}\b", mail.text)} - {approval_id}
+        others = {code.partition(".")[0] for code in re.findall(rf"\b{tokens.TOKEN}\b", mail.text)} - {approval_id}
         if others:
             return await self._refuse(
                 mail, "it carries the approval code of another deploy: reply to each approval email on its own",
@@ -393,7 +396,7 @@ class EmailChannel:
             return await self._refuse(
                 mail, "the reply has no text of its own: reply approve, or say what should change",
             )
-        approve, feedback = parse.decision(mail.text)
+        approve, feedback = decision(mail.text)
         try:
             # The token proved the address: its person decides.
             await self.service.respond(
@@ -534,8 +537,8 @@ class EmailChannel:
         local, _, domain = self.sender.partition("@")
 
         def build() -> EmailMessage:
-            token = parse.make_token(
-                self.reply_secret, asked.confirmation_id, asked.address, asked.expires_at, parse.CONFIRMATION,
+            token = tokens.make_token(
+                self.reply_secret, asked.confirmation_id, asked.address, asked.expires_at, tokens.CONFIRMATION,
             )
             return render.message(
                 self.sender, asked.address, render.reply_subject(thread.origin.email_subject or ""),
@@ -568,7 +571,7 @@ class EmailChannel:
     ) -> EmailMessage:
         local, _, domain = self.sender.partition("@")
         from_email = thread.origin.channel == "email"
-        token = parse.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
+        token = tokens.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
         return render.message(
             self.sender, address, self._approval_subject(thread, request), render.approval_text(request, token, intro),
             reply_to=f"{local}+{token}@{domain}",
@@ -619,7 +622,7 @@ class EmailChannel:
         subject = render.reply_subject(self._approval_subject(thread, request))
 
         def build(address: str) -> EmailMessage:
-            token = parse.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
+            token = tokens.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
             return render.message(
                 self.sender, address, subject, render.follow_up_text(text, token) if decide else text,
                 reply_to=f"{local}+{token}@{domain}" if decide else None,
