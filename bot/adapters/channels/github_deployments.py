@@ -27,9 +27,9 @@ before a POST the deployments of that commit and environment are searched for th
 never makes a second one.
 
 Each deploy's statuses are posted in order, in the background (a slow GitHub never holds up a
-run). Connection failures, timeouts, 408, 429 and 5xx are retried with backoff; any other
-answer, or retries running out, is recorded on the thread as a delivery_failed event (channel
-`github-deployments`) and logged. The deploy itself is never affected.
+run). Connection failures, timeouts, 408, 429, 5xx and rate limits are retried with backoff
+(bot/adapters/outbound.py); any other answer, or retries running out, is recorded on the
+thread as a delivery_failed event (channel `github-deployments`) and logged. The deploy itself is never affected.
 """
 
 from __future__ import annotations

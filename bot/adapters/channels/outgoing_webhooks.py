@@ -6,7 +6,8 @@ slow receiver never holds up a run), signed with HMAC-SHA256 of the raw body und
 NOTIFY_WEBHOOK_SECRET (`X-Deploybot-Signature-256: sha256=<hex>`, GitHub's scheme), with
 `X-Deploybot-Timestamp` (Unix seconds of this attempt), `X-Deploybot-Event` and
 `X-Deploybot-Delivery` (the same on every retry of one payload: receivers dedupe on it).
-Connection failures, timeouts, 408, 429 and 5xx are retried with backoff; any other answer,
+Connection failures, timeouts, 408, 429 and 5xx are retried with backoff (bot/adapters/outbound.py:
+a 429's Retry-After is believed, up to a minute); any other answer,
 or retries running out, is recorded on the thread as a delivery_failed event and logged.
 Every text in a payload is redacted as the transcript is (bot.core.prompt.redact): a secret a
 person pasted or the model wrote never leaves. The payload is documented in the README
