@@ -106,13 +106,9 @@ class SlackNotifier:
             )
             await self.inbox.link(key(event.approval_id), posted["ts"], thread.id)
         elif isinstance(event, HumanResponse) and event.approval_id and event.approve is not None:
-            ts = await self.inbox.lookup(key(event.approval_id))
-            if ts and (shown := _approval_blocks(thread, event.approval_id)):
-                await self.web.chat_update(channel=channel, ts=ts, **shown)
+            await self._show_approval(thread, event.approval_id, channel, key)
         elif isinstance(event, ApprovalExpired):
-            ts = await self.inbox.lookup(key(event.approval_id))
-            if ts and (shown := _approval_blocks(thread, event.approval_id)):
-                await self.web.chat_update(channel=channel, ts=ts, **shown)
+            await self._show_approval(thread, event.approval_id, channel, key)
             if text := blocks.progress_text(thread, event):  # the requester's word: nothing was deployed
                 await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
         elif isinstance(event, ApprovalReminded):
@@ -131,6 +127,12 @@ class SlackNotifier:
                 await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
         elif text := blocks.progress_text(thread, event):
             await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+
+    async def _show_approval(self, thread: Thread, approval_id: str, channel: str, key: Callable[[str], str]) -> None:
+        """Update the approval's message in this Slack thread, if it was posted, to show where it stands."""
+        ts = await self.inbox.lookup(key(approval_id))
+        if ts and (shown := _approval_blocks(thread, approval_id)):
+            await self.web.chat_update(channel=channel, ts=ts, **shown)
 
     # --- direct messages to whoever an approval is escalated to ----------------------------
 
