@@ -26,6 +26,7 @@ from urllib.parse import quote
 import httpx
 
 from bot.adapters.deployers.command import commit_summary
+from bot.adapters.deployers.pair import Pair
 from bot.core.events import CommitSummary, GitTag
 from bot.runtime.ports import Check, CheckState, Comparison, DeployerError, DeployOutcome, DeployRequest
 from bot.runtime.retry import retrying
@@ -48,24 +49,16 @@ def version_key(name: str) -> list[tuple[int, int | str]]:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p]
 
 
-class GitHubDeployer:
-    resumable = True
+class GitHubApi:
+    """GitHub's REST API for one repository: one client, and what a failure means (retried,
+    or a DeployerError that says what to fix). The versions and the workflow runner share it."""
 
     def __init__(
-        self,
-        token: str,
-        repository: str,
-        workflows: dict[str, str],
-        api_url: str = "https://api.github.com",
-        ref: str = "main",
-        poll_seconds: float = 5.0,
-        find_seconds: float = 60.0,
-        timeout_seconds: float = 3600.0,
-        commit_input: str = "commit",
+        self, token: str, repository: str, api_url: str = "https://api.github.com",
+        poll_seconds: float = 5.0, commit_input: str = "commit",
     ) -> None:
-        self.repository, self.workflows, self.ref = repository, workflows, ref
-        self.commit_input = commit_input  # "": the workflow takes no commit input
-        self.poll_seconds, self.find_seconds, self.timeout_seconds = poll_seconds, find_seconds, timeout_seconds
+        self.repository, self.poll_seconds = repository, poll_seconds
+        self.commit_input = commit_input  # named in the error for a workflow without that input
         self.http = httpx.AsyncClient(
             base_url=api_url.rstrip("/"),
             timeout=30,
@@ -80,19 +73,103 @@ class GitHubDeployer:
     async def aclose(self) -> None:
         await self.http.aclose()
 
+    async def call(self, method: str, url: str, what: str, once: bool = False, **kwargs: Any) -> httpx.Response:
+        """One API call with retries for network failures, 5xx and rate limits; every other
+        failure becomes a DeployerError that says what to fix. `once`: a call that must not run
+        twice (a dispatch) is retried only where GitHub surely did not act on it (the connection
+        was never made, or a rate limit refused it); otherwise it raises _Unsure."""
+        backoff = [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
+        try:
+            async for attempt in retrying(
+                backoff, (httpx.TransportError, _Again), f"GitHub {method} {url}", log,
+                wait_for=lambda e: e.wait if isinstance(e, _Again) else None,
+            ):
+                with attempt:
+                    try:
+                        response = await self.http.request(method, url, **kwargs)
+                    except (httpx.ConnectError, httpx.ConnectTimeout):
+                        raise
+                    except httpx.TransportError as e:
+                        if once:
+                            raise _Unsure(repr(e)) from e
+                        raise
+                    if response.status_code < 300:
+                        return response
+                    wait = _rate_limit_wait(response)
+                    if once and wait is None and response.status_code >= 500:
+                        raise _Unsure(f"{response.status_code} from GitHub")
+                    if wait is not None or response.status_code >= 500:
+                        raise _Again(response, wait)
+                    raise self.error(response, what)
+        except httpx.TransportError as e:
+            raise DeployerError(f"could not reach GitHub at {self.http.base_url}: {e!r}") from e
+        except _Again as e:  # still failing after the last retry
+            raise self.error(e.response, what) from None
+        raise AssertionError("unreachable: retrying returns or raises")
+
+    def error(self, response: httpx.Response, what: str) -> Exception:
+        status = response.status_code
+        try:
+            message = response.json().get("message", "")
+        except ValueError:
+            message = response.text[:200]
+        if status == 401:
+            return DeployerError(f"GitHub rejected GITHUB_TOKEN (401 {message}); check the token")
+        if status == 403 and what in ("statuses", "check runs"):
+            return DeployerError(
+                f"GitHub refused (403 {message}): reading {what} needs the token to have "
+                f"{'statuses' if what == 'statuses' else 'checks'}:read on {self.repository}"
+            )
+        if status == 403:
+            return DeployerError(
+                f"GitHub refused (403 {message}): the token needs actions:write and contents:read "
+                f"on {self.repository}"
+            )
+        if status == 404 and what.startswith("commit "):
+            return DeployerError(
+                f"GitHub found no {what} in {self.repository} (404): check the commits and GITHUB_REPOSITORY"
+            )
+        if status == 404:
+            return DeployerError(
+                f"GitHub found no {what} (404): check GITHUB_REPOSITORY={self.repository} "
+                "and the workflow file names"
+            )
+        if status == 422 and what == "tag":  # GitHub's answer for a ref that names no commit
+            return _Missing()
+        if status == 422 and self.commit_input and "Unexpected inputs" in message and self.commit_input in message:
+            return DeployerError(
+                f"GitHub rejected the request (422): {message}; give the workflow a {self.commit_input!r} "
+                "input and check out that commit (see the README), or name its input in GITHUB_COMMIT_INPUT"
+            )
+        if status == 422:
+            return DeployerError(f"GitHub rejected the request (422): {message}")
+        return DeployerError(f"GitHub answered {status}: {message}")
+
+
+
+
+class GitHubVersions:
+    """Tags, commits, change previews and CI checks from GitHub."""
+
+    def __init__(self, api: GitHubApi) -> None:
+        self.api, self.repository = api, api.repository
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
     async def list_tags(self) -> list[GitTag]:
         """All tags, newest first by version order (GitHub's tag list carries no dates)."""
         tags: list[GitTag] = []
         url: str | None = f"/repos/{self.repository}/tags?per_page=100"
         while url:
-            response = await self._call("GET", url, what="repository")
+            response = await self.api.call("GET", url, what="repository")
             tags += [GitTag(name=t["name"], commit=t["commit"]["sha"]) for t in response.json()]
             url = response.links.get("next", {}).get("url")
         return sorted(tags, key=lambda t: version_key(t.name), reverse=True)
 
     async def resolve(self, tag: str) -> str | None:
         try:
-            response = await self._call("GET", f"/repos/{self.repository}/commits/refs/tags/{tag}", what="tag")
+            response = await self.api.call("GET", f"/repos/{self.repository}/commits/refs/tags/{tag}", what="tag")
         except _Missing:
             return None
         return response.json()["sha"]
@@ -111,7 +188,7 @@ class GitHubDeployer:
 
     async def _compare(self, base: str, head: str) -> dict[str, Any]:
         path = f"/repos/{self.repository}/compare/{quote(base, safe='/')}...{quote(head, safe='/')}"
-        response = await self._call("GET", path, what=f"commit {base[:40]!r} or {head[:40]!r}")
+        response = await self.api.call("GET", path, what=f"commit {base[:40]!r} or {head[:40]!r}")
         return response.json()
 
     async def checks(self, commit: str) -> list[Check]:
@@ -140,10 +217,28 @@ class GitHubDeployer:
         items: list[dict[str, Any]] = []
         url: str | None = f"{path}?per_page=100"
         while url:
-            response = await self._call("GET", url, what=what)
+            response = await self.api.call("GET", url, what=what)
             items += response.json().get(field) or []
             url = response.links.get("next", {}).get("url")
         return items
+
+
+class WorkflowRunner:
+    """Deploys by dispatching a GitHub Actions workflow and following its run (see the
+    module's docstring for how the run is found, and why the commit goes with it)."""
+
+    resumable = True
+
+    def __init__(
+        self, api: GitHubApi, workflows: dict[str, str], ref: str = "main", poll_seconds: float = 5.0,
+        find_seconds: float = 60.0, timeout_seconds: float = 3600.0, commit_input: str = "commit",
+    ) -> None:
+        self.api, self.repository, self.workflows, self.ref = api, api.repository, workflows, ref
+        self.commit_input = commit_input  # "": the workflow takes no commit input
+        self.poll_seconds, self.find_seconds, self.timeout_seconds = poll_seconds, find_seconds, timeout_seconds
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         workflow = self.workflows.get(request.service)
@@ -161,7 +256,7 @@ class GitHubDeployer:
             if self.commit_input:
                 inputs[self.commit_input] = request.commit
             try:
-                await self._call(
+                await self.api.call(
                     "POST",
                     f"/repos/{self.repository}/actions/workflows/{workflow}/dispatches",
                     what="workflow",
@@ -199,7 +294,7 @@ class GitHubDeployer:
             done = f"it had already finished: {run.get('conclusion')}"
         else:
             try:
-                await self._call("POST", f"/repos/{self.repository}/actions/runs/{run['id']}/cancel", what="run")
+                await self.api.call("POST", f"/repos/{self.repository}/actions/runs/{run['id']}/cancel", what="run")
             except DeployerError as e:
                 return DeployOutcome(False, None, f"{said}; cancelling it failed, stop it by hand: {e} "
                                      f"({run['html_url']})", run["html_url"])
@@ -208,7 +303,7 @@ class GitHubDeployer:
         return DeployOutcome(False, None, f"{said}; {done} ({run['html_url']})", run["html_url"])
 
     async def _find_run(self, workflow: str, deploy_id: str) -> dict[str, Any] | None:
-        response = await self._call(
+        response = await self.api.call(
             "GET",
             f"/repos/{self.repository}/actions/workflows/{workflow}/runs",
             what="workflow",
@@ -240,80 +335,34 @@ class GitHubDeployer:
                 )
             await asyncio.sleep(wait)
             wait = min(wait * 1.5, 30)
-            run = (await self._call("GET", f"/repos/{self.repository}/actions/runs/{run['id']}", what="run")).json()
+            run = (await self.api.call("GET", f"/repos/{self.repository}/actions/runs/{run['id']}", what="run")).json()
         return run
 
-    async def _call(self, method: str, url: str, what: str, once: bool = False, **kwargs: Any) -> httpx.Response:
-        """One API call with retries for network failures, 5xx and rate limits; every other
-        failure becomes a DeployerError that says what to fix. `once`: a call that must not run
-        twice (a dispatch) is retried only where GitHub surely did not act on it (the connection
-        was never made, or a rate limit refused it); otherwise it raises _Unsure."""
-        backoff = [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
-        try:
-            async for attempt in retrying(
-                backoff, (httpx.TransportError, _Again), f"GitHub {method} {url}", log,
-                wait_for=lambda e: e.wait if isinstance(e, _Again) else None,
-            ):
-                with attempt:
-                    try:
-                        response = await self.http.request(method, url, **kwargs)
-                    except (httpx.ConnectError, httpx.ConnectTimeout):
-                        raise
-                    except httpx.TransportError as e:
-                        if once:
-                            raise _Unsure(repr(e)) from e
-                        raise
-                    if response.status_code < 300:
-                        return response
-                    wait = _rate_limit_wait(response)
-                    if once and wait is None and response.status_code >= 500:
-                        raise _Unsure(f"{response.status_code} from GitHub")
-                    if wait is not None or response.status_code >= 500:
-                        raise _Again(response, wait)
-                    raise self._error(response, what)
-        except httpx.TransportError as e:
-            raise DeployerError(f"could not reach GitHub at {self.http.base_url}: {e!r}") from e
-        except _Again as e:  # still failing after the last retry
-            raise self._error(e.response, what) from None
-        raise AssertionError("unreachable: retrying returns or raises")
 
-    def _error(self, response: httpx.Response, what: str) -> Exception:
-        status = response.status_code
-        try:
-            message = response.json().get("message", "")
-        except ValueError:
-            message = response.text[:200]
-        if status == 401:
-            return DeployerError(f"GitHub rejected GITHUB_TOKEN (401 {message}); check the token")
-        if status == 403 and what in ("statuses", "check runs"):
-            return DeployerError(
-                f"GitHub refused (403 {message}): reading {what} needs the token to have "
-                f"{'statuses' if what == 'statuses' else 'checks'}:read on {self.repository}"
-            )
-        if status == 403:
-            return DeployerError(
-                f"GitHub refused (403 {message}): the token needs actions:write and contents:read "
-                f"on {self.repository}"
-            )
-        if status == 404 and what.startswith("commit "):
-            return DeployerError(
-                f"GitHub found no {what} in {self.repository} (404): check the commits and GITHUB_REPOSITORY"
-            )
-        if status == 404:
-            return DeployerError(
-                f"GitHub found no {what} (404): check GITHUB_REPOSITORY={self.repository} "
-                "and the workflow file names"
-            )
-        if status == 422 and what == "tag":  # GitHub's answer for a ref that names no commit
-            return _Missing()
-        if status == 422 and self.commit_input and "Unexpected inputs" in message and self.commit_input in message:
-            return DeployerError(
-                f"GitHub rejected the request (422): {message}; give the workflow a {self.commit_input!r} "
-                "input and check out that commit (see the README), or name its input in GITHUB_COMMIT_INPUT"
-            )
-        if status == 422:
-            return DeployerError(f"GitHub rejected the request (422): {message}")
-        return DeployerError(f"GitHub answered {status}: {message}")
+
+class GitHubDeployer(Pair):
+    """GitHub's versions, deployed by a workflow, over one client."""
+
+    def __init__(
+        self,
+        token: str,
+        repository: str,
+        workflows: dict[str, str],
+        api_url: str = "https://api.github.com",
+        ref: str = "main",
+        poll_seconds: float = 5.0,
+        find_seconds: float = 60.0,
+        timeout_seconds: float = 3600.0,
+        commit_input: str = "commit",
+    ) -> None:
+        api = GitHubApi(token, repository, api_url, poll_seconds, commit_input)
+        super().__init__(GitHubVersions(api), WorkflowRunner(
+            api, workflows, ref, poll_seconds, find_seconds, timeout_seconds, commit_input,
+        ))
+        self.api, self.http = api, api.http
+
+    async def aclose(self) -> None:
+        await self.api.aclose()  # the one client both parts use
 
 
 def _newest(commits: list[dict[str, Any]], limit: int) -> tuple[CommitSummary, ...]:
