@@ -131,16 +131,6 @@ def _me() -> str:
         return "cli"
 
 
-def _deployers_known(settings: Settings) -> bool:
-    """A service's deployer must be a registered kind (bot/wiring/deployers.py): said at start."""
-    from bot.wiring.deployers import problems
-
-    found = problems(settings)
-    for problem in found:
-        print(f"configuration error: {problem}", file=sys.stderr)
-    return not found
-
-
 def configure_logging(settings: Settings) -> logging.Filter:
     """LOG_LEVEL and the format, and the one filter that keeps every secret out of every
     log line, a library's too (README: Limits and hostile input)."""
@@ -154,16 +144,8 @@ def configure_logging(settings: Settings) -> logging.Filter:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        settings = Settings()  # refuses half a configuration (LLM, Slack, email, GitHub) with the reason
-    except ValidationError as e:
-        for problem in config_problems(e):
-            print(f"configuration error: {problem}", file=sys.stderr)
-        return 2
-    except ValueError as e:  # pydantic-settings' own errors (SettingsError), e.g. an unreadable .env
-        print(f"configuration error: {e}", file=sys.stderr)
-        return 2
-    if not _deployers_known(settings):
+    settings = read_settings()
+    if settings is None:
         return 2
     redacting = configure_logging(settings)
     if args.command == "serve":
@@ -188,6 +170,24 @@ def main(argv: list[str] | None = None) -> int:
     except Refused as e:
         print(f"refused: {e.message}", file=sys.stderr)
         return 1
+
+
+def read_settings() -> Settings | None:
+    """The settings, or None after printing every configuration problem, one line each."""
+    try:
+        settings = Settings()  # refuses half a configuration (LLM, Slack, email, GitHub) with the reason
+    except ValidationError as e:
+        problems = config_problems(e)
+    except ValueError as e:  # pydantic-settings' own errors (SettingsError), e.g. an unreadable .env
+        problems = [str(e)]
+    else:
+        # A service's deployer must be a registered kind (bot/wiring/deployers.py).
+        from bot.wiring.deployers import problems as unknown_deployers
+
+        problems = unknown_deployers(settings)
+    for problem in problems:
+        print(f"configuration error: {problem}", file=sys.stderr)
+    return None if problems else settings
 
 
 async def _terminal(settings: Settings, args: argparse.Namespace) -> int:

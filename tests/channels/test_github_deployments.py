@@ -158,7 +158,8 @@ async def test_a_protected_deploy_goes_queued_in_progress_success(ask, decide, a
     assert sent["payload"] == {"deploybot": {"deploy_id": result["deploy_id"], "thread_id": thread["id"],
                                              "service": "mobile", "tag": "v3.0.0"}}
     # As GitHub lists them: newest first.
-    r = await app.adapter("github_deployments")._call("GET", f"/repos/{REPOSITORY}/deployments/{deployment['id']}/statuses")
+    deployments = app.adapter("github_deployments")
+    r = await deployments._call("GET", f"/repos/{REPOSITORY}/deployments/{deployment['id']}/statuses")
     assert [s["state"] for s in r.json()] == ["success", "in_progress", "queued"]
 
 
