@@ -35,7 +35,7 @@ class Parts:
     """What a channel is built from."""
 
     settings: Settings
-    service: ThreadService  # records what people say (and what a delivery that keeps failing)
+    service: ThreadService  # records what people say, and a delivery that keeps failing
     inbox: RedisInbox
     kick: Kick  # hands a thread to a worker
     credentials: RedisCredentials
@@ -70,6 +70,9 @@ class Plugged:
 
 @dataclass(frozen=True)
 class Kind:
+    """One entry of CHANNELS: what is known of a channel whether it is on or not, and how to
+    build it."""
+
     proof: str  # how the channel knows who is speaking, in one line
     build: Callable[[Parts], Channel | None]  # None: off in these settings
     limits: Callable[[Settings], Sequence[tuple[str, int]]] = lambda settings: ()  # (path, max bytes)
