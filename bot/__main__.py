@@ -9,6 +9,7 @@ import getpass
 import logging
 import signal
 import sys
+from typing import TypeAlias
 
 from pydantic import ValidationError
 
@@ -30,7 +31,30 @@ def parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("message")
     chat.add_argument("--user", default=_me())
+    _threads(sub)
+    _locks(sub)
+    _freezes(sub)
+    rollback = sub.add_parser("rollback", help="put back what was deployed before (asks for approval where needed)")
+    rollback.add_argument("service")
+    rollback.add_argument("environment")
+    rollback.add_argument("--user", default=_me())
+    deploys = sub.add_parser("deploys", help="what is on an environment")
+    deploys.add_argument("environment")
+    _credentials_commands(sub)
+    gc = sub.add_parser("gc", help="retention: remove threads finished longer than THREAD_RETENTION, and the rest "
+                        "(README: Retention); workers do it continuously")
+    gc.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
+    gc.add_argument("--limit", type=int, default=1000, help="threads (and records) per pass (default 1000)")
+    gc.add_argument("--reindex", action="store_true",
+                    help="first index every stored thread (once, after upgrading from a version without the index)")
+    sub.add_parser("redis-stop", help="stop the embedded Redis server")
+    return p
 
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # what add_subparsers gives
+
+
+def _threads(sub: Commands) -> None:
     threads = sub.add_parser("threads", help="inspect and answer threads").add_subparsers(
         dest="action", required=True
     )
@@ -57,6 +81,8 @@ def parser() -> argparse.ArgumentParser:
     cancel.add_argument("--user", default=_me())
     threads.add_parser("resume", help="run a thread's loop in this process").add_argument("id")
 
+
+def _locks(sub: Commands) -> None:
     lock = sub.add_parser("lock", help="lock an environment (or one service there): no deploy to it starts")
     lock.add_argument("environment")
     lock.add_argument("--service", help="only this service")
@@ -67,6 +93,9 @@ def parser() -> argparse.ArgumentParser:
     unlock.add_argument("--service", help="the lock on this service")
     unlock.add_argument("--force", metavar="REASON", help="take someone else's lock (they are told why)")
     unlock.add_argument("--user", default=_me())
+
+
+def _freezes(sub: Commands) -> None:
     freeze = sub.add_parser("freeze", help="stop the line: no deploy to ENV (or --all) starts until unfrozen")
     where = freeze.add_mutually_exclusive_group(required=True)
     where.add_argument("environment", nargs="?")
@@ -79,13 +108,9 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("environment", nargs="?")
     where.add_argument("--all", action="store_true")
     unfreeze.add_argument("--user", default=_me())
-    rollback = sub.add_parser("rollback", help="put back what was deployed before (asks for approval where needed)")
-    rollback.add_argument("service")
-    rollback.add_argument("environment")
-    rollback.add_argument("--user", default=_me())
-    deploys = sub.add_parser("deploys", help="what is on an environment")
-    deploys.add_argument("environment")
 
+
+def _credentials_commands(sub: Commands) -> None:
     tokens = sub.add_parser("tokens", help="personal API tokens (Authorization: Bearer dbt_...)").add_subparsers(
         dest="action", required=True
     )
@@ -97,16 +122,6 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "login-link", help="a one-time link that signs PERSON in to the web API (10 minutes)"
     ).add_argument("person")
-
-    gc = sub.add_parser("gc", help="retention: remove threads finished longer than THREAD_RETENTION, and the rest "
-                        "(README: Retention); workers do it continuously")
-    gc.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
-    gc.add_argument("--limit", type=int, default=1000, help="threads (and records) per pass (default 1000)")
-    gc.add_argument("--reindex", action="store_true",
-                    help="first index every stored thread (once, after upgrading from a version without the index)")
-
-    sub.add_parser("redis-stop", help="stop the embedded Redis server")
-    return p
 
 
 def _me() -> str:
@@ -129,14 +144,8 @@ def configure_logging(settings: Settings) -> logging.Filter:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        settings = Settings()  # refuses half a configuration (LLM, Slack, email, GitHub) with the reason
-    except ValidationError as e:
-        for problem in config_problems(e):
-            print(f"configuration error: {problem}", file=sys.stderr)
-        return 2
-    except ValueError as e:  # pydantic-settings' own errors (SettingsError), e.g. an unreadable .env
-        print(f"configuration error: {e}", file=sys.stderr)
+    settings = read_settings()
+    if settings is None:
         return 2
     redacting = configure_logging(settings)
     if args.command == "serve":
@@ -161,6 +170,24 @@ def main(argv: list[str] | None = None) -> int:
     except Refused as e:
         print(f"refused: {e.message}", file=sys.stderr)
         return 1
+
+
+def read_settings() -> Settings | None:
+    """The settings, or None after printing every configuration problem, one line each."""
+    try:
+        settings = Settings()  # refuses half a configuration (LLM, Slack, email, GitHub) with the reason
+    except ValidationError as e:
+        problems = config_problems(e)
+    except ValueError as e:  # pydantic-settings' own errors (SettingsError), e.g. an unreadable .env
+        problems = [str(e)]
+    else:
+        # A service's deployer must be a registered kind (bot/wiring/deployers.py).
+        from bot.wiring.deployers import problems as unknown_deployers
+
+        problems = unknown_deployers(settings)
+    for problem in problems:
+        print(f"configuration error: {problem}", file=sys.stderr)
+    return None if problems else settings
 
 
 async def _terminal(settings: Settings, args: argparse.Namespace) -> int:

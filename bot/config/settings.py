@@ -39,7 +39,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from bot.adapters.deployers.command import DRY_RUN, command_argv
 from bot.adapters.redis.connect import RedisTarget
 from bot.config import settings_file
-from bot.config.settings_file import FileConfig, FileError
+from bot.config.settings_file import DeployerKind, FileConfig, FileError
 from bot.core import wording
 from bot.core.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.core.people import Directory
@@ -101,7 +101,7 @@ class ServiceSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
-    deployer: Literal["command", "github"]
+    deployer: DeployerKind  # registered in bot/wiring/deployers.py
     repo: Path = Path(".")  # the command deployer's git repository
     command: str = DRY_RUN
     github: str | None = None  # owner/name
@@ -205,7 +205,7 @@ class Settings(BaseSettings):
     )
     gc_every: float = Field(10.0, gt=0, description="seconds between the workers' retention passes")
 
-    deployer: Literal["command", "github"] = "command"
+    deployer: DeployerKind = Field("command", description="how backend and frontend deploy: command, github")
     github_token: SecretStr | None = None
     github_repository: str | None = Field(None, description="owner/name")
     github_api_url: str = "https://api.github.com"
@@ -368,7 +368,7 @@ class Settings(BaseSettings):
         repository, by DEPLOYER."""
         file = self._file
         if file is None or not file.services:
-            kind = "github" if self.github is not None else "command"
+            kind = self.deployer
             return [
                 ServiceSettings(name=name, deployer=kind, repo=self.git_repo, command=self.deploy_command)
                 for name in LEGACY_SERVICES

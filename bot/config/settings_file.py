@@ -19,11 +19,12 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter  # type: ignore[import-untyped]
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -45,6 +46,18 @@ FILE_NAME = "deploybot.toml"
 VARIABLE = "DEPLOYBOT_CONFIG"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_KIND = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+
+
+def _deployer_kind(value: str) -> str:
+    if not _KIND.match(value):
+        raise ValueError(f"{value[:40]!r} is not a deployer's name (like command or github)")
+    return value
+
+
+# How a service deploys: a kind registered in bot/wiring/deployers.py (which refuses a name it
+# does not know, at start); here only its shape.
+DeployerKind = Annotated[str, AfterValidator(_deployer_kind)]
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _SLACK_ID = re.compile(r"^[UW][A-Z0-9]+$")  # people: U…, or W… on Enterprise Grid
 _EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
@@ -138,7 +151,7 @@ class ServiceEntry(BaseModel):
 
     repo: str | None = None  # a local git repository (relative to this file); unset: GIT_REPO
     github: str | None = None  # owner/name on GitHub
-    deployer: Literal["command", "github"] = "command"
+    deployer: DeployerKind = "command"
     command: str | None = None  # the deploy command (unset: DEPLOY_COMMAND)
     workflow: str | None = None  # the GitHub Actions workflow file (deployer = "github")
     environments: tuple[str, ...] | None = None  # unset: every environment

@@ -46,10 +46,12 @@ from bot.runtime.ports import (
     DeployQueue,
     DeployRecord,
     DeployRequest,
+    DeployRunner,
     FreezeStore,
     History,
     Lock,
     Locks,
+    Versions,
 )
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,9 @@ class Journal(Protocol):
 
 @dataclass
 class Deploying:
-    deployers: Mapping[str, Deployer]  # each service's (backend and frontend may share one)
+    # Each service's: its versions (tags, commits, checks) and how its deploys run (backend and
+    # frontend may share one).
+    deployers: Mapping[str, Deployer]
     locks: Locks
     history: History
     policy: Policy
@@ -96,6 +100,7 @@ class Deploying:
     queue: DeployQueue | None = None  # approved deploys wait here for a lock (None: they fail)
     freezes: FreezeStore | None = None  # stop-the-line freezes people set
     wake: Callable[[str], Awaitable[None]] | None = None  # hands a thread to a worker
+
 
     # --- before: asking for approval ------------------------------------------------
 
@@ -142,7 +147,8 @@ class Deploying:
             return Change(to_commit=commit)
         base = Change(from_tag=current.tag, from_commit=current.commit, to_commit=commit)
         try:
-            found = await self.deployers[step.service].compare(current.commit, commit, PREVIEW_COMMITS)
+            versions: Versions = self.deployers[step.service]
+            found = await versions.compare(current.commit, commit, PREVIEW_COMMITS)
         except DeployerError as e:
             return base.model_copy(update={"unknown": str(e)[:300]})
         commits = found.added if found.ahead else found.removed
@@ -169,7 +175,8 @@ class Deploying:
         if step.environment not in self.policy.required_checks:
             return None
         try:
-            checks = await self.deployers[step.service].checks(commit)
+            versions: Versions = self.deployers[step.service]
+            checks = await versions.checks(commit)
         except DeployerError as e:
             return Error(kind="checks", step_id=step.id, message=wording.checks_unreadable(commit, e))
         if checks is None:  # a local repository: no CI to ask (see the README)
@@ -245,8 +252,8 @@ class Deploying:
         """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
         it, if it never got going) instead of starting a second one. Any other deploy's
         outcome is unknown: it is reported, never run again."""
-        deployer = self.deployers.get(action.step.service)
-        if not (deployer is not None and deployer.resumable and started_here(thread, action.started)):
+        runner: DeployRunner | None = self.deployers.get(action.step.service)
+        if not (runner is not None and runner.resumable and started_here(thread, action.started)):
             return await journal.decide(thread, _interrupted(action))
         locked = await self._lock(thread, action.step, now)
         if locked:
@@ -431,7 +438,8 @@ class Deploying:
     async def _deploy(self, step: Deploy, started: DeployStarted, approvers: str | None) -> Event:
         request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, started.commit)
         try:
-            outcome = await self.deployers[step.service].deploy(request)
+            runner: DeployRunner = self.deployers[step.service]
+            outcome = await runner.deploy(request)
         except DeployerError as e:
             return Error(kind="deployer", step_id=step.id, message=wording.deploy_could_not_run(e))
         except Exception as e:  # a bug in a deployer: it may have started something, so say so
@@ -471,15 +479,15 @@ class Deploying:
         invalid = self.policy.invalid_deploy(step)
         if invalid:
             return Error(kind="validation", step_id=step.id, message=invalid)
-        deployer = self.deployers.get(step.service)
-        if deployer is None:  # in the policy's catalog, but not built (a thread older than it)
+        versions: Versions | None = self.deployers.get(step.service)
+        if versions is None:  # in the policy's catalog, but not built (a thread older than it)
             unknown = wording.unknown_service(step.service, self.deployers)
             return Error(kind="validation", step_id=step.id, message=unknown)
         try:
-            commit = await deployer.resolve(step.tag)
+            commit = await versions.resolve(step.tag)
             if commit:
                 return commit
-            newest = [t.name for t in (await deployer.list_tags())[:5]]
+            newest = [t.name for t in (await versions.list_tags())[:5]]
         except DeployerError as e:
             return Error(kind="deployer", step_id=step.id, message=wording.tag_lookup_failed(step.tag, e))
         return Error(kind="validation", step_id=step.id, message=wording.no_such_tag(step.tag, newest))

@@ -3,10 +3,10 @@ nothing else."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from bot.core import wording
 from bot.core.events import CommitSummary, Event, GitTag, Step
@@ -260,10 +260,10 @@ class DeployerError(Exception):
     """The deployer could not do its job at all (not a failed deploy: that is an outcome)."""
 
 
-class Deployer(Protocol):
-    resumable: bool
-    """True when deploy() with a known deploy_id finds and follows a deploy already running
-    for it instead of starting another, so an interrupted deploy can be resumed safely."""
+class Versions(Protocol):
+    """Where a service's versions come from: its tags, the commit each names, what changed
+    between two commits and what CI says of one (a local git repository, GitHub). Any way of
+    running a deploy can reuse one (bot/adapters/deployers/pair.py)."""
 
     async def list_tags(self) -> list[GitTag]:
         """Newest first."""
@@ -272,8 +272,6 @@ class Deployer(Protocol):
     async def resolve(self, tag: str) -> str | None:
         """The commit a tag points to now, or None if there is no such tag."""
         ...
-
-    async def deploy(self, request: DeployRequest) -> DeployOutcome: ...
 
     async def compare(self, base: str, head: str, limit: int) -> Comparison:
         """`head` against `base` (commits), for a change preview. DeployerError if either is
@@ -284,6 +282,22 @@ class Deployer(Protocol):
         """The CI checks on `commit` (every status context and check run), or None where the
         repository has no CI to ask (a local repository)."""
         ...
+
+
+class DeployRunner(Protocol):
+    """How a deploy of an approved commit runs (a command, a GitHub Actions workflow). Named
+    apart from bot.runtime.loop.Runner, which runs threads."""
+
+    resumable: bool
+    """True when deploy() with a known deploy_id finds and follows a deploy already running
+    for it instead of starting another, so an interrupted deploy can be resumed safely."""
+
+    async def deploy(self, request: DeployRequest) -> DeployOutcome: ...
+
+
+class Deployer(Versions, DeployRunner, Protocol):
+    """A service's deploys: where its versions come from and how a deploy runs, together
+    (bot/wiring/deployers.py builds one per service, by kind)."""
 
 
 @dataclass(frozen=True)
@@ -414,6 +428,41 @@ class NextStepModel(Protocol):
 class Notifier(Protocol):
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
         """Tell the thread's channel about new events. Must not raise."""
+        ...
+
+
+Endpoint = Callable[[Any], Awaitable[Any]]  # an ASGI framework's endpoint: takes the request
+
+
+@dataclass(frozen=True)
+class Route:
+    """An HTTP endpoint a channel answers on (POST). The front door reads no credentials for
+    it: the channel proves who is speaking itself (a signature, a shared secret)."""
+
+    path: str
+    endpoint: Endpoint
+
+
+class Channel(Protocol):
+    """A way people reach the bot or hear from it (Slack, email, a webhook), switched on. The
+    composition root (bot/wiring/channels.py) builds one per configured kind, serves its
+    routes, adds its notifier to the fan-out and starts and stops it with the process."""
+
+    def routes(self) -> Sequence[Route]:
+        """What it answers over HTTP (none for a channel that only notifies, or that keeps a
+        connection of its own, like Slack's Socket Mode)."""
+        ...
+
+    def notifier(self) -> Notifier | None:
+        """What tells its people about new events; None for a channel that only listens."""
+        ...
+
+    async def start(self, receive: bool) -> None:
+        """Start; take inbound messages only if `receive` (a worker process does not)."""
+        ...
+
+    async def stop(self) -> None:
+        """Finish what it was sending and let go of its connections."""
         ...
 
 

@@ -29,10 +29,10 @@ from bot.core.freeze_windows import ALL, stop_the_line
 from bot.core.people import Identity
 from bot.core.policy import Policy, lock_owner
 from bot.core.thread import Thread
-from bot.runtime.ports import Deployer, DeployerError, DeployRecord, FreezeStore, History, Lock, Locks
+from bot.runtime.ports import DeployerError, DeployRecord, FreezeStore, History, Lock, Locks, Versions
 
 
-async def list_tags(step: ListGitTags, deployers: Mapping[str, Deployer]) -> list[Event]:
+async def list_tags(step: ListGitTags, deployers: Mapping[str, Versions]) -> list[Event]:
     """One result per repository asked: the service's, or (none named) every service's; one
     for services that share a repository (backend and frontend without a catalog)."""
     if step.service is not None and step.service not in deployers:
@@ -48,7 +48,7 @@ async def list_tags(step: ListGitTags, deployers: Mapping[str, Deployer]) -> lis
     return results
 
 
-async def plan_rollback(step: RollBack, history: History, deployers: Mapping[str, Deployer], policy: Policy) -> Event:
+async def plan_rollback(step: RollBack, history: History, deployers: Mapping[str, Versions], policy: Policy) -> Event:
     """The deploy that rolls `step.service` in `step.environment` back: to the newest deploy
     before the current one that succeeded, is not marked faulty and whose tag still points
     to the same commit. Else a CommandResult saying why there is none."""
@@ -74,7 +74,7 @@ async def plan_rollback(step: RollBack, history: History, deployers: Mapping[str
     )
 
 
-async def _target(current: DeployRecord, older: list[DeployRecord], deployer: Deployer) -> DeployRecord | None:
+async def _target(current: DeployRecord, older: list[DeployRecord], deployer: Versions) -> DeployRecord | None:
     for record in older:
         if record.faulty or record.commit == current.commit:
             continue
@@ -104,42 +104,54 @@ async def run_command(
     service = getattr(step, "service", "")
     if service and service not in policy.catalog.services:
         return CommandResult(step_id=step.id, ok=False, text=wording.unknown_service(service, policy.catalog.names))
-    target = wording.lock_target(env, service)
     match step:
         case LockEnvironment():
-            why = policy.may_lock(who, env)
-            if why:
-                return CommandResult(step_id=step.id, ok=False, text=wording.not_locked_by(why))
-            lock = Lock(env, lock_owner(who), step.reason, now, service, thread.id)
-            holder = await locks.acquire(lock, ttl_ms=None)
-            if holder:
-                text = wording.already_locked(holder.describe())
-                return CommandResult(step_id=step.id, ok=False, text=text)
-            return CommandResult(step_id=step.id, ok=True, text=wording.locked(target, step.reason))
+            return await _lock(step, thread, who, locks, policy, now)
         case UnlockEnvironment():
-            held = await locks.held(env, [service] if service else [])
-            holder = next((lock for lock in held if lock.service == service), None)
-            if holder is None:
-                return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(target))
-            why = policy.may_unlock(who, env, holder.owner, target=target, locked_by=holder.by())
-            if why:
-                return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
-            theirs = holder.owner != lock_owner(who)
-            if theirs and not step.force:
-                # Someone else's lock is taken only on purpose, with a reason: one set by hand
-                # (they are told), or a deploy's (lifting it lets another deploy start while
-                # that one may still be running; it lapses by itself within a minute of its
-                # process dying).
-                return CommandResult(step_id=step.id, ok=False, text=wording.take_with_force(target, holder.by()))
-            await locks.release(env, holder.owner, service)
-            if step.force and theirs and holder.thread and holder.thread != thread.id and tell is not None:
-                await tell(holder.thread, LockTaken(environment=env, service=service, by=who.label, reason=step.force))
-            if step.force and theirs:
-                return CommandResult(step_id=step.id, ok=True, text=wording.lock_taken(target, holder.by(), step.force))
-            return CommandResult(step_id=step.id, ok=True, text=wording.unlocked(target, holder.by()))
+            return await _unlock(step, thread, who, locks, policy, tell)
         case ShowDeploys():
             return CommandResult(step_id=step.id, ok=True, text=await whats_on(env, history, locks, policy.catalog))
     raise TypeError(f"not a command step: {step!r}")
+
+
+async def _lock(
+    step: LockEnvironment, thread: Thread, who: Identity, locks: Locks, policy: Policy, now: datetime
+) -> Event:
+    env, service = step.environment, step.service
+    why = policy.may_lock(who, env)
+    if why:
+        return CommandResult(step_id=step.id, ok=False, text=wording.not_locked_by(why))
+    holder = await locks.acquire(Lock(env, lock_owner(who), step.reason, now, service, thread.id), ttl_ms=None)
+    if holder:
+        return CommandResult(step_id=step.id, ok=False, text=wording.already_locked(holder.describe()))
+    return CommandResult(step_id=step.id, ok=True, text=wording.locked(wording.lock_target(env, service), step.reason))
+
+
+async def _unlock(
+    step: UnlockEnvironment, thread: Thread, who: Identity, locks: Locks, policy: Policy, tell: Tell | None
+) -> Event:
+    env, service = step.environment, step.service
+    target = wording.lock_target(env, service)
+    held = await locks.held(env, [service] if service else [])
+    holder = next((lock for lock in held if lock.service == service), None)
+    if holder is None:
+        return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(target))
+    why = policy.may_unlock(who, env, holder.owner, target=target, locked_by=holder.by())
+    if why:
+        return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
+    theirs = holder.owner != lock_owner(who)
+    if theirs and not step.force:
+        # Someone else's lock is taken only on purpose, with a reason: one set by hand
+        # (they are told), or a deploy's (lifting it lets another deploy start while
+        # that one may still be running; it lapses by itself within a minute of its
+        # process dying).
+        return CommandResult(step_id=step.id, ok=False, text=wording.take_with_force(target, holder.by()))
+    await locks.release(env, holder.owner, service)
+    if not (theirs and step.force):  # their own lock (taking another's needs the reason, above)
+        return CommandResult(step_id=step.id, ok=True, text=wording.unlocked(target, holder.by()))
+    if holder.thread and holder.thread != thread.id and tell is not None:
+        await tell(holder.thread, LockTaken(environment=env, service=service, by=who.label, reason=step.force))
+    return CommandResult(step_id=step.id, ok=True, text=wording.lock_taken(target, holder.by(), step.force))
 
 
 async def _stop_or_resume(

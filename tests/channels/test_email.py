@@ -77,7 +77,7 @@ def settings(settings, smtp_port, inbox):
 
 @pytest.fixture
 def fast_retries(app):
-    app.email.smtp.backoff = (0.2, 0.4, 0.8)
+    app.adapter("email").smtp.backoff = (0.2, 0.4, 0.8)
 
 
 _n = iter(range(10**6))
@@ -182,7 +182,7 @@ async def test_forged_and_misused_tokens_append_nothing(api, app, inbox, ledger,
     assert "mallory@evil.example" in caplog.text
     # Whatever the refusal sends is handed to a task before the endpoint answers: once those
     # are done, every message it sent is in the inbox.
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert not [m for m in inbox.messages if "mallory" in str(m["To"])]  # not allowed: a log line only
 
     assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == version

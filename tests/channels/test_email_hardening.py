@@ -78,8 +78,8 @@ class CountingInbox:
 
 
 def spy(app) -> CountingInbox:
-    counting = CountingInbox(app.email.inbox)
-    app.email.inbox = counting
+    counting = CountingInbox(app.adapter("email").inbox)
+    app.adapter("email").inbox = counting
     return counting
 
 
@@ -141,7 +141,7 @@ async def test_a_strangers_mail_leaves_nothing_in_redis_and_is_not_looked_up(api
     ]
     answers = [(await post(api, raw)).json()["status"] for raw in strangers]
     assert answers == ["ignored", "ignored", "refused"]
-    await app.email.drain()
+    await app.adapter("email").drain()
 
     assert counting.calls == []  # no dedupe mark, no reference looked up, no link
     assert await keys(redis) == before
@@ -158,7 +158,7 @@ async def test_an_oversize_message_id_or_references_from_a_known_sender_is_bound
     assert r.json()["status"] == "refused" and f"longer than {MAX_MESSAGE_ID}" in r.json()["detail"]
     told = (await inbox.wait_for(to="alice@example.com", body="I did not act on your message"))[0]
     assert told["In-Reply-To"] is None  # not echoed into a header
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert counting.calls == [] and await keys(redis) == before
 
     # 2,000 references, half of them huge: at most MAX_REFERENCES lookups, nothing huge stored.
@@ -301,7 +301,7 @@ async def test_an_approver_who_is_no_allowed_sender_is_ignored_without_a_code(ap
     r = await post(api, raw_mail("No, v1.2.3 breaks checkout.", sender="carol@example.com",
                                  subject="Re: Deploy please", in_reply_to=str(update["Message-ID"])))
     assert r.json() == {"status": "ignored", "detail": "not an allowed sender"}
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert counting.calls == [] and not [m for m in inbox.messages if "did not act" in _field(m, "body")]
     assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == thread["version"]
 
@@ -331,7 +331,7 @@ async def test_out_of_office_replies_and_bounces_are_ignored_and_leave_nothing(a
     thread, root, approvals = await start(api, app, inbox)
     bob = approvals["bob@example.com"]
     update = (await inbox.wait_for(to="alice@example.com", body="needs approval"))[0]
-    await app.email.drain()
+    await app.adapter("email").drain()
     sent, counting, before = len(inbox.messages), spy(app), await keys(redis)
     automatic = [
         # bob's out-of-office answers the approval email: its Reply-To carries his valid code
@@ -348,7 +348,7 @@ async def test_out_of_office_replies_and_bounces_are_ignored_and_leave_nothing(a
     for raw in automatic:
         r = await post(api, raw)
         assert r.json()["status"] == "ignored" and "automatic" in r.json()["detail"], r.text
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert counting.calls == [] and await keys(redis) == before and len(inbox.messages) == sent
     assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == thread["version"]
     assert "automatic message" in caplog.text
@@ -439,5 +439,5 @@ async def test_an_html_only_approval_is_refused_with_a_plain_text_hint_and_decid
     # A replay of it is a replay: refused as one, not refused (and answered) as if it were new.
     replay = await post(api, bytes(msg))
     assert replay.json()["status"] == "refused" and "already received" in replay.json()["detail"]
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert len([m for m in inbox.messages if "plain text" in _field(m, "body")]) == 1

@@ -78,7 +78,7 @@ async def at(app, thread_id: str, when) -> None:
     """Run the thread as a worker would when its timer fires, at `when`."""
     app.runner.clock = lambda: when
     await app.runner.run(thread_id)
-    await app.email.drain()
+    await app.adapter("email").drain()
 
 
 def same_id(a, b) -> bool:
@@ -163,7 +163,7 @@ async def test_two_approvals_by_email_send_progress_lines(api, app, inbox, ledge
     await inbox.wait_for(to="alice@example.com", body="Approved by bob. 1 of 2: approved by bob; it needs 1 more")
     [progress] = await inbox.wait_for(to="carol@example.com", body="1 of 2: approved by bob")
     assert same_id(progress["In-Reply-To"], approvals["carol@example.com"]["Message-ID"])
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert not sent_to(inbox, "bob@example.com", "1 of 2")  # who approved is not asked again
     assert (await settle(api, thread.id))["status"] == "waiting_for_approval" and ledger_lines(ledger) == []
 

@@ -89,7 +89,7 @@ async def test_an_approver_forging_a_colleagues_request_cannot_approve_it(api, a
     thread = await settle(api, r.json()["detail"])
     assert thread["status"] == "waiting_for_sender" and thread["pending_approval"] is None
     await asked(inbox, "alice@example.com")
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert not [m for m in inbox.messages if "Reply APPROVE" in _field(m, "body")]  # nobody asked
     assert [str(m["To"]) for m in inbox.messages] == ["alice@example.com"]
     assert ledger_lines(ledger) == [] and fake_llm.prompts == []
@@ -136,7 +136,7 @@ async def test_a_confirmation_nobody_gives_expires_and_runs_nothing(api, app, in
     assert waiting is not None and waiting.claimed == "email:dave@corp.example"
     app.runner.clock = lambda: waiting.expires_at + timedelta(seconds=1)
     await app.runner.run(thread.id)
-    await app.email.drain()
+    await app.adapter("email").drain()
     thread = await app.service.get(thread.id)
     assert thread.status() == "done" and thread.events[-1].type == "sender_confirmation_expired"
     await inbox.wait_for(to="dave@corp.example", body="so it was dropped; nothing was done")

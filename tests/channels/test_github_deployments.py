@@ -73,7 +73,7 @@ def settings(settings, github: FakeGitHub, tmp_path: Path, request):
 
 @pytest.fixture
 def fast(app):
-    app.deployments.backoff = (0.05, 0.1)
+    app.adapter("github_deployments").backoff = (0.05, 0.1)
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ async def statuses(app, github: FakeGitHub, count: int) -> list[dict[str, Any]]:
     """The only deployment's statuses, once `count` are posted (and the sending is done)."""
     await eventually(lambda: len(github.deployments) == 1
                      and len(github.deployment_statuses[github.deployments[0]["id"]]) >= count)
-    await app.deployments.drain()
+    await app.adapter("github_deployments").drain()
     [deployment] = github.deployments
     return github.deployment_statuses[deployment["id"]]
 
@@ -146,7 +146,8 @@ async def test_a_protected_deploy_goes_queued_in_progress_success(ask, decide, a
     assert sent["payload"] == {"deploybot": {"deploy_id": result["deploy_id"], "thread_id": thread["id"],
                                              "service": "mobile", "tag": "v3.0.0"}}
     # As GitHub lists them: newest first.
-    r = await app.deployments._call("GET", f"/repos/{REPOSITORY}/deployments/{deployment['id']}/statuses")
+    deployments = app.adapter("github_deployments")
+    r = await deployments._call("GET", f"/repos/{REPOSITORY}/deployments/{deployment['id']}/statuses")
     assert [s["state"] for s in r.json()] == ["success", "in_progress", "queued"]
 
 
@@ -191,7 +192,7 @@ async def test_the_command_deployer_naming_its_repository_gets_a_deployment(ask,
 async def test_a_command_deployer_service_without_github_gets_none(ask, app, github, ledger):
     done = await ask("deploy worker v1.2.3 to staging")
     assert result_of(done)["ok"] and len(ledger_lines(ledger)) == 1
-    await app.deployments.drain()
+    await app.adapter("github_deployments").drain()
     assert github.deployments == [] and not any("/deployments" in p for _, p in github.requests)
 
 
@@ -215,7 +216,7 @@ async def test_a_status_published_twice_finds_the_same_deployment(ask, app, gith
     thread = await ask("deploy mobile v3.0.0 to production")
     await statuses(app, github, 1)
     again = await app.service.get(thread["id"])
-    await app.deployments.publish(again, [e for e in again.events if e.type == "approval_requested"])
+    await app.adapter("github_deployments").publish(again, [e for e in again.events if e.type == "approval_requested"])
     listed = await statuses(app, github, 2)
     assert [s["state"] for s in listed] == ["queued", "queued"] and len(github.deployments) == 1
 

@@ -113,7 +113,7 @@ async def test_a_command_delivered_twice_starts_one_thread(app, slack, fake_slac
         assert response.status_code == 200
     await fake_slack.wait_for("chat.postMessage", channel=CHANNEL, text="/deploy backend")
     await eventually(lambda: app.store.recent(10))
-    await asyncio.gather(*app.slack.background)  # both deliveries' work is over
+    await asyncio.gather(*app.adapter("slack").background)  # both deliveries' work is over
     assert len(await app.store.recent(10)) == 1
     assert len(fake_slack.matching("chat.postMessage", text="/deploy backend")) == 1
 

@@ -82,7 +82,7 @@ async def test_a_mention_an_approval_click_and_a_slash_command_over_socket_mode(
     running, socket, fake_slack, ledger
 ):
     app = running
-    assert app.slack_endpoint is None  # Socket Mode: no HTTP endpoint for Slack
+    assert app.channels["slack"].routes() == ()  # Socket Mode: no HTTP endpoint for Slack
     assert fake_slack.called("apps.connections.open")
 
     # A mention: acknowledged, recorded, the deploy proposed with Approve / Reject buttons.

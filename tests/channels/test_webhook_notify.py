@@ -67,7 +67,7 @@ def settings(settings, receiver):
 
 @pytest.fixture
 def fast(app):
-    app.webhooks.backoff = (0.05, 0.1, 0.2)
+    app.adapter("outgoing_webhooks").backoff = (0.05, 0.1, 0.2)
 
 
 async def paused(api) -> str:
@@ -167,7 +167,7 @@ async def test_an_approval_that_lapses_is_posted_as_expired_once(api, app, recei
     [lapsed] = await eventually(lambda: receiver.got("/a", "approval.expired"))
     assert body(lapsed)["approval"]["decision"] == "expired" and body(lapsed)["approval"]["id"] == request.approval_id
     await app.runner.run(thread_id)  # fired again (a worker died after taking it): nothing more
-    await app.webhooks.drain()
+    await app.adapter("outgoing_webhooks").drain()
     assert len(receiver.got("/a", "approval.expired")) == 1
 
 async def test_secrets_in_text_are_redacted_in_payloads_as_in_the_transcript(api, app, settings, receiver, fast,

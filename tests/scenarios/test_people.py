@@ -85,7 +85,7 @@ async def version(app, thread_id: str) -> int:
 async def approval_emails(app, inbox) -> dict[str, object]:
     """Every approval email sent, by recipient, once all sends are done."""
     await inbox.wait_for(len(APPROVER_ADDRESSES), body="Reply APPROVE to deploy")
-    await app.email.drain()
+    await app.adapter("email").drain()
     sent = [m for m in inbox.messages if "Reply APPROVE to deploy" in _field(m, "body")]
     by_address = {str(m["To"]): m for m in sent}
     assert len(by_address) == len(sent), "an address got two approval emails"
@@ -226,7 +226,7 @@ async def test_a_forged_from_of_an_approver_cannot_decide(app, slack, fake_slack
     assert (said.person, said.user, said.approve) == (None, "unverified sender <bob@example.com>", None)
     assert now.status() == "waiting_for_approval" and now.pending_approval().approval_id == pending
     assert said.evidence.startswith("bob@example.com <")  # the address and Message-ID it came with
-    await app.email.drain()
+    await app.adapter("email").drain()
     assert not [m for m in inbox.messages if "mallory" in str(m["To"])]
     assert ledger_lines(ledger) == []
 

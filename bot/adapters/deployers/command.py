@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
+from bot.adapters.deployers.pair import Pair
 from bot.core.events import CommitSummary, GitTag
 from bot.core.transcript import one_line
 from bot.runtime.ports import Check, Comparison, DeployerError, DeployOutcome, DeployRequest
@@ -53,16 +54,11 @@ def command_argv(command: str, what: str = "DEPLOY_COMMAND") -> list[str]:
     return argv
 
 
-class CommandDeployer:
-    resumable = False  # a command cannot be asked whether it already ran for a deploy id
+class GitVersions:
+    """Tags, commits and change previews from a local git repository (which has no CI to ask)."""
 
-    def __init__(
-        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = ()
-    ) -> None:
+    def __init__(self, repo: Path) -> None:
         self.repo = repo
-        self.passthrough = tuple(passthrough)  # DEPLOY_ENV_PASSTHROUGH
-        self.argv = command_argv(command)
-        self.timeout = timeout
 
     async def list_tags(self) -> list[GitTag]:
         out = await self._git("for-each-ref", "--sort=-creatordate", f"--format={_FIELDS}", "refs/tags")
@@ -110,6 +106,36 @@ class CommandDeployer:
                               "-n", str(limit), revisions, "--")
         return parse_log(out)
 
+    async def _git(self, *args: str) -> str:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "git", "-C", str(self.repo), *args,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as e:
+            raise DeployerError(f"could not run git: {e}") from e
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise DeployerError(
+                f"git {args[0]} failed in {self.repo}: {err.decode(errors='replace').strip()[:300]}"
+            )
+        return out.decode(errors="replace")  # a commit message need not be UTF-8
+
+
+class CommandRunner:
+    """Deploys by running the deploy command in the repository, with an allow-listed
+    environment (see the module's docstring)."""
+
+    resumable = False  # a command cannot be asked whether it already ran for a deploy id
+
+    def __init__(
+        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = ()
+    ) -> None:
+        self.repo = repo
+        self.passthrough = tuple(passthrough)  # DEPLOY_ENV_PASSTHROUGH
+        self.argv = command_argv(command)
+        self.timeout = timeout
+
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         values = {"service": request.service, "tag": request.tag, "environment": request.environment,
                   "commit": request.commit}
@@ -147,20 +173,15 @@ class CommandDeployer:
             "DEPLOY_COMMIT": request.commit,
         }
 
-    async def _git(self, *args: str) -> str:
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                "git", "-C", str(self.repo), *args,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )
-        except OSError as e:
-            raise DeployerError(f"could not run git: {e}") from e
-        out, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise DeployerError(
-                f"git {args[0]} failed in {self.repo}: {err.decode(errors='replace').strip()[:300]}"
-            )
-        return out.decode(errors="replace")  # a commit message need not be UTF-8
+
+class CommandDeployer(Pair):
+    """The default deployer: a local repository's versions, deployed by a command."""
+
+    def __init__(
+        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(GitVersions(repo), CommandRunner(repo, command, timeout, passthrough))
+        self.repo = repo
 
 
 def shown(text: str, limit: int) -> str:

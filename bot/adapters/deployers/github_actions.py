@@ -27,6 +27,7 @@ import httpx
 
 from bot.adapters import outbound
 from bot.adapters.deployers.command import commit_summary
+from bot.adapters.deployers.pair import Pair
 from bot.adapters.github_api import GitHub
 from bot.core.events import CommitSummary, GitTag
 from bot.runtime.ports import Check, CheckState, Comparison, DeployerError, DeployOutcome, DeployRequest
@@ -49,40 +50,109 @@ def version_key(name: str) -> list[tuple[int, int | str]]:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p]
 
 
-class GitHubDeployer:
-    resumable = True
+class GitHubApi:
+    """GitHub's REST API for one repository: one client (bot/adapters/github_api.py: headers,
+    retries, rate limits, pages), and what a failure means (a DeployerError that says what to
+    fix). The versions and the workflow runner share it."""
 
     def __init__(
-        self,
-        token: str,
-        repository: str,
-        workflows: dict[str, str],
-        api_url: str = "https://api.github.com",
-        ref: str = "main",
-        poll_seconds: float = 5.0,
-        find_seconds: float = 60.0,
-        timeout_seconds: float = 3600.0,
-        commit_input: str = "commit",
+        self, token: str, repository: str, api_url: str = "https://api.github.com",
+        poll_seconds: float = 5.0, commit_input: str = "commit",
     ) -> None:
-        self.repository, self.workflows, self.ref = repository, workflows, ref
-        self.commit_input = commit_input  # "": the workflow takes no commit input
-        self.poll_seconds, self.find_seconds, self.timeout_seconds = poll_seconds, find_seconds, timeout_seconds
+        self.repository, self.poll_seconds = repository, poll_seconds
+        self.commit_input = commit_input  # named in the error for a workflow without that input
         self.github = GitHub(token, api_url, timeout=30)
         self.http = self.github.http
 
     async def aclose(self) -> None:
         await self.github.aclose()
 
+    async def call(self, method: str, url: str, what: str, once: bool = False, **kwargs: Any) -> httpx.Response:
+        """One API call with retries for network failures, 5xx and rate limits; every other
+        failure becomes a DeployerError that says what to fix. `once`: a call that must not run
+        twice (a dispatch) is retried only where GitHub surely did not act on it (the connection
+        was never made, or a rate limit refused it); otherwise it raises outbound.Unsure."""
+        try:
+            return await self.github.call(method, url, self._backoff(), log, once=once, **kwargs)
+        except (httpx.TransportError, outbound.Failed) as e:
+            raise self._failure(e, what) from None
+
+    async def pages(self, path: str, what: str) -> list[httpx.Response]:
+        """Every page of `path`, following the `next` links; errors as `call` makes them."""
+        try:
+            return [page async for page in self.github.pages(path, self._backoff(), log)]
+        except (httpx.TransportError, outbound.Failed) as e:
+            raise self._failure(e, what) from None
+
+    def _backoff(self) -> list[float]:
+        return [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
+
+    def _failure(self, e: httpx.TransportError | outbound.Failed, what: str) -> Exception:
+        """What a call that failed for good raises: unreachable, or what GitHub's answer means."""
+        if isinstance(e, httpx.TransportError):
+            return DeployerError(f"could not reach GitHub at {self.github.base_url}: {e!r}")
+        return self.error(e.response, what)
+
+    def error(self, response: httpx.Response, what: str) -> Exception:
+        status = response.status_code
+        try:
+            message = response.json().get("message", "")
+        except ValueError:
+            message = response.text[:200]
+        if status == 401:
+            return DeployerError(f"GitHub rejected GITHUB_TOKEN (401 {message}); check the token")
+        if status == 403 and what in ("statuses", "check runs"):
+            return DeployerError(
+                f"GitHub refused (403 {message}): reading {what} needs the token to have "
+                f"{'statuses' if what == 'statuses' else 'checks'}:read on {self.repository}"
+            )
+        if status == 403:
+            return DeployerError(
+                f"GitHub refused (403 {message}): the token needs actions:write and contents:read "
+                f"on {self.repository}"
+            )
+        if status == 404 and what.startswith("commit "):
+            return DeployerError(
+                f"GitHub found no {what} in {self.repository} (404): check the commits and GITHUB_REPOSITORY"
+            )
+        if status == 404:
+            return DeployerError(
+                f"GitHub found no {what} (404): check GITHUB_REPOSITORY={self.repository} "
+                "and the workflow file names"
+            )
+        if status == 422 and what == "tag":  # GitHub's answer for a ref that names no commit
+            return _Missing()
+        if status == 422 and self.commit_input and "Unexpected inputs" in message and self.commit_input in message:
+            return DeployerError(
+                f"GitHub rejected the request (422): {message}; give the workflow a {self.commit_input!r} "
+                "input and check out that commit (see the README), or name its input in GITHUB_COMMIT_INPUT"
+            )
+        if status == 422:
+            return DeployerError(f"GitHub rejected the request (422): {message}")
+        return DeployerError(f"GitHub answered {status}: {message}")
+
+
+
+
+class GitHubVersions:
+    """Tags, commits, change previews and CI checks from GitHub."""
+
+    def __init__(self, api: GitHubApi) -> None:
+        self.api, self.repository = api, api.repository
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
     async def list_tags(self) -> list[GitTag]:
         """All tags, newest first by version order (GitHub's tag list carries no dates)."""
         tags: list[GitTag] = []
-        for page in await self._pages(f"/repos/{self.repository}/tags", what="repository"):
+        for page in await self.api.pages(f"/repos/{self.repository}/tags", what="repository"):
             tags += [GitTag(name=t["name"], commit=t["commit"]["sha"]) for t in page.json()]
         return sorted(tags, key=lambda t: version_key(t.name), reverse=True)
 
     async def resolve(self, tag: str) -> str | None:
         try:
-            response = await self._call("GET", f"/repos/{self.repository}/commits/refs/tags/{tag}", what="tag")
+            response = await self.api.call("GET", f"/repos/{self.repository}/commits/refs/tags/{tag}", what="tag")
         except _Missing:
             return None
         return response.json()["sha"]
@@ -101,7 +171,7 @@ class GitHubDeployer:
 
     async def _compare(self, base: str, head: str) -> dict[str, Any]:
         path = f"/repos/{self.repository}/compare/{quote(base, safe='/')}...{quote(head, safe='/')}"
-        response = await self._call("GET", path, what=f"commit {base[:40]!r} or {head[:40]!r}")
+        response = await self.api.call("GET", path, what=f"commit {base[:40]!r} or {head[:40]!r}")
         return response.json()
 
     async def checks(self, commit: str) -> list[Check]:
@@ -115,9 +185,9 @@ class GitHubDeployer:
         def add(name: str, state: CheckState) -> None:
             found[name] = max(found.get(name, state), state, key=_SEVERITY.index)
 
-        for status in await self._items(f"/repos/{self.repository}/commits/{ref}/status", "statuses", "statuses"):
+        for status in await self._pages(f"/repos/{self.repository}/commits/{ref}/status", "statuses", "statuses"):
             add(str(status.get("context") or "status"), STATUS_STATES.get(status.get("state") or "", "failure"))
-        for run in await self._items(f"/repos/{self.repository}/commits/{ref}/check-runs", "check_runs",
+        for run in await self._pages(f"/repos/{self.repository}/commits/{ref}/check-runs", "check_runs",
                                      "check runs"):
             state: CheckState = "pending"
             if run.get("status") == "completed":
@@ -125,19 +195,30 @@ class GitHubDeployer:
             add(str(run.get("name") or "check run"), state)
         return [Check(name=name, state=state) for name, state in found.items()]
 
-    async def _items(self, path: str, field: str, what: str) -> list[dict[str, Any]]:
-        """The `field` lists of every page of `path`."""
+    async def _pages(self, path: str, field: str, what: str) -> list[dict[str, Any]]:
+        """The `field` lists of every page of `path`, following the `next` links."""
         items: list[dict[str, Any]] = []
-        for page in await self._pages(path, what):
+        for page in await self.api.pages(path, what):
             items += page.json().get(field) or []
         return items
 
-    async def _pages(self, path: str, what: str) -> list[httpx.Response]:
-        """Every page of `path`, following the `next` links; errors as _call makes them."""
-        try:
-            return [page async for page in self.github.pages(path, self._backoff(), log)]
-        except (httpx.TransportError, outbound.Failed) as e:
-            raise self._failure(e, what) from None
+
+class WorkflowRunner:
+    """Deploys by dispatching a GitHub Actions workflow and following its run (see the
+    module's docstring for how the run is found, and why the commit goes with it)."""
+
+    resumable = True
+
+    def __init__(
+        self, api: GitHubApi, workflows: dict[str, str], ref: str = "main", poll_seconds: float = 5.0,
+        find_seconds: float = 60.0, timeout_seconds: float = 3600.0, commit_input: str = "commit",
+    ) -> None:
+        self.api, self.repository, self.workflows, self.ref = api, api.repository, workflows, ref
+        self.commit_input = commit_input  # "": the workflow takes no commit input
+        self.poll_seconds, self.find_seconds, self.timeout_seconds = poll_seconds, find_seconds, timeout_seconds
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         workflow = self.workflows.get(request.service)
@@ -155,7 +236,7 @@ class GitHubDeployer:
             if self.commit_input:
                 inputs[self.commit_input] = request.commit
             try:
-                await self._call(
+                await self.api.call(
                     "POST",
                     f"/repos/{self.repository}/actions/workflows/{workflow}/dispatches",
                     what="workflow",
@@ -193,7 +274,7 @@ class GitHubDeployer:
             done = f"it had already finished: {run.get('conclusion')}"
         else:
             try:
-                await self._call("POST", f"/repos/{self.repository}/actions/runs/{run['id']}/cancel", what="run")
+                await self.api.call("POST", f"/repos/{self.repository}/actions/runs/{run['id']}/cancel", what="run")
             except DeployerError as e:
                 return DeployOutcome(False, None, f"{said}; cancelling it failed, stop it by hand: {e} "
                                      f"({run['html_url']})", run["html_url"])
@@ -202,7 +283,7 @@ class GitHubDeployer:
         return DeployOutcome(False, None, f"{said}; {done} ({run['html_url']})", run["html_url"])
 
     async def _find_run(self, workflow: str, deploy_id: str) -> dict[str, Any] | None:
-        response = await self._call(
+        response = await self.api.call(
             "GET",
             f"/repos/{self.repository}/actions/workflows/{workflow}/runs",
             what="workflow",
@@ -234,65 +315,34 @@ class GitHubDeployer:
                 )
             await asyncio.sleep(wait)
             wait = min(wait * 1.5, 30)
-            run = (await self._call("GET", f"/repos/{self.repository}/actions/runs/{run['id']}", what="run")).json()
+            run = (await self.api.call("GET", f"/repos/{self.repository}/actions/runs/{run['id']}", what="run")).json()
         return run
 
-    async def _call(self, method: str, url: str, what: str, once: bool = False, **kwargs: Any) -> httpx.Response:
-        """One API call with retries for network failures, 5xx and rate limits; every other
-        failure becomes a DeployerError that says what to fix. `once`: a call that must not run
-        twice (a dispatch) is retried only where GitHub surely did not act on it (the connection
-        was never made, or a rate limit refused it); otherwise it raises outbound.Unsure."""
-        try:
-            return await self.github.call(method, url, self._backoff(), log, once=once, **kwargs)
-        except (httpx.TransportError, outbound.Failed) as e:
-            raise self._failure(e, what) from None
 
-    def _backoff(self) -> list[float]:
-        return [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
 
-    def _failure(self, e: httpx.TransportError | outbound.Failed, what: str) -> Exception:
-        """What a call that failed for good raises: unreachable, or what GitHub's answer means."""
-        if isinstance(e, httpx.TransportError):
-            return DeployerError(f"could not reach GitHub at {self.github.base_url}: {e!r}")
-        return self._error(e.response, what)
+class GitHubDeployer(Pair):
+    """GitHub's versions, deployed by a workflow, over one client."""
 
-    def _error(self, response: httpx.Response, what: str) -> Exception:
-        status = response.status_code
-        try:
-            message = response.json().get("message", "")
-        except ValueError:
-            message = response.text[:200]
-        if status == 401:
-            return DeployerError(f"GitHub rejected GITHUB_TOKEN (401 {message}); check the token")
-        if status == 403 and what in ("statuses", "check runs"):
-            return DeployerError(
-                f"GitHub refused (403 {message}): reading {what} needs the token to have "
-                f"{'statuses' if what == 'statuses' else 'checks'}:read on {self.repository}"
-            )
-        if status == 403:
-            return DeployerError(
-                f"GitHub refused (403 {message}): the token needs actions:write and contents:read "
-                f"on {self.repository}"
-            )
-        if status == 404 and what.startswith("commit "):
-            return DeployerError(
-                f"GitHub found no {what} in {self.repository} (404): check the commits and GITHUB_REPOSITORY"
-            )
-        if status == 404:
-            return DeployerError(
-                f"GitHub found no {what} (404): check GITHUB_REPOSITORY={self.repository} "
-                "and the workflow file names"
-            )
-        if status == 422 and what == "tag":  # GitHub's answer for a ref that names no commit
-            return _Missing()
-        if status == 422 and self.commit_input and "Unexpected inputs" in message and self.commit_input in message:
-            return DeployerError(
-                f"GitHub rejected the request (422): {message}; give the workflow a {self.commit_input!r} "
-                "input and check out that commit (see the README), or name its input in GITHUB_COMMIT_INPUT"
-            )
-        if status == 422:
-            return DeployerError(f"GitHub rejected the request (422): {message}")
-        return DeployerError(f"GitHub answered {status}: {message}")
+    def __init__(
+        self,
+        token: str,
+        repository: str,
+        workflows: dict[str, str],
+        api_url: str = "https://api.github.com",
+        ref: str = "main",
+        poll_seconds: float = 5.0,
+        find_seconds: float = 60.0,
+        timeout_seconds: float = 3600.0,
+        commit_input: str = "commit",
+    ) -> None:
+        api = GitHubApi(token, repository, api_url, poll_seconds, commit_input)
+        super().__init__(GitHubVersions(api), WorkflowRunner(
+            api, workflows, ref, poll_seconds, find_seconds, timeout_seconds, commit_input,
+        ))
+        self.api, self.http = api, api.http
+
+    async def aclose(self) -> None:
+        await self.api.aclose()  # the one client both parts use
 
 
 def _newest(commits: list[dict[str, Any]], limit: int) -> tuple[CommitSummary, ...]:

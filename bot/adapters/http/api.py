@@ -18,7 +18,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -41,7 +41,7 @@ from bot.core.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockE
 from bot.core.people import API, SESSION, TOKEN, Identity
 from bot.core.policy import Policy
 from bot.core.views import summary_json, thread_json
-from bot.runtime.ports import DeployRecord, FreezeStore, Health, History, Lock, Locks
+from bot.runtime.ports import DeployRecord, FreezeStore, Health, History, Lock, Locks, Route
 from bot.runtime.service import Forbidden, Invalid, Refused, ThreadService, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -102,9 +102,6 @@ SIGN_IN_FAILED = (
 )
 MAX_CODE = 200  # a sign-in link's code is 43 characters; anything much longer is nobody's
 EMAIL_LINK_SENT = "if that address belongs to someone deploybot knows, a sign-in link is on its way"
-
-
-Endpoint = Callable[[Request], Awaitable[Any]]
 
 
 class Session(Protocol):
@@ -186,16 +183,8 @@ class Parts(Protocol):
         ...
 
     @property
-    def slack_endpoint(self) -> Endpoint | None:
-        """None with Slack off, or in Socket Mode."""
-        ...
-
-    @property
-    def email_endpoint(self) -> Endpoint | None: ...
-
-    @property
-    def github_endpoint(self) -> Endpoint | None:
-        """None without GITHUB_WEBHOOK_SECRET."""
+    def routes(self) -> Sequence[Route]:
+        """The channels' endpoints (Slack's, email's, GitHub's webhook, those that are on)."""
         ...
 
     async def kick(self, thread_id: str) -> None: ...
@@ -385,12 +374,8 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
         return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.llm_configured else "none"})
 
     web.include_router(threads)
-    if parts.slack_endpoint:
-        web.add_api_route("/slack/events", parts.slack_endpoint, methods=["POST"])
-    if parts.email_endpoint:
-        web.add_api_route("/email/inbound", parts.email_endpoint, methods=["POST"])
-    if parts.github_endpoint:
-        web.add_api_route("/github/webhook", parts.github_endpoint, methods=["POST"])
+    for route in parts.routes:
+        web.add_api_route(route.path, route.endpoint, methods=["POST"])
     pages = mount_console(web, parts, sign_in)  # the web console: /console/ (and GET / -> there)
     if sign_in is not None:
         web.include_router(auth_routes(sign_in, pages))

@@ -1,0 +1,212 @@
+"""The channels, by kind: how each is built from the settings and plugged in.
+
+A channel (ports.Channel) answers on its HTTP routes, tells its people through its notifier,
+and starts and stops with the process. Each kind of CHANNELS says how it proves who is
+speaking (one line, for the docs), the body limits of its paths (the front door takes them
+whether the channel is on or not, so its paths never ask for the API's credentials), and
+builds the channel from the settings: None when it is off. The order of CHANNELS is the
+order notifiers hear each event in.
+
+A new channel is a module in bot/adapters/channels, a builder here and one line in CHANNELS,
+and its settings (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.adapters.channels.log import LogNotifier
+from bot.adapters.http.front_door import API_MAX_BYTES, GITHUB_MAX_BYTES, SLACK_MAX_BYTES
+from bot.adapters.redis.credentials import RedisCredentials
+from bot.adapters.redis.inbox import RedisInbox
+from bot.config.settings import Settings
+from bot.core.policy import Policy
+from bot.runtime.ports import Channel, Notifier, Route
+from bot.runtime.service import ThreadService
+from bot.wiring.sign_in import sign_in_linker
+
+Kick = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a channel is built from."""
+
+    settings: Settings
+    service: ThreadService  # records what people say, and a delivery that keeps failing
+    inbox: RedisInbox
+    kick: Kick  # hands a thread to a worker
+    credentials: RedisCredentials
+    policy: Policy
+    printer: Notifier | None = None  # what this process shows events with instead of the log (the CLI)
+
+
+@dataclass(frozen=True)
+class Plugged:
+    """A channel switched on (ports.Channel), around the adapter object that does the work."""
+
+    adapter: Any  # EmailChannel, SlackChannel, ...: what the sign-in mailer and tests reach
+    served: tuple[Route, ...] = ()
+    notifies: Notifier | None = None
+    starting: Callable[[bool], Awaitable[None]] | None = None
+    stopping: Callable[[], Awaitable[None]] | None = None
+
+    def routes(self) -> Sequence[Route]:
+        return self.served
+
+    def notifier(self) -> Notifier | None:
+        return self.notifies
+
+    async def start(self, receive: bool) -> None:
+        if self.starting is not None:
+            await self.starting(receive)
+
+    async def stop(self) -> None:
+        if self.stopping is not None:
+            await self.stopping()
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One entry of CHANNELS: what is known of a channel whether it is on or not, and how to
+    build it."""
+
+    proof: str  # how the channel knows who is speaking, in one line
+    build: Callable[[Parts], Channel | None]  # None: off in these settings
+    limits: Callable[[Settings], Sequence[tuple[str, int]]] = lambda settings: ()  # (path, max bytes)
+
+
+# --- the channels ------------------------------------------------------------------------------
+
+
+def log(parts: Parts) -> Channel:
+    """Every event in the log (or, for the CLI, on the terminal): always on."""
+    printer = parts.printer or LogNotifier(parts.settings.secrets())
+    return Plugged(printer, notifies=printer)
+
+
+def slack(parts: Parts) -> Channel | None:
+    settings = parts.settings.slack
+    if settings is None:
+        return None
+    from bot.adapters.channels import slack
+
+    web = slack.client(settings.bot_token.get_secret_value(), settings.api_url)
+    app_token = settings.app_token.get_secret_value() if settings.app_token else None
+    channel = slack.build(
+        settings.signing_secret.get_secret_value(), web, parts.service, parts.inbox, parts.kick, app_token,
+        sign_in_link=sign_in_linker(parts.settings, parts.credentials),
+    )
+    # In Socket Mode Slack comes over a connection of the bot's own: no HTTP endpoint then.
+    routes = () if app_token else (Route("/slack/events", channel.endpoint),)
+    return Plugged(channel, routes, slack.SlackNotifier(web, parts.inbox, parts.policy), channel.start, channel.stop)
+
+
+def outgoing_webhooks(parts: Parts) -> Channel | None:
+    hooks = parts.settings.notify_webhook
+    if hooks is None:
+        return None
+    from bot.adapters.channels.outgoing_webhooks import WebhookNotifier
+
+    # A delivery that keeps failing is recorded in its thread, through the service.
+    webhooks = WebhookNotifier(
+        hooks.urls, hooks.secret.get_secret_value(), parts.service.record, secrets=parts.settings.secrets()
+    )
+    return Plugged(webhooks, notifies=webhooks, stopping=webhooks.aclose)
+
+
+def on_github(settings: Settings) -> dict[str, str]:
+    """service -> "owner/name" for the services whose repository is on GitHub."""
+    legacy = settings.github.repository if settings.github else None  # DEPLOYER=github without a catalog
+    return {
+        s.name: repo for s in settings.services() if (repo := s.github or (legacy if s.deployer == "github" else None))
+    }
+
+
+def github_deployments(parts: Parts) -> Channel | None:
+    settings, repositories = parts.settings, on_github(parts.settings)
+    if not repositories or settings.github_token is None:
+        return None
+    from bot.adapters.channels.github_deployments import GitHubDeployments
+
+    # Like the webhooks: a status that keeps failing is recorded through the service.
+    deployments = GitHubDeployments(
+        settings.github_token.get_secret_value(), repositories, parts.service.record, parts.inbox,
+        api_url=settings.github_api_url, public_url=settings.public_url,
+    )
+    return Plugged(deployments, notifies=deployments, stopping=deployments.aclose)
+
+
+def email(parts: Parts) -> Channel | None:
+    settings = parts.settings.email
+    if settings is None:
+        return None
+    from bot.adapters.channels.email import EmailChannel, Smtp
+
+    password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
+    channel = EmailChannel(
+        service=parts.service,
+        inbox=parts.inbox,
+        kick=parts.kick,
+        smtp=Smtp(settings.smtp_host, settings.smtp_port, settings.smtp_username, password, settings.smtp_tls),
+        sender=settings.sender,
+        inbound_secret=settings.inbound_secret.get_secret_value(),
+        reply_secret=settings.reply_secret.get_secret_value(),
+        allowed=settings.allowed_senders,
+        policy=parts.policy,  # who may approve: the same rules the service decides by
+        max_bytes=settings.max_bytes,
+        trusted_authserv_ids=settings.trusted_authserv_ids,
+    )
+    # It hears every event too (to mail approvers); stopping lets the mails being sent go out.
+    return Plugged(channel, (Route("/email/inbound", channel.endpoint),), channel, stopping=channel.drain)
+
+
+def github_webhook(parts: Parts) -> Channel | None:
+    secret = parts.settings.github_webhook_secret
+    if secret is None:
+        return None
+    from bot.adapters.channels.github_webhook import GitHubWebhook
+
+    hook = GitHubWebhook(secret.get_secret_value(), parts.settings.triggers(), parts.service, parts.inbox, parts.kick)
+    return Plugged(hook, (Route("/github/webhook", hook.endpoint),))
+
+
+def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
+    email = settings.email
+    return (("/email/inbound", email.max_bytes if email else API_MAX_BYTES),)
+
+
+CHANNELS: dict[str, Kind] = {
+    "log": Kind("none: it only tells (the log, or the terminal)", log),
+    "slack": Kind("Slack's request signature (SLACK_SIGNING_SECRET), or Socket Mode's own connection", slack,
+                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),)),
+    "outgoing_webhooks": Kind("none: it only tells (signed with NOTIFY_WEBHOOK_SECRET)", outgoing_webhooks),
+    "github_deployments": Kind("none: it only tells (GitHub Deployments, with GITHUB_TOKEN)", github_deployments),
+    "email": Kind("the inbound secret, then the sender: a trusted Authentication-Results verdict, a reply "
+                  "token, or a confirmation round trip", email, _email_limits),
+    "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
+                           lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
+}
+
+
+def make_channels(parts: Parts) -> dict[str, Channel]:
+    """The channels these settings switch on, by kind, in the order of CHANNELS. Each route a
+    channel serves must have its kind's body limit, or it would be taken for the API's."""
+    channels: dict[str, Channel] = {}
+    for name, kind in CHANNELS.items():
+        channel = kind.build(parts)
+        if channel is None:
+            continue
+        limited = {path for path, _ in kind.limits(parts.settings)}
+        for route in channel.routes():
+            if route.path not in limited:
+                raise ValueError(f"channel {name} serves {route.path} without a body limit for it (Kind.limits)")
+        channels[name] = channel
+    return channels
+
+
+def body_limits(settings: Settings) -> list[tuple[str, int]]:
+    """(path, max bytes) of every registered channel's paths, on or off."""
+    return [limit for kind in CHANNELS.values() for limit in kind.limits(settings)]
