@@ -42,11 +42,14 @@ from bot.thread import Thread
 from bot.worker import Worker, worker_name
 
 if TYPE_CHECKING:  # the channels are imported only when they are switched on
+    from mcp.server.mcpserver import MCPServer
+
     from bot.channels.email import EmailChannel
     from bot.channels.github import GitHubWebhook
     from bot.channels.github_deployments import GitHubDeployments
     from bot.channels.slack import SlackChannel
     from bot.channels.webhook import WebhookNotifier
+    from bot.people import Identity
 
 log = logging.getLogger(__name__)
 Kick = Callable[[str], Awaitable[None]]
@@ -401,6 +404,7 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     """The HTTP server's application: body limits and credentials (API_TOKEN, personal
     tokens, session cookies) are checked before the app reads a body (bot.http_limits),
     around the routes of bot.web."""
+    from bot.channels.mcp import WithMcp
     from bot.http_limits import Auth, HttpLimits, Sessions
     from bot.web import create_app
 
@@ -419,7 +423,18 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
         secure_cookies=public_base(settings).startswith("https://"),
     )
     email = settings.email
-    return HttpLimits(create_app(app, worker=worker, sign_in=auth), auth, email.max_bytes if email else None)
+    web = WithMcp(create_app(app, worker=worker, sign_in=auth), mcp_server(app))  # agents at /mcp
+    return HttpLimits(web, auth, email.max_bytes if email else None)
+
+
+def mcp_server(app: App, agent: Identity | None = None, token_id: str = "") -> MCPServer:
+    """The MCP server for agents (bot/channels/mcp.py): at /mcp on the web server, or on
+    stdio for the one `agent` whose token `python -m bot mcp` was given."""
+    from bot.channels.mcp import Tools, server
+
+    tools = Tools(app.service, app.environments, app.runner.deploying.deployers, app.kick, app.secrets,
+                  agent=agent, token_id=token_id)
+    return server(tools)
 
 
 # --- signing in -------------------------------------------------------------------------------

@@ -225,6 +225,8 @@ class Settings(BaseSettings):
     session_secret: SecretStr | None = Field(None, description="signs session cookies; unset: kept under DATA_DIR")
     session_ttl: int = Field(43200, ge=60, description="seconds a web session lasts")
     public_url: str | None = Field(None, description="the bot's address in sign-in links; unset: http://HOST:PORT")
+    # `python -m bot mcp` (stdio): the token of the agent it speaks for (tokens create --agent NAME).
+    deploybot_token: SecretStr | None = Field(None, description="the agent's token for `python -m bot mcp`")
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
@@ -273,6 +275,7 @@ class Settings(BaseSettings):
             clashes = settings_file.conflicts(self._file, self._people_variables())
             clashes += self._service_conflicts(self._file)
             clashes += self._file.freeze_problems(self.policy_environments())
+            clashes += self._file.agent_environment_problems(self.policy_environments())
             if clashes:
                 return clashes
         clashes = self._approval_conflicts(self._file)
@@ -524,6 +527,7 @@ class Settings(BaseSettings):
                 self.api_token, self.redis_password, self.redis_sentinel_password,
                 self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
                 self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
+                self.deploybot_token,
                 self.smtp_password, self.inbound_email_secret, self.email_reply_secret, self.session_secret,
                 self.github_webhook_secret, self.notify_webhook_secret,
             ) if v

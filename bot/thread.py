@@ -34,6 +34,7 @@ from bot.events import (
     HumanResponse,
     RequestMoreInformation,
     Step,
+    ToolCalled,
     UserMessage,
     identity_of,
     principal_of,
@@ -272,7 +273,7 @@ class Thread:
                 return "waiting_for_human"
             if isinstance(last[1], DoneForNow):
                 return "done"
-        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed)), None)
+        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed | ToolCalled)), None)
         if isinstance(last_fact, Error) and last_fact.kind == "internal":
             return "failed"
         return "running"

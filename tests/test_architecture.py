@@ -13,7 +13,7 @@ BOT = Path(__file__).resolve().parent.parent / "bot"
 # Pure: no I/O, no clock, no environment; only each other and pydantic.
 CORE = {
     "events", "thread", "prompt", "policy", "commands", "control", "transcript", "views",
-    "notices", "wording", "people", "catalog", "triggers", "freezes",
+    "notices", "wording", "people", "catalog", "triggers", "freezes", "agents",
 }
 # The application: uses the ports, never an adapter.
 LOGIC = {

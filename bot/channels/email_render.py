@@ -91,7 +91,7 @@ def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> st
     """`intro`: a paragraph on top (why someone it was escalated to is asked)."""
     return "\n".join([
         *([intro, ""] if intro else []),
-        f"{cut(_named(request.requested_by), 200) or 'Someone'} asked to deploy:",
+        f"{cut(_named(request.asker), 200) or 'Someone'} asked to deploy:",
         "",
         f"  Service:     {request.service}",
         f"  Tag:         {request.tag}",

@@ -140,7 +140,7 @@ def _summary(r: ApprovalRequested, where: str) -> dict[str, Any]:
         f"*Deploy {service} `{tag}` to {env}?*",
         f"*Service:* {service}   *Tag:* `{tag}`   *Commit:* `{escape(r.commit[:7])}`",
         f"*Environment:* {env}",
-        f"*Asked by:* {_who(r.requested_by) if r.requested_by else 'unknown'}",
+        f"*Asked by:* {_who(r.asker) if r.asker else 'unknown'}",
         f"*Expires:* {_when(r.expires_at)}",
     ]
     if r.reason:  # last: the model's words are what a cut may shorten

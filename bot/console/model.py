@@ -409,7 +409,7 @@ class Audit:
         e = self.request
         if isinstance(e, UserMessage | HumanResponse):
             return e.person or e.user
-        return self.approval.requested_by if self.approval else ""
+        return self.approval.asker if self.approval else ""
 
 
 def audit(
