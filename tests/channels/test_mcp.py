@@ -294,3 +294,37 @@ def test_stdio_refuses_to_start_without_an_agents_token(settings, config, tmp_pa
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "needs an agent's token" in done.stderr
+
+
+# --- the README's examples -------------------------------------------------------------------
+
+
+def readme_agents() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    return readme.split("## Agents (MCP)", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_s_agent_configuration_and_client_snippets_work(tmp_path, monkeypatch):
+    import re
+
+    from bot.__main__ import parser
+    from bot.settings import Settings
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    people = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)[1]
+    section = readme_agents()
+    agent_toml = re.search(r"```toml\n(.*?)```", section, re.S)[1]
+    (tmp_path / "deploybot.toml").write_text(people + "\n" + agent_toml)
+    monkeypatch.chdir(tmp_path)
+    agent = Settings(_env_file=None).directory().agents["claude-code"]
+    assert (agent.owner, agent.environments, agent.max_open, agent.max_per_hour) == \
+        ("alice", ("staging", "production"), 5, 20)
+    assert agent.label == "claude-code (agent of alice)"
+
+    command = re.search(r"```sh\n(python -m bot [^\n#]*)", section)[1].split()
+    assert parser().parse_args(command[3:]).agent == "claude-code"
+    stdio, http = (json.loads(block)["mcpServers"]["deploybot"] for block in re.findall(r"```json\n(.*?)```",
+                                                                                         section, re.S))
+    assert stdio["command"] == "python" and parser().parse_args(stdio["args"][2:]).command == "mcp"
+    assert set(stdio["env"]) <= {name.upper() for name in Settings.model_fields}
+    assert http["url"].endswith("/mcp") and http["headers"]["Authorization"].startswith("Bearer dbt_")
