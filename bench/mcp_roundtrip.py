@@ -80,7 +80,18 @@ async def measure(client: Client, transport: str, calls: int) -> list[str]:
     return lines
 
 
-async def main(calls: int) -> None:
+async def clients(port: int, token: str, env: dict[str, str], calls: int) -> list[str]:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as c:
+            lines = await measure(c, "http", calls)
+    stdio = StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"], cwd=str(ROOT),
+                                  env={**env, "DEPLOYBOT_TOKEN": token})
+    async with Client(stdio) as c:
+        lines += await measure(c, "stdio", calls)
+    return lines
+
+
+def main(calls: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         (data / "deploybot.toml").write_text(CONFIG)
@@ -104,14 +115,8 @@ async def main(calls: int) -> None:
                 except httpx.TransportError:
                     pass
                 assert time.monotonic() < deadline, "serve did not become healthy"
-                await asyncio.sleep(0.05)
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
-                async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as c:
-                    lines = await measure(c, "http", calls)
-            stdio = StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"], cwd=str(ROOT),
-                                          env={**env, "DEPLOYBOT_TOKEN": token})
-            async with Client(stdio) as c:
-                lines += await measure(c, "stdio", calls)
+                time.sleep(0.05)
+            lines = asyncio.run(clients(port, token, env, calls))
         finally:
             server.terminate()
             server.wait(10)
@@ -124,4 +129,4 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="20 calls each: a smoke run")
     args = parser.parse_args()
-    asyncio.run(main(20 if args.quick else args.calls))
+    main(20 if args.quick else args.calls)
