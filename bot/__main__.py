@@ -267,6 +267,7 @@ async def _create_token(settings: Settings, holder: str, name: str) -> int:
 async def _mcp(settings: Settings, worker: bool) -> int:
     """`python -m bot mcp`: stdout is the protocol's, so logs go to stderr only."""
     from bot.app import build, mcp_server
+    from bot.people import AGENT
     from bot.stores.credentials import RedisCredentials
 
     token = settings.deploybot_token.get_secret_value() if settings.deploybot_token else ""
@@ -274,7 +275,7 @@ async def _mcp(settings: Settings, worker: bool) -> int:
     try:
         info = await RedisCredentials(app.redis).verify(token) if token else None
         who = app.service.directory.by_token(info.person, info.token_id) if info else None
-        if who is None or who.via != "agent":
+        if who is None or who.via != AGENT:
             print(f"refused: DEPLOYBOT_TOKEN: {wording.mcp_needs_agent_token()}", file=sys.stderr)
             return 2
         await app.start(worker=worker, receive=False)

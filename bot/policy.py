@@ -179,9 +179,10 @@ class Policy:
         """Why `who` may not deploy past failing CI checks or a freeze to `environment`, or
         None: its approvers may (the requester too: forcing is not approving, which still
         follows where the environment is protected)."""
-        if people.may_approve(who, self.rules_for(environment), frozenset()) is None:
+        why = people.may_approve(who, self.rules_for(environment), frozenset())
+        if why is None:
             return None
-        return wording.may_not_force(who.label, environment)
+        return why if who.via == people.AGENT else wording.may_not_force(who.label, environment)
 
     def rules_for(self, environment: str) -> Rules:
         """`environment`'s rules: its entry, else anyone in open mode, else nobody."""

@@ -33,7 +33,7 @@ from bot.events import ToolCalled
 from bot.people import AGENT, Agent, Identity
 from bot.ports import Deployer, History
 from bot.service import Refused, ThreadService
-from bot.thread import ACTIVE, Origin, Thread
+from bot.thread import Origin, Thread
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +180,8 @@ class Tools:
     async def _launch(
         self, who: Identity, agent: Agent, environment: str, invalid: str | None, text: str, tool: str, reason: str
     ) -> ThreadInfo:
-        refused = invalid or self.service.policy.may_request(who, environment) \
-            or agents.over_limit(agent, await self._counted(), self.clock())
+        # The agent's limits are the service's to check: they hold by the API too.
+        refused = invalid or self.service.policy.may_request(who, environment)
         if refused:
             raise ToolError(refused)
         origin = Origin(channel=CHANNEL, notify=agent.notify)
@@ -199,19 +199,6 @@ class Tools:
             await asyncio.sleep(POLL_EVERY)
             info = await self.thread(thread.id, False)
         return await self.thread(thread.id)
-
-    async def _counted(self) -> list[Thread]:
-        """Every open thread, and every thread started in the last hour: what the limits count."""
-        found: list[Thread] = []
-        for status in ACTIVE:
-            found += await self.service.recent(status, 1000)
-        since = self.clock() - agents.HOUR
-        cursor: str | None = None
-        while True:
-            page, cursor = await self.service.page(None, 100, cursor)
-            found += page
-            if cursor is None or not page or (page[-1].events and page[-1].events[0].at < since):
-                return found
 
     async def cancel_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
         who, agent = self.who(ctx)

@@ -138,6 +138,9 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
         # People see who asked: the agent, and whose it is.
         message = await approval_message(fake_slack, thread_id)
         assert "claude-code (agent of alice)" in json.dumps(message["blocks"])
+        [posted] = await fake_slack.wait_for("chat.postMessage", channel=CHANNEL, text="Approval needed")
+        assert posted["text"].startswith(
+            "Approval needed: claude-code (agent of alice) asks to deploy backend v1.2.3 (")
 
         # The owner cannot approve what their agent asked (approver_must_differ).
         await slack.click(APPROVE, message, ALICE)
