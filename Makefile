@@ -37,6 +37,7 @@ bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/slack_ack.py
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/growth.py
+	$(BIN)/python bench/mcp_roundtrip.py
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos

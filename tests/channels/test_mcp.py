@@ -170,6 +170,7 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
         assert [(d["service"], d["tag"]) for d in on] == [("backend", "v1.2.3")]
         resource = await agent.read_resource(f"deploybot://threads/{thread_id}")
         assert "deploy backend v1.2.3 to production" in resource.contents[0].text
+        assert "asked by claude-code (agent of alice)" in resource.contents[0].text
 
     thread = await app.service.get(thread_id)
     calls = [e.tool for e in thread.events if e.type == "tool_called"]
@@ -233,6 +234,10 @@ async def test_the_limits_answer_clearly(app, api, token):
         outside = await refused(agent, "request_deploy", service="backend", tag="v1.2.3",
                                 environment="development", reason="x")
         assert "may not ask for deploys to development" in outside
+    # Its token does not get round the limit by the API either.
+    answer = await api.post("/threads", json={"message": "deploy backend v1.2.3 to staging"},
+                            headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 403 and "max_per_hour = 3" in answer.json()["detail"]
 
 
 async def test_an_agent_cancels_only_its_own_threads(app, api, token):

@@ -102,3 +102,18 @@ async def test_the_service_holds_an_agent_to_its_limits_by_any_channel(parts: Pa
     with pytest.raises(Forbidden, match=r"max_open = 2"):
         await service.launch("what's on staging?", AGENT_ID)
     await service.launch("what's on staging?", DIRECTORY.by_name("bob"))  # people have no limits
+
+
+def test_people_see_which_agent_asked_and_whose_it_is():
+    from bot.channels import email_render, slack_blocks
+
+    request = ApprovalRequested(
+        step_id="s", thread_id="t", args_hash="h", service="backend", tag="v1.2.3", commit="abc1234def",
+        environment="production", requested_by="agent:claude-code", asked_by=DIRECTORY.display("agent:claude-code"),
+        expires_at=NOW,
+    )
+    assert request.asker == "claude-code (agent of alice)"
+    assert email_render.approval_text(request, "token").startswith("claude-code (agent of alice) asked to deploy:")
+    assert slack_blocks.fallback_text(request, "t").startswith(
+        "Approval needed: claude-code (agent of alice) asks to deploy backend v1.2.3 (abc1234) to production")
+    assert "*Asked by:* claude-code (agent of alice)" in str(slack_blocks.approval_request("t", request))
