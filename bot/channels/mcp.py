@@ -114,12 +114,14 @@ class Tools:
                 )
         return sorted(newest.values(), key=lambda d: d.service)
 
-    async def thread(self, thread_id: str, with_transcript: bool = True) -> ThreadInfo:
+    async def load(self, thread_id: str) -> Thread:
         try:
-            found = await self.service.get(thread_id)
+            return await self.service.get(thread_id)
         except Refused as e:
             raise ToolError(e.message) from None
-        return self.info(found, with_transcript)
+
+    async def thread(self, thread_id: str, with_transcript: bool = True) -> ThreadInfo:
+        return self.info(await self.load(thread_id), with_transcript)
 
     def info(self, thread: Thread, with_transcript: bool = True) -> ThreadInfo:
         now = self.clock()
@@ -185,10 +187,9 @@ class Tools:
         if refused:
             raise ToolError(refused)
         origin = Origin(channel=CHANNEL, notify=agent.notify)
+        evidence = f"{tool} token {self.token_id}" if self.token_id else tool
         try:
-            thread = await self.service.launch(
-                text, who, channel=CHANNEL, origin=origin, evidence=f"{tool} token {self.token_id}".strip()
-            )
+            thread = await self.service.launch(text, who, channel=CHANNEL, origin=origin, evidence=evidence)
         except Refused as e:
             raise ToolError(e.message) from None
         await self.note(thread.id, tool, agent, reason)
@@ -202,8 +203,7 @@ class Tools:
 
     async def cancel_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
         who, agent = self.who(ctx)
-        thread = await self.service.get(thread_id) if thread_id else None
-        if thread is None or agents.started_by(thread) != agent.principal:
+        if agents.started_by(await self.load(thread_id)) != agent.principal:
             raise ToolError(wording.agent_not_its_thread(agent.name, thread_id))
         await self.note(thread_id, "cancel_thread", agent)
         try:

@@ -245,6 +245,7 @@ async def test_an_agent_cancels_only_its_own_threads(app, api, token):
     async with http_agent(api, token) as agent:
         said = await refused(agent, "cancel_thread", thread_id=person.id)
         assert "was not started by claude-code" in said
+        assert "no thread nope" in (await refused(agent, "get_thread", thread_id="nope")).lower()
         asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
                            reason="x")
         cancelled = await call(agent, "cancel_thread", thread_id=asked["thread_id"])
