@@ -22,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from bot.channels.slack_blocks import APPROVE, REJECT
+from bot.console.model import audit
 from bot.stores.credentials import RedisCredentials
 from bot.testing import cluster
 from tests.channels import test_slack as base
@@ -177,6 +178,9 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
     assert calls == ["request_deploy", "wait_for_thread", "wait_for_thread"]
     first = thread.events[0]
     assert (first.via, first.user, first.channel) == ("agent", "claude-code", "mcp")
+    # The console's audit trail of the deploy names the agent, and whose it is.
+    [result] = [e for e in thread.events if e.type == "deploy_result"]
+    assert audit(thread, result.deploy_id).asked_by == "claude-code (agent of alice)"
 
 
 async def test_a_rejections_feedback_reaches_the_agent(app, api, token, slack, fake_slack, ledger):
