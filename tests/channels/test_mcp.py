@@ -301,6 +301,20 @@ async def test_over_stdio_an_agent_asks_and_sees_the_deploy_done(
     assert len(ledger_lines(ledger)) == 1
 
 
+async def test_over_stdio_with_its_own_worker_nothing_else_is_needed(redis, settings, config, tmp_path, ledger):
+    # No server and no worker share this Redis: `mcp --worker` runs the thread itself.
+    _, token = await RedisCredentials(redis).create("agent:claude-code", "mcp")
+    params = stdio_params(settings, config, token, tmp_path)
+    params.args.append("--worker")
+    async with Client(params) as agent:
+        asked = await call(agent, "request_deploy", service="frontend", tag="v1.2.2", environment="staging",
+                           reason="staging needs no approval")
+        done = await call(agent, "wait_for_thread", thread_id=asked["thread_id"], timeout_s=30) \
+            if asked["status"] != "done" else asked
+    assert done["status"] == "done" and done["deploy_result"]["ok"] is True, done
+    assert [line.split()[-3:] for line in ledger_lines(ledger)] == [["frontend", "v1.2.2", "staging"]]
+
+
 def test_stdio_refuses_to_start_without_an_agents_token(settings, config, tmp_path):
     params = stdio_params(settings, config, "dbt_0123456789abcdef_" + "x" * 43, tmp_path)
     done = subprocess.run([params.command, *params.args], env=params.env, cwd=params.cwd, capture_output=True,
