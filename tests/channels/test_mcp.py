@@ -5,6 +5,7 @@ and signed interaction requests), and the fake deploy command keeps a ledger."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from redis.asyncio import Redis
 
 from bot.channels.slack_blocks import APPROVE, REJECT
 from bot.console.model import audit
@@ -355,3 +357,25 @@ def test_the_readme_s_agent_configuration_and_client_snippets_work(tmp_path, mon
     assert stdio["command"] == "python" and parser().parse_args(stdio["args"][2:]).command == "mcp"
     assert set(stdio["env"]) <= {name.upper() for name in Settings.model_fields}
     assert http["url"].endswith("/mcp") and http["headers"]["Authorization"].startswith("Bearer dbt_")
+
+
+def test_tokens_are_created_for_agents_by_name(settings, config, tmp_path):
+    env = stdio_params(settings, config, "", tmp_path).env
+    run = [sys.executable, "-m", "bot", "tokens", "create", "--agent"]
+    made = subprocess.run([*run, "claude-code"], env=env, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.startswith("dbt_") and "agent:claude-code" in made.stderr
+    stranger = subprocess.run([*run, "gpt"], env=env, capture_output=True, text=True, timeout=60)
+    assert stranger.returncode == 2
+    assert "'gpt' is not an agent in deploybot.toml (agents: claude-code)" in stranger.stderr
+
+    async def holder() -> str | None:
+        client = Redis.from_url(settings.redis_url)
+        try:
+            info = await RedisCredentials(client).verify(made.stdout.strip())
+        finally:
+            await client.aclose()
+        who = settings.directory().by_token(info.person, info.token_id) if info else None
+        return who.principal if who else None
+
+    assert asyncio.run(holder()) == "agent:claude-code"
