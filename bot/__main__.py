@@ -279,7 +279,7 @@ async def _mcp(settings: Settings, worker: bool) -> int:
             print(f"refused: DEPLOYBOT_TOKEN: {wording.mcp_needs_agent_token()}", file=sys.stderr)
             return 2
         await app.start(worker=worker, receive=False)
-        await mcp_server(app, who, info.token_id if info else "").run_stdio_async()
+        await mcp_server(app, token, info.token_id if info else "").run_stdio_async()
         return 0
     finally:
         await app.close()

@@ -22,7 +22,7 @@ from bot.deploying import Deploying
 from bot.events import Event
 from bot.gc import Collector
 from bot.loop import Runner
-from bot.people import OPEN_MODE_NOTICE
+from bot.people import AGENT, OPEN_MODE_NOTICE
 from bot.policy import Policy
 from bot.ports import Deployer, FreezeStore, Health, History, Locks, NextStepModel, Notifier
 from bot.schedules import TICK_EVERY, Scheduler
@@ -427,13 +427,21 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     return HttpLimits(web, auth, email.max_bytes if email else None)
 
 
-def mcp_server(app: App, agent: Identity | None = None, token_id: str = "") -> MCPServer:
-    """The MCP server for agents (bot/channels/mcp.py): at /mcp on the web server, or on
-    stdio for the one `agent` whose token `python -m bot mcp` was given."""
+def mcp_server(app: App, token: str | None = None, token_id: str = "") -> MCPServer:
+    """The MCP server for agents (bot/channels/mcp.py): at /mcp on the web server (the front
+    door checks each request's token), or on stdio for the agent whose `token` `python -m bot
+    mcp` was given, checked again on every call so a revoked token stops at once."""
     from bot.channels.mcp import Tools, server
 
+    credentials = app.credentials or RedisCredentials(app.redis)
+
+    async def agent() -> Identity | None:
+        info = await credentials.verify(token or "")
+        who = app.service.directory.by_token(info.person, info.token_id) if info else None
+        return who if who is not None and who.via == AGENT else None
+
     tools = Tools(app.service, app.environments, app.runner.deploying.deployers, app.kick, app.secrets,
-                  agent=agent, token_id=token_id)
+                  agent=agent if token is not None else None, token_id=token_id)
     return server(tools)
 
 

@@ -60,7 +60,9 @@ class Tools:
     deployers: Mapping[str, Deployer]
     kick: Callable[[str], Awaitable[None]]
     secrets: tuple[str, ...] = ()
-    agent: Identity | None = None  # stdio: the one agent this process speaks for
+    # stdio: the one agent this process speaks for, checked again on every call (None: its
+    # token was revoked, or the agent left deploybot.toml), and its token's id
+    agent: Callable[[], Awaitable[Identity | None]] | None = None
     token_id: str = ""
 
     def clock(self) -> datetime:
@@ -68,10 +70,11 @@ class Tools:
 
     # --- who is asking ---------------------------------------------------------------------
 
-    def who(self, ctx: Context | None) -> tuple[Identity, Agent]:
-        identity = self.agent
-        request = ctx.request_context.request if ctx is not None and self.agent is None else None
-        if request is not None:
+    async def who(self, ctx: Context | None) -> tuple[Identity, Agent]:
+        if self.agent is not None:
+            identity = await self.agent()
+        else:  # over HTTP: whoever the front door found for this very request
+            request = ctx.request_context.request if ctx is not None else None
             identity = getattr(request, "scope", {}).get("state", {}).get("identity")
         agent = self.service.directory.agent_of(identity.principal) if identity is not None else None
         if identity is None or identity.via != AGENT or agent is None:
@@ -88,20 +91,23 @@ class Tools:
 
     # --- reading -----------------------------------------------------------------------------
 
-    def list_services(self) -> list[ServiceInfo]:
+    async def list_services(self, ctx: Context | None) -> list[ServiceInfo]:
+        await self.who(ctx)
         catalog = self.service.policy.catalog
         return [
             ServiceInfo(name=s.name, environments=sorted(s.environments or ()))
             for s in catalog.services.values()
         ]
 
-    async def list_tags(self, service: str) -> list[TagInfo]:
+    async def list_tags(self, service: str, ctx: Context | None) -> list[TagInfo]:
+        await self.who(ctx)
         deployer = self.deployers.get(service)
         if deployer is None:
             raise ToolError(wording.agent_unknown_service(service, self.deployers))
         return [TagInfo(name=t.name, commit=t.commit) for t in (await deployer.list_tags())[:50]]
 
-    async def whats_on(self, environment: str) -> list[DeployedInfo]:
+    async def whats_on(self, environment: str, ctx: Context | None) -> list[DeployedInfo]:
+        await self.who(ctx)
         policy = self.service.policy
         if environment not in policy.environments:
             raise ToolError(wording.unknown_environment(environment, policy.environments))
@@ -129,14 +135,14 @@ class Tools:
         return agents.thread_info(thread, self.service.policy, now, text)
 
     async def get_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
-        _, agent = self.who(ctx)
+        _, agent = await self.who(ctx)
         await self.note(thread_id, "get_thread", agent)
         return await self.thread(thread_id)
 
     async def wait_for_thread(self, thread_id: str, timeout_s: float, ctx: Context | None) -> ThreadInfo:
         """Until the status settles somewhere new (a deploy's brief `running` is passed
         over), or `timeout_s`; a progress notification every PROGRESS_EVERY seconds."""
-        _, agent = self.who(ctx)
+        _, agent = await self.who(ctx)
         await self.note(thread_id, "wait_for_thread", agent, f"timeout_s={timeout_s:g}")
         timeout_s = min(max(timeout_s, 0.0), MAX_WAIT)
         start = time.monotonic()
@@ -157,7 +163,7 @@ class Tools:
     async def request_deploy(
         self, service: str, tag: str, environment: str, reason: str, ctx: Context | None
     ) -> ThreadInfo:
-        who, agent = self.who(ctx)
+        who, agent = await self.who(ctx)
         policy = self.service.policy
         name = policy.catalog.find(service) or service
         invalid = policy.catalog.invalid(name, environment) if environment in policy.environments \
@@ -170,7 +176,7 @@ class Tools:
         )
 
     async def request_rollback(self, service: str, environment: str, reason: str, ctx: Context | None) -> ThreadInfo:
-        who, agent = self.who(ctx)
+        who, agent = await self.who(ctx)
         policy = self.service.policy
         name = policy.catalog.find(service) or service
         invalid = policy.catalog.invalid(name, environment) if environment in policy.environments \
@@ -202,7 +208,7 @@ class Tools:
         return await self.thread(thread.id)
 
     async def cancel_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
-        who, agent = self.who(ctx)
+        who, agent = await self.who(ctx)
         if agents.started_by(await self.load(thread_id)) != agent.principal:
             raise ToolError(wording.agent_not_its_thread(agent.name, thread_id))
         await self.note(thread_id, "cancel_thread", agent)
@@ -220,16 +226,16 @@ def server(tools: Tools) -> MCPServer:
     mcp: MCPServer = MCPServer("deploybot", instructions=INSTRUCTIONS)
 
     @mcp.tool(description="The services deploybot deploys, and where each may go.")
-    def list_services() -> list[ServiceInfo]:
-        return tools.list_services()
+    async def list_services(ctx: Context) -> list[ServiceInfo]:
+        return await tools.list_services(ctx)
 
     @mcp.tool(description="A service's tags (newest first): what can be deployed.")
-    async def list_tags(service: str) -> list[TagInfo]:
-        return await tools.list_tags(service)
+    async def list_tags(service: str, ctx: Context) -> list[TagInfo]:
+        return await tools.list_tags(service, ctx)
 
     @mcp.tool(description="What is deployed on an environment now: each service's newest successful deploy.")
-    async def whats_on(environment: str) -> list[DeployedInfo]:
-        return await tools.whats_on(environment)
+    async def whats_on(environment: str, ctx: Context) -> list[DeployedInfo]:
+        return await tools.whats_on(environment, ctx)
 
     @mcp.tool(description="Ask for a deploy of SERVICE at TAG to ENVIRONMENT, saying why. Starts a thread as a "
                           "chat request would; returns its status, the approval it waits for and who may decide.")
@@ -256,7 +262,8 @@ def server(tools: Tools) -> MCPServer:
 
     @mcp.resource("deploybot://threads/{thread_id}", mime_type="text/markdown",
                   description="A thread's transcript in markdown.")
-    async def thread_transcript(thread_id: str) -> str:
+    async def thread_transcript(thread_id: str, ctx: Context) -> str:
+        await tools.who(ctx)
         return (await tools.thread(thread_id)).transcript
 
     return mcp

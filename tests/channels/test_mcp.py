@@ -313,6 +313,10 @@ async def test_over_stdio_with_its_own_worker_nothing_else_is_needed(redis, sett
                            reason="staging needs no approval")
         done = await call(agent, "wait_for_thread", thread_id=asked["thread_id"], timeout_s=30) \
             if asked["status"] != "done" else asked
+        # A revoked token stops at once, mid-session.
+        [listed] = await RedisCredentials(redis).list("agent:claude-code")
+        await RedisCredentials(redis).revoke(listed.token_id)
+        assert "needs an agent's token" in await refused(agent, "list_services")
     assert done["status"] == "done" and done["deploy_result"]["ok"] is True, done
     assert [line.split()[-3:] for line in ledger_lines(ledger)] == [["frontend", "v1.2.2", "staging"]]
 
