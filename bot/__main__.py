@@ -119,6 +119,17 @@ def _me() -> str:
         return "cli"
 
 
+def configure_logging(settings: Settings) -> logging.Filter:
+    """LOG_LEVEL and the format, and the one filter that keeps every secret out of every
+    log line, a library's too (README: Limits and hostile input)."""
+    from bot.http_limits import redact_logs
+
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return redact_logs(settings.secrets())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -130,9 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # pydantic-settings' own errors (SettingsError), e.g. an unreadable .env
         print(f"configuration error: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    redacting = configure_logging(settings)
     if args.command == "serve":
         if not settings.api_token and (settings.slack or settings.email):
             print(
@@ -140,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                 "reachable from outside, and /threads can approve deploys.", file=sys.stderr,
             )
             return 2
-        return serve(settings, worker=not args.no_worker)
+        return serve(settings, worker=not args.no_worker, redacting=redacting)
     if args.command == "worker":
         return asyncio.run(_work(settings))
     if args.command == "redis-stop":
@@ -325,7 +334,7 @@ async def _work(settings: Settings) -> int:
     return 0
 
 
-def serve(settings: Settings, worker: bool = True) -> int:
+def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | None = None) -> int:
     import uvicorn
 
     from bot.app import build, http_app
@@ -342,11 +351,11 @@ def serve(settings: Settings, worker: bool = True) -> int:
             "SESSION_SECRET is not set: sign-in sessions are signed with a secret kept in %s; set "
             "SESSION_SECRET when more than one server answers at one address", settings.data_dir / "session_secret",
         )
-    # The access log names paths with their query strings, so query secrets are redacted.
+    # uvicorn's loggers print through handlers of their own: the same redaction goes on them.
     uvicorn.run(
         http_app(build(settings), worker=worker),
         host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio",
-        log_config=uvicorn_log_config(),
+        log_config=uvicorn_log_config(redacting),
     )
     return 0
 

@@ -131,6 +131,10 @@ class App:
         return self.settings.secrets()
 
     @property
+    def stream_limits(self) -> tuple[int, int]:
+        return self.settings.console_streams_per_person, self.settings.console_streams
+
+    @property
     def slack_endpoint(self) -> Endpoint | None:
         """Slack's HTTP endpoint; None with Slack off or in Socket Mode (no HTTP then)."""
         return self.slack.endpoint if self.slack and not self.slack.app_token else None
@@ -262,17 +266,20 @@ def make_email(settings: Settings, service: ThreadService, inbox: RedisInbox, ki
         allowed=email.allowed_senders,
         policy=service.policy,  # who may approve: the same rules the service decides by
         max_bytes=email.max_bytes,
+        trusted_authserv_ids=email.trusted_authserv_ids,
     )
 
 
 def build(settings: Settings, notifier: Notifier | None = None) -> App:
     # Enough connections for every run at once (one command each, plus the renewals of a
     # deploy): redis-py's default of 100 failed a burst of 200 runs with "Too many
-    # connections". Past the limit (a burst of web requests) a command is retried like a
-    # broken connection. Commands are resent on a broken connection (a Redis restart, a
-    # Sentinel failover) for about 3 s: appends, thread creation and inbound dedupe
-    # recognise their own first send; a resent stream read only delays its entries until
-    # they are reclaimed; the deploy history may get an entry twice.
+    # connections". Past the limit a command fails at once with MaxConnectionsError: redis-py
+    # takes the connection before its retry policy starts, so nothing retries it. Reads of
+    # many threads therefore take a bounded number at once (service.LOADS_AT_ONCE, the
+    # console reader's CONCURRENT_READS), whatever is stored. Commands are resent on a
+    # broken connection (a Redis restart, a Sentinel failover) for about 3 s: appends, thread
+    # creation and inbound dedupe recognise their own first send; a resent stream read only
+    # delays its entries until they are reclaimed; the deploy history may get an entry twice.
     redis = redis_client(settings, max_connections=2 * settings.worker_concurrency + 100)
     target = settings.redis
     # Appends and thread creation WAIT for a replica when the master has one (not on a cluster).
@@ -320,7 +327,9 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
 
         # Records a delivery that keeps failing through the service, so it joins the fan-out
         # once the service is built (like email).
-        webhooks = WebhookNotifier(hooks.urls, hooks.secret.get_secret_value(), service.record)
+        webhooks = WebhookNotifier(
+            hooks.urls, hooks.secret.get_secret_value(), service.record, secrets=settings.secrets()
+        )
         fanout.notifiers.append(webhooks)
     deployments = None
     legacy = settings.github.repository if settings.github else None  # DEPLOYER=github without a catalog
@@ -411,6 +420,10 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     settings = app.settings
     if settings.open_mode:
         log.warning("open mode: %s", OPEN_MODE_NOTICE)
+    if settings.bind_host() != "127.0.0.1" and not settings.host_names():
+        # Served beyond loopback with no name of its own: every request by another name is a 400.
+        log.warning("http: only requests for 127.0.0.1, localhost or [::1] (Host header) are answered: "
+                    "set PUBLIC_URL or ALLOWED_HOSTS to the names this server is reached by")
     credentials = app.credentials or RedisCredentials(app.redis)
     auth = Auth(
         app.api_token,
@@ -424,7 +437,7 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     )
     email = settings.email
     web = WithMcp(create_app(app, worker=worker, sign_in=auth), mcp_server(app))  # agents at /mcp
-    return HttpLimits(web, auth, email.max_bytes if email else None)
+    return HttpLimits(web, auth, email.max_bytes if email else None, hosts=settings.host_names())
 
 
 def mcp_server(app: App, token: str | None = None, token_id: str = "") -> MCPServer:

@@ -76,7 +76,8 @@ def examples(catalog: Catalog) -> tuple[str, ...]:
 
 # The only words that approve, in every channel (the CLI prompt, a signed email reply) and the
 # only ones a plain reply is refused for (it must not look like it approved anything).
-APPROVE_WORDS = frozenset({"y", "yes", "approve", "approved", "lgtm", "ship it"})
+# They also confirm that a request by email was really sent by whoever it names.
+APPROVE_WORDS = frozenset({"y", "yes", "approve", "approved", "lgtm", "ship it", "confirm", "confirmed"})
 # An allow-list: the whole first line is one of the words, with nothing after it but "." or "!".
 _APPROVAL = re.compile(
     "(?:" + "|".join(re.escape(w) for w in sorted(APPROVE_WORDS, key=len, reverse=True)) + ")[.!]*", re.I

@@ -10,6 +10,7 @@ from bot import wording
 from bot.events import (
     COMMAND_STEPS,
     DEPLOY_STEPS,
+    ApprovalExpired,
     ApprovalRequested,
     CommandStep,
     Deploy,
@@ -20,6 +21,8 @@ from bot.events import (
     ListGitTags,
     RequestMoreInformation,
     RollBack,
+    SenderConfirmationRequested,
+    UserMessage,
 )
 from bot.policy import Policy, Timing
 from bot.thread import Status, Thread
@@ -83,6 +86,13 @@ class Escalate:
 
 
 @dataclass(frozen=True)
+class Finish:
+    """End the thread with the bot's `message` (done until a person writes again)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class Remind:
     """A pending approval is due its `count`-th reminder."""
 
@@ -103,9 +113,16 @@ class Expire:
     request: ApprovalRequested
 
 
+@dataclass(frozen=True)
+class ExpireSenderConfirmation:
+    """Nobody confirmed the request's sender in time: it is dropped."""
+
+    request: SenderConfirmationRequested
+
+
 Action = (
     Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
-    | Remind | EscalateApproval | Expire
+    | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
 )
 
 
@@ -113,6 +130,10 @@ def next_action(thread: Thread, policy: Policy, now: datetime | None = None) -> 
     """`now`: the time, for what is due by then (reminders, escalation, expiry); without it
     nothing is due."""
     action = _next_action(thread, policy)
+    if now is not None and isinstance(action, Stop) and action.status == "waiting_for_sender":
+        asked = thread.waiting_for_sender()
+        if asked is not None and now > asked.expires_at:
+            return ExpireSenderConfirmation(asked)
     if now is not None and isinstance(action, Stop) and action.status == "waiting_for_approval":
         request = thread.pending_approval()
         if request is not None:
@@ -145,6 +166,8 @@ def next_due(thread: Thread, policy: Policy, now: datetime) -> datetime | None:
         request = thread.approval_for(last[1].id) if last else None
         retry = now + QUEUE_RETRY
         return min(retry, request.expires_at + EXPIRY_GRACE) if request else retry
+    if (asked := thread.waiting_for_sender()) is not None:
+        return asked.expires_at + EXPIRY_GRACE
     request = thread.pending_approval()
     if request is None:
         return None
@@ -179,6 +202,9 @@ QUEUE_RETRY = timedelta(seconds=15)
 def _next_action(thread: Thread, policy: Policy) -> Action:
     if thread.cancelled():
         return Stop("cancelled")
+    if thread.waiting_for_sender() or thread.unconfirmed():
+        # An unproven sender's request runs nothing, not even the model, until confirmed.
+        return Stop(thread.status())
     last = thread.last_step()
     if last:
         index, step = last
@@ -212,10 +238,31 @@ def _deploy_action(thread: Thread, step: Deploy, policy: Policy) -> Action:
     if not policy.needs_approval(step.environment):
         return RunDeploy(step)
     if request is None:
+        lapsed = _lapsed_before(thread, step)
+        if lapsed is not None:
+            # Asking again is for a person to want: a model proposing the deploy whose approval
+            # nobody gave in time would ask every APPROVAL_TTL until the step limit.
+            what = wording.what_to_deploy(lapsed.service, lapsed.tag, lapsed.environment)
+            return Finish(wording.not_asking_again(what, lapsed.expires_at))
         return AskApproval(step)
     if decision is None:
         return Stop("waiting_for_approval")
     return RunDeploy(step, request, decision)  # a rejection already closed the step
+
+
+def _lapsed_before(thread: Thread, step: Deploy) -> ApprovalRequested | None:
+    """The request of the same deploy (service, tag, environment) that expired with no person
+    writing since, or None."""
+    for e in reversed(thread.events):
+        if isinstance(e, (UserMessage, HumanResponse)):
+            return None
+        if isinstance(e, ApprovalExpired):
+            request = thread.approval(e.approval_id)
+            if request is not None and (request.service, request.tag, request.environment) == (
+                step.service, step.tag, step.environment,
+            ):
+                return request
+    return None
 
 
 def _too_many_errors(thread: Thread, count: int) -> str:

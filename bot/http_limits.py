@@ -25,6 +25,14 @@ A pure ASGI middleware around the whole app (the root wraps `web.create_app` in 
 Refusals say why in JSON (`{"detail": ...}`, like the app's own) and close the connection,
 so a client still sending a huge body is not read to the end.
 
+Before any of that, in every mode (local too): the `Host` header must name the bot itself
+(loopback, PUBLIC_URL's host, ALLOWED_HOSTS), else 400, so a page on a name that resolves to
+127.0.0.1 (DNS rebinding) is not answered; and a request that changes anything and carries an
+`Origin` (or, without one, a `Referer`) of another origin is a 403 (cross-site request forgery),
+but on the paths that authenticate themselves by a signature (Slack, GitHub, inbound email),
+which servers call and no browser's cookies reach. Whether a request named its own origin goes
+to the app in `scope["state"]["same_origin"]` (the sign-in form needs it said).
+
 Also here: the filter that keeps query-string secrets (`/email/inbound?secret=...`,
 `/auth/link?code=...`) out of uvicorn's access log.
 """
@@ -40,11 +48,11 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, Protocol
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -52,7 +60,8 @@ from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bot.people import ANONYMOUS, SESSION, TOKEN, Directory, Identity
+from bot.people import ANONYMOUS, SESSION, TOKEN, Directory, Identity, normalize_email
+from bot.prompt import redact
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +75,8 @@ GITHUB_MAX_BYTES = 5 * 1024 * 1024
 API_MAX_BYTES = 256 * 1024
 UNAUTHORIZED = "missing or wrong bearer token (Authorization: Bearer <API_TOKEN>)"
 PERSONAL_UNAUTHORIZED = "this personal token is unknown or revoked, or its person is no longer in deploybot.toml"
+BAD_HOST = "this server does not answer to that host name (Host header): see ALLOWED_HOSTS"
+CROSS_ORIGIN = "a request from another site's page (Origin or Referer) may not change anything here"
 CSRF_REFUSED = (
     "a request made with a session cookie needs its X-CSRF-Token header (GET /auth/session gives it)"
 )
@@ -79,6 +90,14 @@ CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LINK_TTL = 600  # seconds a sign-in link is good for (once)
 LINK_EVERY = 60  # seconds between two links mailed to one person (POST /auth/email-link)
+MAX_ADDRESS = 320
+# Exactly one bare address, as a person types their own: no display name, list, angle brackets,
+# quoting, whitespace, control characters or percent-escapes. Anything else is answered like an
+# unknown address, so no header or list can be smuggled in with it.
+BARE_ADDRESS = re.compile(r"[A-Za-z0-9.!#$&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*")
+# The names the bot always answers to (Host header), whatever else it is told (own_hosts).
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 Access = Literal["required", "optional", "none"]
 # Where a session's CSRF token is checked: "header" here, before the body (X-CSRF-Token);
@@ -111,11 +130,15 @@ def deploybot_limits(email_max_bytes: int | None) -> tuple[Limit, ...]:
         Limit("/github/webhook", GITHUB_MAX_BYTES, auth="none"),
         # The inbound secret is checked by the endpoint before it reads the body.
         Limit("/email/inbound", API_MAX_BYTES if email_max_bytes is None else email_max_bytes, auth="none"),
+        # Using a sign-in link asks no session's token (a browser signed in as someone else may
+        # use one): the route takes its form only from the bot's own origin (state same_origin).
+        Limit("/auth/link", API_MAX_BYTES, auth="optional", csrf="page"),
         Limit("/auth", API_MAX_BYTES, auth="optional"),
         # The web console: without credentials it shows how to sign in (the pages check who
         # is asking themselves: ANONYMOUS sees nothing else); its forms carry the CSRF token.
         Limit("/console", API_MAX_BYTES, auth="optional", csrf="page"),
         Limit("/", API_MAX_BYTES, auth="optional"),  # only "/" itself: a redirect to /console/
+        Limit("/favicon.ico", API_MAX_BYTES, auth="none"),  # browsers ask on every page
     )
 
 
@@ -221,6 +244,8 @@ class Credentials(Protocol):
     async def session_ended(self, session_id: str) -> bool: ...
 
     async def consume_link(self, code: str) -> str | None: ...
+
+    async def peek_link(self, code: str) -> str | None: ...
 
     async def end_session(self, session_id: str, ttl_seconds: int) -> None: ...
 
@@ -339,20 +364,91 @@ class Auth:
     def session_ttl(self) -> int:
         return self.sessions.ttl if self.sessions else 0
 
-    async def email_link(self, address: str) -> None:
-        """Mail a sign-in link to `address` when it is a person's (at most one a minute per
-        person); otherwise, or without an email channel, nothing. Run after the answer is
-        sent, so how long the request takes does not tell whose address it is."""
-        person = self.directory.by_email(address).person
+    async def link_person(self, code: str) -> str | None:
+        """Whose sign-in link this is, without using it up (the page a GET of the link shows);
+        None when it was used, expired, never issued, or its person left deploybot.toml."""
+        assert self.credentials is not None
+        person = await self.credentials.peek_link(code) if code else None
+        return person if person in self.directory.people else None
+
+    async def email_link(self, given: str) -> None:
+        """Mail a sign-in link to the address deploybot.toml holds for the person whose address
+        `given` is, when it is exactly one bare address (at most one a minute per person);
+        otherwise, or without an email channel, nothing. The mail never goes to `given`
+        itself: the stored address is the only place a link may reach. Run after the answer
+        is sent, so how long the request takes does not tell whose address it is."""
+        address = normalize_email(bare_address(given) or "")
+        person = self.directory.by_email(address).person if address else None
         if person is None or self.mail is None or self.sign_in_link is None or self.credentials is None:
             return
+        stored = next(a for a in self.directory.people[person].emails if a == address)
         try:
             if not await self.credentials.first_link_in(person, LINK_EVERY):
                 log.info("http: a sign-in link for %s was mailed less than %d s ago", person, LINK_EVERY)
                 return
-            await self.mail(address, await self.sign_in_link(person))
+            await self.mail(stored, await self.sign_in_link(person))
         except Exception:
             log.exception("http: could not mail a sign-in link for %s", person)
+
+
+def bare_address(given: str) -> str | None:
+    """`given` when it is exactly one bare address (BARE_ADDRESS), else None."""
+    if not isinstance(given, str) or len(given) > MAX_ADDRESS or not BARE_ADDRESS.fullmatch(given):
+        return None
+    return given
+
+
+# --- the bot's own names and origins --------------------------------------------------------
+
+
+def _host_and_port(netloc: str) -> tuple[str, int | None] | None:
+    """`Example.com:8080` -> ("example.com", 8080), `[::1]` -> ("::1", None); None when it is
+    not a host and optional port alone (a path, user info, a bad port)."""
+    if not netloc or any(c in netloc for c in "/?#@\\ \t\r\n"):
+        return None
+    try:
+        parts = urlsplit("//" + netloc)
+        port = parts.port
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+def own_hosts(names: Iterable[str] = ()) -> frozenset[str]:
+    """LOOPBACK_HOSTS and `names` (PUBLIC_URL's host, ALLOWED_HOSTS), as a Host header's name is
+    compared: lower-cased, an IPv6 address without its brackets."""
+    found = set(LOOPBACK_HOSTS)
+    for name in names:
+        parsed = _host_and_port(name.strip())
+        if parsed:
+            found.add(parsed[0])
+    return frozenset(found)
+
+
+def _origin(url: str) -> tuple[str, int] | None:
+    """`https://Example.com/x` -> ("example.com", 443); None for "null" or anything not http(s)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return parts.hostname, port or DEFAULT_PORTS[parts.scheme]
+
+
+def same_origin(headers: Headers) -> bool | None:
+    """Whether the request's `Origin` (or, without one, its `Referer`) is the request's own
+    origin: the same host and port as its `Host` (the scheme is not compared: behind a proxy
+    that ends TLS the request arrives as http). None: it carries neither."""
+    given = headers.get("origin") or headers.get("referer")
+    if not given:
+        return None
+    origin, host = _origin(given), _host_and_port(headers.get("host", ""))
+    if origin is None or host is None:
+        return False
+    scheme = urlsplit(given).scheme
+    return origin == (host[0], host[1] or DEFAULT_PORTS[scheme])
 
 
 class HttpLimits:
@@ -367,9 +463,12 @@ class HttpLimits:
         email_max_bytes: int | None = None,
         limits: Sequence[Limit] | None = None,
         default_max_bytes: int = API_MAX_BYTES,
+        hosts: Iterable[str] = (),
     ) -> None:
+        """`hosts`: names to answer to besides loopback (own_hosts: PUBLIC_URL's host, ALLOWED_HOSTS)."""
         self.app = app
         self.auth = auth
+        self.hosts = own_hosts(hosts)
         self.limits = tuple(deploybot_limits(email_max_bytes) if limits is None else limits)
         self.default = Limit("/", default_max_bytes)
 
@@ -382,6 +481,10 @@ class HttpLimits:
             return
         rule = self.limit(scope["path"])
         headers = Headers(scope=scope)
+        refusal = self.foreign(scope, headers, rule)
+        if refusal is not None:
+            await _refuse(scope, receive, send, refusal.status, refusal.detail)
+            return
         if rule.auth != "none":
             try:
                 seen = await self.auth.identify(
@@ -409,6 +512,21 @@ class HttpLimits:
                 return
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         await _Counted(self.app, rule.max_bytes, chunked or declared not in (None, "0"))(scope, receive, send)
+
+
+    def foreign(self, scope: Scope, headers: Headers, rule: Limit) -> Refusal | None:
+        """A Host that is not one of ours (400), or a change asked for by another origin's
+        page (403); else None, and whether the request named its own origin goes to the app."""
+        host = _host_and_port(headers.get("host", ""))
+        if host is None or host[0] not in self.hosts:
+            log.warning("http: refused %s %s for host %r", scope["method"], scope["path"], headers.get("host"))
+            return Refusal(400, BAD_HOST)
+        same = same_origin(headers)
+        if same is False and scope["method"] not in SAFE_METHODS and rule.auth != "none":
+            log.warning("http: refused %s %s from another origin", scope["method"], scope["path"])
+            return Refusal(403, CROSS_ORIGIN)
+        scope.setdefault("state", {})["same_origin"] = same is True
+        return None
 
 
 class _Counted:
@@ -481,23 +599,61 @@ def redact_query(text: str) -> str:
     return _QUERY.sub(lambda m: "?" + "&".join(pair(p) for p in m.group(0)[1:].split("&")), text)
 
 
-class RedactQuerySecrets(logging.Filter):
-    """On "uvicorn.access": its records carry the path with its query string as an argument
-    (`'%s - "%s %s HTTP/%s" %d'`); every string argument (and the message) is redacted."""
+class RedactSecrets(logging.Filter):
+    """The one redacting filter, on every handler that prints (the root's, uvicorn's): no
+    logger, ours or a library's, prints a secret. httpx logs each request's full URL at INFO,
+    and a webhook URL is a credential; uvicorn's access log names query strings. Each string
+    argument and the message are redacted like the transcript (bot.prompt.redact: `secrets`,
+    and whatever looks like one), and query secrets (`?secret=`). A secret only in the
+    formatted message (an httpx.URL argument) makes the record its redacted message."""
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.secrets = tuple(secrets)
+
+    def clean(self, text: str) -> str:
+        return redact_query(redact(text, self.secrets))  # whole values first: a URL with its query
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(redact_query(a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.args, tuple):  # uvicorn's access formatter reads them one by one
+            record.args = tuple(self.clean(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: self.clean(v) if isinstance(v, str) else v for k, v in record.args.items()}
         if isinstance(record.msg, str):
-            record.msg = redact_query(record.msg)
+            record.msg = self.clean(record.msg)
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a malformed call: logging reports it, as it would
+            return True
+        if (clean := self.clean(message)) != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.clean(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.clean(record.stack_info)
         return True
 
 
-def uvicorn_log_config() -> dict[str, Any]:
-    """uvicorn's own logging configuration, with the redaction on its access logger."""
+def redact_logs(secrets: Sequence[str]) -> RedactSecrets:
+    """Put one RedactSecrets on every handler of the root logger (where every logger that
+    propagates prints): what the bot does once logging is configured."""
+    redacting = RedactSecrets(secrets)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redacting)
+    return redacting
+
+
+def uvicorn_log_config(redacting: logging.Filter | None = None) -> dict[str, Any]:
+    """uvicorn's own logging configuration, with `redacting` (else one that knows no
+    configured secret: query secrets and what looks like one) on its handlers: its loggers
+    do not propagate to the root's."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
-    config.setdefault("filters", {})["redact_query_secrets"] = {"()": RedactQuerySecrets}
-    config["loggers"]["uvicorn.access"].setdefault("filters", []).append("redact_query_secrets")
+    the_filter = redacting or RedactSecrets()
+    config.setdefault("filters", {})["redact_secrets"] = {"()": lambda: the_filter}
+    for handler in config["handlers"].values():
+        handler.setdefault("filters", []).append("redact_secrets")
     return config

@@ -23,6 +23,8 @@ from bot.control import (
     Escalate,
     EscalateApproval,
     Expire,
+    ExpireSenderConfirmation,
+    Finish,
     Interrupted,
     PlanRollback,
     Remind,
@@ -40,10 +42,12 @@ from bot.events import (
     ApprovalReminded,
     CommandResult,
     CommandStep,
+    DoneForNow,
     Error,
     Event,
     RequestMoreInformation,
     ResumeDeploys,
+    SenderConfirmationExpired,
     UnlockEnvironment,
     new_id,
     stamped,
@@ -189,12 +193,18 @@ class Runner:
                 return await deploying.run(thread, action, journal, now)
             case Escalate():
                 return await journal.decide(thread, [RequestMoreInformation(source="bot", message=action.message)])
+            case Finish():
+                return await journal.decide(thread, [DoneForNow(source="bot", message=action.message)])
             case Remind():
                 return await journal.decide(thread, [ApprovalReminded(approval_id=action.request.approval_id,
                                                                       count=action.count)])
             case EscalateApproval():
                 escalated = ApprovalEscalated(approval_id=action.request.approval_id, to=sorted(action.to))
                 return await journal.decide(thread, [escalated])
+            case ExpireSenderConfirmation():
+                asked = action.request
+                dropped = SenderConfirmationExpired(confirmation_id=asked.confirmation_id, expires_at=asked.expires_at)
+                return await journal.decide(thread, [dropped])
             case Expire():
                 request = action.request
                 expired = ApprovalExpired(approval_id=request.approval_id, step_id=request.step_id,

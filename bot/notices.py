@@ -23,6 +23,8 @@ from bot.events import (
     Event,
     LockTaken,
     RequestMoreInformation,
+    SenderConfirmationExpired,
+    SenderConfirmationRequested,
 )
 from bot.thread import Thread
 
@@ -74,6 +76,10 @@ def notice(thread: Thread, event: Event) -> Notice | None:
             request = thread.approval(event.approval_id)
             what = wording.what_to_deploy(request.service, request.tag, request.environment) if request else "it"
             return Notice("warning", wording.approval_expired_notice(what, event.expires_at))
+        case SenderConfirmationRequested():
+            return Notice("waiting", wording.sender_confirmation_pending(event.address, event.expires_at))
+        case SenderConfirmationExpired():
+            return Notice("warning", wording.sender_confirmation_expired(event.expires_at))
         case DeployQueued():
             step = next((e for e in thread.events if e.id == event.step_id), None)
             if isinstance(step, DEPLOY_STEPS):

@@ -39,7 +39,9 @@ SLACK = "slack"
 EMAIL = "email"
 TOKEN = "token"  # a personal API token; evidence: the token id
 SESSION = "session"  # a signed-in web session; evidence: the session id
-NAME = "name"  # named by someone trusted (the CLI, a test); evidence: the name
+NAME = "name"  # named by someone trusted (a test; the API in open mode); evidence: the name
+API = "api"  # named by the shared API token's `user`, which proves nothing; evidence: the name
+CLI = "cli"  # named with the CLI's --user (it runs where the bot's secrets are); evidence: the name
 AGENT = "agent"  # an AI agent of deploybot.toml's [agents]; evidence: its name (its principal: agent:NAME)
 
 # The bot itself: never decides, locks or unlocks (events it records carry this user).
@@ -177,6 +179,13 @@ class Directory:
         name = name.strip()
         known = name in self.people or (self.trust_names and _plain_name(name))
         return Identity(name if known else None, via, name if evidence is None else evidence)
+
+    def person_named(self, text: str) -> str | None:
+        """The person `text` names by any of their ids (name, Slack id, address), or None."""
+        for identity in (self.by_name(text), self.by_slack(text), self.by_email(text)):
+            if identity.person is not None and identity.person in self.people:
+                return identity.person
+        return None
 
     def by_agent(self, name: str) -> Identity | None:
         """An agent of deploybot.toml's [agents] (None: no such agent): nobody's person, its

@@ -143,7 +143,7 @@ class Policy:
         problems = [
             wording.approvals_need_people(env, timing_of.required)
             for env, timing_of in sorted((timing or {}).items())
-            if timing_of.required > 1 and env in rules and not _all_people(rules[env].approvers, directory)
+            if timing_of.required > 1 and env in rules and not _one_per_person(rules[env].approvers, directory)
         ]
         if problems:
             raise PolicyError(problems)
@@ -273,10 +273,13 @@ class Policy:
                 return why
         return None
 
-    def may_unlock(self, who: Identity, environment: str, owner: str) -> str | None:
+    def may_unlock(
+        self, who: Identity, environment: str, owner: str, *, target: str = "", locked_by: str = "",
+    ) -> str | None:
         """Why `who` may not lift a lock held by `owner`, or None. Whoever set a lock by hand
         may lift it (someone unknown only where they may lock); so may whoever may lock the
-        environment (also for a stuck deploy lock)."""
+        environment (also for a stuck deploy lock), someone else's with --force and a reason
+        (bot/steps.py). `target` (`api in production`) and `locked_by` word the refusal."""
         powerless = people.may_lock(who, _ANYONE)  # the bot, nobody, the shared token
         if powerless:
             return powerless
@@ -286,7 +289,7 @@ class Policy:
         if owner == lock_owner(who) and (who.known or self.open_mode):
             return None
         who_can = people.describe(rules.lockers_as_written or sorted(rules.lockers))
-        return wording.unlock_not_allowed(who.label, environment, who_can)
+        return wording.unlock_not_allowed(who.label, target or environment, who_can, locked_by)
 
     def recheck(
         self,
@@ -307,10 +310,16 @@ class Policy:
         return None
 
 
-def _all_people(approvers: frozenset[str], directory: Directory | None) -> bool:
-    """Every approver is a person of deploybot.toml: two approvals from two principals are
-    then two people (a Slack id and an address could be one person, `*` anyone twice)."""
-    return bool(approvers) and directory is not None and all(a in directory.people for a in approvers)
+def _one_per_person(approvers: frozenset[str], directory: Directory | None) -> bool:
+    """Two approvals from two of these principals are two people: every approver is a person
+    of deploybot.toml, or every one is a Slack id (APPROVERS) or every one an address
+    (APPROVER_EMAILS), one channel each counting each account once. A Slack id and an address
+    could be one person, and `*` is anyone twice."""
+    if not approvers or ANYONE in approvers:
+        return False
+    if directory is not None and all(a in directory.people for a in approvers):
+        return True
+    return any(all(a.startswith(f"{via}:") for a in approvers) for via in (people.SLACK, people.EMAIL))
 
 
 def lock_owner(who: Identity) -> str:

@@ -155,6 +155,11 @@ class Inbox(Protocol):
 
     async def lookup(self, name: str) -> str | None: ...
 
+    async def keep(self, name: str, value: str, ttl_seconds: int) -> None:
+        """Bind `name` to `value` for `ttl_seconds`, replacing what it held (`lookup` reads
+        it): what a channel needs for a while and then never again, such as what it sent."""
+        ...
+
     async def drop(self, thread_id: str) -> int:
         """Delete every conversation binding and pointer recorded for `thread_id` (by
         `receive` binding a conversation to it, or `link(..., thread_id=)`), each only while

@@ -5,13 +5,14 @@ own block and forge another, and anything that looks like a secret is redacted.
 
 The context has a budget: `render` never returns more than `budget` estimated tokens
 (`estimate_tokens`; CONTEXT_BUDGET unless the caller passes the configured one). Always
-kept verbatim: the first request (cut in the middle, with a marker, if it alone is huge),
-what the next decision rests on (the latest instruction, the last step, its approval
-request, decision and outcome, the newest tag list, a newer error) and then the newest
-events, as many as fit. Every block's text is capped (a 20 MB message or deploy log keeps
-its head and its tail). Whatever does not fit is compacted into one <summary> block in its
-place: counts of messages, steps and errors, the last few errors and the decisions and
-deploys made, one line each (factor 9: compact errors). docs/context.md has the figures.
+kept verbatim: the first request and the latest instruction (each cut in the middle, with a
+marker, only if it alone is over a quarter of the budget), what the next decision rests on
+(the last step, its approval request, decision and outcome, the newest tag list, a newer
+error) and then the newest events, as many as fit. Every block's text is capped (a 20 MB
+message or deploy log keeps its head and its tail). Whatever does not fit is compacted into
+one <summary> block in its place: counts of messages, steps and errors, the last few errors
+and the decisions and deploys made, one line each (factor 9: compact errors).
+docs/context.md has the figures.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ REDACTED = "[redacted]"
 
 CONTEXT_BUDGET = 24_000  # estimated tokens of thread context per model call (CONTEXT_BUDGET)
 MIN_BUDGET = 2_000  # below this not even the blocks a decision rests on fit
-REQUEST_SHARE = 4  # the first request may take a quarter of the budget,
+REQUEST_SHARE = 4  # the first request and the latest instruction may take a quarter each,
 BLOCK_SHARE = 16  # any other block's text a sixteenth (1,500 tokens, ~6 KB of prose),
 SUMMARY_SHARE = 8  # the summary an eighth
 SUMMARY_TAG = 32  # what the <summary> tag around its text costs, at most
@@ -174,6 +175,9 @@ class _Context:
         events = self.thread.events
         self.blocks: dict[int, str] = {}
         self.request = next((i for i, e in enumerate(events) if isinstance(e, UserMessage)), None)
+        # What the next decision rests on most is read whole as long as the first request is.
+        latest = self.thread.latest_instruction()
+        self.instruction = latest.position if latest else None
         self.block_tokens = max(1, self.budget // BLOCK_SHARE // self.scale)
         self.request_tokens = max(1, self.budget // REQUEST_SHARE // self.scale)
         self.summary_tokens = max(1, self.budget // SUMMARY_SHARE // self.scale)
@@ -221,7 +225,7 @@ class _Context:
 
     def block(self, i: int) -> str:
         if i not in self.blocks:
-            tokens = self.request_tokens if i == self.request else self.block_tokens
+            tokens = self.request_tokens if i in (self.request, self.instruction) else self.block_tokens
             self.blocks[i] = redact(self._block(self.thread.events[i], tokens), self.secrets)
         return self.blocks[i]
 

@@ -16,14 +16,27 @@ from datetime import datetime, timedelta
 from bot import agents, wording
 from bot.clock import utcnow
 from bot.commands import is_approval
-from bot.events import DEPLOY_STEPS, Cancelled, Event, HumanResponse, UserMessage, principal_of, stamped
-from bot.people import AGENT, EMAIL, SLACK, Directory, Identity
+from bot.events import (
+    DEPLOY_STEPS,
+    Cancelled,
+    Event,
+    HumanResponse,
+    SenderConfirmed,
+    UserMessage,
+    principal_of,
+    stamped,
+)
+from bot.people import AGENT, API, EMAIL, SLACK, Directory, Identity
 from bot.policy import Policy
 from bot.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 from bot.thread import ACTIVE, STATUSES, Origin, Thread
 
 log = logging.getLogger(__name__)
 RELEASE_MARGIN = timedelta(minutes=10)  # a run releases its thread well within this of its last event
+# Threads a page loads at once. Each load holds one pooled Redis connection while it runs, and
+# redis-py refuses a connection past the pool's size outright (MaxConnectionsError, before
+# any retry): a page of any size takes at most this many, whatever is stored.
+LOADS_AT_ONCE = 16
 
 
 class Refused(Exception):
@@ -81,17 +94,26 @@ class ThreadService:
 
     def identify(self, who: Who, channel: str = "api") -> Identity:
         """An identity as it is. TEMPORARY, for callers still passing a raw user: a Slack
-        user id on Slack, an address by email, else a name, trusted only in open mode (any
-        other name is someone unknown, `api:<name>`, with no powers but `*`)."""
+        user id on Slack, an address by email, else a name nothing proves (`unproven`)."""
         if isinstance(who, Identity):
             return who
         if channel == SLACK:
             return self.directory.by_slack(who)
         if channel == EMAIL:
             return self.directory.by_email(who)
+        return self.unproven(who)
+
+    def unproven(self, name: str) -> Identity:
+        """Someone named by what proves nothing (the shared API token's `user`): a pipeline
+        or a bot, someone unknown (`api:<name>`) with no powers but `*`. Naming a person of
+        deploybot.toml (by any of their ids) is Forbidden: were it kept, their own token could
+        then approve "someone else's" request. In open mode names are trusted, as before."""
         if self.policy.open_mode:
-            return self.directory.by_name(who)
-        return Identity(None, "api", who.strip())
+            return self.directory.by_name(name)
+        person = self.directory.person_named(name)
+        if person is not None:
+            raise Forbidden(wording.use_your_personal_token(person))
+        return Identity(None, API, name.strip())
 
     async def launch(
         self,
@@ -101,17 +123,20 @@ class ThreadService:
         origin: Origin | None = None,
         thread_id: str | None = None,
         evidence: str = "",
+        then: Sequence[Event] = (),
     ) -> Thread:
         """`evidence`: the channel's detail for an audit when it is more than the identity's
-        (an email's Message-ID besides its address)."""
+        (an email's Message-ID besides its address). `then`: events recorded with the first
+        message (a SenderConfirmationRequested, for a sender nothing proved)."""
         if not text.strip():
             raise Invalid(wording.empty_message())
         identity = self.identify(who, channel)
         await self._within_limits(identity)
         message = UserMessage(text=text, channel=channel, **said_by(identity, evidence))
-        [event] = stamped([message], self.clock())
-        thread = await self.store.create(origin or Origin(channel=channel), [event], thread_id)
-        await self._publish(thread, event)
+        events = stamped([message, *then], self.clock())
+        thread = await self.store.create(origin or Origin(channel=channel), events, thread_id)
+        for event in events:
+            await self._publish(thread, event)
         return thread
 
     async def _within_limits(self, who: Identity) -> None:
@@ -169,11 +194,18 @@ class ThreadService:
                 ids, cursor = await self.store.listed(statuses, limit - len(found), cursor)
             except ValueError:
                 raise Invalid(wording.bad_cursor()) from None
-            for thread in await asyncio.gather(*(self._maybe(i) for i in ids)):
+            for thread in await self._load_all(ids):
                 if thread is not None and (status is None or thread.status(now) == status):
                     found.append(thread)
             if len(found) >= limit or cursor is None:
                 return found, cursor
+
+    async def _load_all(self, ids: Sequence[str]) -> list[Thread | None]:
+        """These threads in order (None: removed since listed), LOADS_AT_ONCE at a time."""
+        loaded: list[Thread | None] = []
+        for start in range(0, len(ids), LOADS_AT_ONCE):
+            loaded += await asyncio.gather(*(self._maybe(i) for i in ids[start:start + LOADS_AT_ONCE]))
+        return loaded
 
     async def _maybe(self, thread_id: str) -> Thread | None:
         try:
@@ -210,6 +242,25 @@ class ThreadService:
 
         return await self._append(thread_id, event)
 
+    async def confirm_sender(self, thread_id: str, confirmation_id: str, who: Identity, evidence: str) -> Thread:
+        """The sender a request named confirmed it from their mailbox: the request is recorded
+        again, as said by `who`, and goes on with their powers. Once only, and not once
+        expired (WrongState)."""
+
+        def events(thread: Thread) -> list[Event]:
+            asked = thread.sender_confirmation(confirmation_id)
+            if asked is None:
+                raise NotFound(wording.sender_confirmation_closed(False))
+            if thread.sender_confirmed(confirmation_id) or thread.sender_expired(confirmation_id) \
+                    or self.clock() > asked.expires_at:
+                raise WrongState(wording.sender_confirmation_closed(bool(thread.sender_confirmed(confirmation_id))))
+            return [
+                SenderConfirmed(confirmation_id=confirmation_id, evidence=evidence),
+                UserMessage(text=asked.text, channel=EMAIL, **said_by(who, evidence)),
+            ]
+
+        return await self._append_all(thread_id, events)
+
     async def fork(self, thread_id: str, at: int) -> Thread:
         thread = await self.get(thread_id)
         if not 1 <= at <= thread.version:
@@ -225,11 +276,14 @@ class ThreadService:
         return await self.store.create(origin, thread.events[:at])
 
     async def _append(self, thread_id: str, make: Callable[[Thread], Event]) -> Thread:
+        return await self._append_all(thread_id, lambda thread: [make(thread)])
+
+    async def _append_all(self, thread_id: str, make: Callable[[Thread], Sequence[Event]]) -> Thread:
         thread = await self.get(thread_id)
         while True:
-            [event] = stamped([make(thread)], self.clock())
+            events = stamped(make(thread), self.clock())
             try:
-                thread = await self.store.append(thread, [event])
+                thread = await self.store.append(thread, events)
             except Conflict:
                 thread = await self.store.refresh(thread)
                 continue
@@ -239,7 +293,8 @@ class ThreadService:
                 await self.store.index(thread)
             except Exception as e:  # the run the caller kicks indexes it when it releases
                 log.warning("thread %s: indexing its status failed: %s", thread.id, e)
-            await self._publish(thread, event)
+            for event in events:
+                await self._publish(thread, event)
             return thread
 
     async def record(self, thread_id: str, events: Sequence[Event]) -> Thread:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 from urllib.parse import unquote, urlsplit
 
+import httpx
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -39,7 +40,7 @@ from bot import settings_file, wording
 from bot.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.deployers.command import DRY_RUN, command_argv
 from bot.people import Directory
-from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_required
+from bot.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.settings_file import FileConfig, FileError
 from bot.stores.connect import RedisTarget
@@ -78,6 +79,7 @@ class EmailSettings(BaseModel):
     reply_secret: SecretStr
     allowed_senders: frozenset[str] = frozenset()  # lower-cased addresses and @domains
     max_bytes: int = 1_000_000
+    trusted_authserv_ids: frozenset[str] = frozenset()  # lower-cased
 
 
 class GitHubSettings(BaseModel):
@@ -168,6 +170,9 @@ class Settings(BaseSettings):
     email_reply_secret: SecretStr | None = None
     email_allowed_senders: str = Field("", description="addresses and @domain entries")
     email_max_bytes: int = 1_000_000
+    email_trusted_authserv_ids: str = Field(
+        "", description="authserv-ids of the receiving mail servers whose Authentication-Results prove a sender",
+    )
 
     # Who may do what. Unset is not the same as a default: with nothing configured anyone
     # may approve (open mode); with anything configured nobody but those named may.
@@ -225,6 +230,11 @@ class Settings(BaseSettings):
     session_secret: SecretStr | None = Field(None, description="signs session cookies; unset: kept under DATA_DIR")
     session_ttl: int = Field(43200, ge=60, description="seconds a web session lasts")
     public_url: str | None = Field(None, description="the bot's address in sign-in links; unset: http://HOST:PORT")
+    console_streams_per_person: int = Field(5, ge=1, description="live console streams one person may hold at once")
+    console_streams: int = Field(200, ge=1, description="live console streams one web process serves at once")
+    allowed_hosts: str = Field(
+        "", description="more names the bot answers to (Host), comma-separated; loopback and PUBLIC_URL's host always"
+    )
     # `python -m bot mcp` (stdio): the token of the agent it speaks for (tokens create --agent NAME).
     deploybot_token: SecretStr | None = Field(None, description="the agent's token for `python -m bot mcp`")
 
@@ -258,12 +268,21 @@ class Settings(BaseSettings):
                 read()
             except ConfigError as e:
                 problems.append(str(e))
-        problems += self._read_people()
+        problems += self._approvers_naming_nobody() or self._read_people()
         if not problems:
             problems += self._trigger_problems()
         if problems:
             raise ConfigError("\n".join(problems))
         return self
+
+    def _approvers_naming_nobody(self) -> list[str]:
+        """An approver variable set but naming nobody (`APPROVERS=`, `" "`, `";;;"`): read as
+        unset it would be open mode, where anyone approves production, so it is refused."""
+        return [
+            f"{name} is set but names nobody: list the approvers, write * to let anyone approve, or leave it unset"
+            for name, value in (("APPROVERS", self.approvers), ("APPROVER_EMAILS", self.approver_emails))
+            if value is not None and not any(parse_approvers(value).values())
+        ]
 
     def _read_people(self) -> list[str]:
         """Read deploybot.toml and build the policy: the problems, one line each."""
@@ -310,7 +329,8 @@ class Settings(BaseSettings):
             for i, env in enumerate(entry.environments or ()):
                 if env not in environments:
                     where = settings_file.key_path(("services", service, "environments", i))
-                    lines.append(f"{where}: unknown environment {env!r}; known: {', '.join(sorted(environments))}")
+                    why = wording.undeclared_environment(env, environments, name, bool(file.environments))
+                    lines.append(f"{where}: {why}")
         return lines
 
     def _approval_conflicts(self, file: FileConfig | None) -> list[str]:
@@ -496,6 +516,17 @@ class Settings(BaseSettings):
         """Without API_TOKEN the approval endpoints must not be reachable from other hosts."""
         return self.host if self.api_token else "127.0.0.1"
 
+    def host_names(self) -> frozenset[str]:
+        """The names, besides loopback, the bot answers to (bot.http_limits checks Host):
+        ALLOWED_HOSTS, PUBLIC_URL's host, and the address HOST binds to unless it is all of them."""
+        names = set(_words(self.allowed_hosts))
+        if self.public_url:
+            names.add(urlsplit(self.public_url.strip()).netloc)
+        bound = self.bind_host()
+        if bound not in ("0.0.0.0", "::", ""):
+            names.add(f"[{bound}]" if ":" in bound else bound)
+        return frozenset(names)
+
     def policy(self) -> Policy:
         """Environments and who may approve, lock and unlock: deploybot.toml and the
         variables together (built, and checked, when Settings was)."""
@@ -532,8 +563,10 @@ class Settings(BaseSettings):
                 self.github_webhook_secret, self.notify_webhook_secret,
             ) if v
         ]
-        # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL).
-        values += [u.strip() for u in self.notify_webhook_url.split(",") if u.strip() and u.strip() not in values]
+        # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL): as
+        # written, and as httpx prints it (lower-case host, default port dropped).
+        for url in (u.strip() for u in self.notify_webhook_url.split(",") if u.strip()):
+            values += [v for v in dict.fromkeys((url, _as_sent(url))) if v not in values]
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, str):
@@ -625,6 +658,7 @@ class Settings(BaseSettings):
             "inbound_secret": self.inbound_email_secret, "reply_secret": self.email_reply_secret,
             "allowed_senders": _words(self.email_allowed_senders.lower()),
             "max_bytes": self.email_max_bytes,
+            "trusted_authserv_ids": _words(self.email_trusted_authserv_ids.lower()),
         })
 
     def _notify_webhook(self) -> NotifyWebhookSettings | None:
@@ -674,6 +708,14 @@ def url_passwords(value: str) -> list[str]:
         if password:
             found += [password, unquote(password)]
     return list(dict.fromkeys(found))
+
+
+def _as_sent(url: str) -> str:
+    """`url` as an HTTP client normalizes it, and so logs it."""
+    try:
+        return str(httpx.URL(url))
+    except (httpx.InvalidURL, ValueError):  # refused at start anyway (NOTIFY_WEBHOOK_URL)
+        return url
 
 
 def _seconds(value: int | None) -> timedelta | None:

@@ -121,7 +121,7 @@ async def run_command(
             holder = next((lock for lock in held if lock.service == service), None)
             if holder is None:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(target))
-            why = policy.may_unlock(who, env, holder.owner)
+            why = policy.may_unlock(who, env, holder.owner, target=target, locked_by=holder.by())
             if why:
                 return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
             theirs = holder.owner != lock_owner(who)

@@ -33,6 +33,9 @@ from bot.events import (
     GitTagsResult,
     HumanResponse,
     RequestMoreInformation,
+    SenderConfirmationExpired,
+    SenderConfirmationRequested,
+    SenderConfirmed,
     Step,
     ToolCalled,
     UserMessage,
@@ -42,7 +45,8 @@ from bot.events import (
 from bot.people import Identity
 
 Status = Literal[
-    "running", "waiting_for_approval", "waiting_for_lock", "waiting_for_human", "done", "failed", "cancelled"
+    "running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human",
+    "done", "failed", "cancelled",
 ]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
 FINISHED: tuple[Status, ...] = ("done", "failed", "cancelled")
@@ -157,6 +161,34 @@ class Thread:
     def escalation(self, approval_id: str) -> ApprovalEscalated | None:
         return next((e for e in self.of(ApprovalEscalated) if e.approval_id == approval_id), None)
 
+    def sender_confirmation(self, confirmation_id: str | None = None) -> SenderConfirmationRequested | None:
+        """The newest request to confirm a sender (or the one named `confirmation_id`)."""
+        asked = [e for e in self.of(SenderConfirmationRequested) if confirmation_id in (None, e.confirmation_id)]
+        return asked[-1] if asked else None
+
+    def sender_confirmed(self, confirmation_id: str) -> SenderConfirmed | None:
+        return next((e for e in self.of(SenderConfirmed) if e.confirmation_id == confirmation_id), None)
+
+    def sender_expired(self, confirmation_id: str) -> SenderConfirmationExpired | None:
+        return next((e for e in self.of(SenderConfirmationExpired) if e.confirmation_id == confirmation_id), None)
+
+    def waiting_for_sender(self) -> SenderConfirmationRequested | None:
+        """The sender confirmation the thread waits on: asked, neither confirmed nor expired.
+        Until then the request has no powers: nothing runs, nobody is asked to approve."""
+        asked = self.sender_confirmation()
+        if asked is None or self.sender_confirmed(asked.confirmation_id) or self.sender_expired(asked.confirmation_id):
+            return None
+        return asked
+
+    def unconfirmed(self) -> bool:
+        """The sender was never confirmed and nobody wrote since the confirmation expired:
+        the request was dropped, and nothing is left to do."""
+        asked = self.sender_confirmation()
+        expired = self.sender_expired(asked.confirmation_id) if asked else None
+        if asked is None or expired is None or self.sender_confirmed(asked.confirmation_id):
+            return False
+        return not self.human_input_after(self.events.index(expired))
+
     def queued(self, step_id: str) -> DeployQueued | None:
         """The newest word on the deploy's place in line, if it waited."""
         return next((e for e in reversed(self.events) if isinstance(e, DeployQueued) and e.step_id == step_id), None)
@@ -262,6 +294,10 @@ class Thread:
         Without `now` (the reducer) an expiry is not seen here: the deploy's re-check refuses it."""
         if self.cancelled():
             return "cancelled"
+        if self.waiting_for_sender():
+            return "waiting_for_sender"
+        if self.unconfirmed():
+            return "done"
         if self.pending_approval():
             return "waiting_for_human" if now is not None and self.expired_approval(now) else "waiting_for_approval"
         last = self.last_step()

@@ -41,6 +41,9 @@ from bot.events import (
     RequestMoreInformation,
     ResumeDeploys,
     RollBack,
+    SenderConfirmationExpired,
+    SenderConfirmationRequested,
+    SenderConfirmed,
     ShowDeploys,
     StopDeploys,
     ToolCalled,
@@ -208,6 +211,12 @@ def _line(e: Event, s: _Style) -> str:
             return f"{bot} asks {t(', '.join(e.to))} too: nobody decided in time"
         case ApprovalExpired():
             return f"approval expired at {e.expires_at:%Y-%m-%d %H:%M} UTC: not deployed"
+        case SenderConfirmationRequested():
+            return f"{bot} asks {t(e.address)} to confirm they sent this; nothing is done until then"
+        case SenderConfirmed():
+            return f"{t(e.evidence.partition(' ')[0]) or 'the sender'} confirmed sending this"
+        case SenderConfirmationExpired():
+            return f"nobody confirmed sending this by {e.expires_at:%Y-%m-%d %H:%M} UTC: dropped, nothing was done"
         case DeployQueued():
             return f"waits in line (number {e.position}): {t(e.behind)}"
         case DeployStarted():

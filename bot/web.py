@@ -7,21 +7,23 @@ Who is asking was settled before the body was read (bot.http_limits puts it in
   naming anyone else is a 403;
 - the service identity (the shared API_TOKEN; or, in local mode with people configured, a
   request without credentials): may start threads, read, write free text and cancel, its
-  `user` kept only as an unverified label (via "api"); deciding, and the lock and unlock
-  commands, are a 403 that asks for a personal token;
+  `user` kept only as an unverified label (via "api") for a pipeline or a bot, and a `user`
+  naming a person of deploybot.toml is a 403 ("use your personal token"); deciding, and the
+  lock and unlock commands, are a 403 that asks for a personal token;
 - None (open mode: nothing configured): the `user` given is trusted, as before.
 """
 
 from __future__ import annotations
 
 import hmac
-import html
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.background import BackgroundTasks
@@ -35,7 +37,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from bot import commands, transcript, wording
 from bot.console import mount as mount_console
 from bot.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
-from bot.people import SESSION, TOKEN, Identity
+from bot.people import API, SESSION, TOKEN, Identity
 from bot.policy import Policy
 from bot.ports import DeployRecord, FreezeStore, Health, History, Lock, Locks
 from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
@@ -83,12 +85,13 @@ class RollbackBody(BaseModel):
 
 
 class EmailLinkBody(BaseModel):
-    email: str = Field(min_length=3, max_length=320)
+    # Any value: one that is not exactly one bare address is answered like an unknown one
+    # (bot.http_limits.Auth.email_link), so a list or a display name tells nothing either.
+    email: Any
 
 
 # The shared API_TOKEN (bot.http_limits.SERVICE): the bot itself, never a person.
 SERVICE = Identity(None, TOKEN, "api")
-API = "api"  # via: a name the shared token gave, unverified
 USE_A_PERSONAL_TOKEN = (
     "to {what}, use a personal token (`python -m bot tokens create NAME`) or sign in "
     "(`python -m bot login-link NAME`): the shared API token speaks for nobody in particular"
@@ -97,6 +100,7 @@ SIGN_IN_FAILED = (
     "this sign-in link was already used or has expired (links work once, for 10 minutes): ask for a "
     "new one (`@deploybot login` in Slack, or `python -m bot login-link NAME`)"
 )
+MAX_CODE = 200  # a sign-in link's code is 43 characters; anything much longer is nobody's
 EMAIL_LINK_SENT = "if that address belongs to someone deploybot knows, a sign-in link is on its way"
 
 
@@ -133,6 +137,10 @@ class SignIn(Protocol):
     @property
     def secure_cookies(self) -> bool:
         """True behind https (PUBLIC_URL): the cookie is Secure even if the request came as http."""
+        ...
+
+    async def link_person(self, code: str) -> str | None:
+        """Whose link this is, leaving it unused; None: used, expired or unknown."""
         ...
 
     async def sign_in(self, code: str) -> tuple[Session, str] | None:
@@ -181,6 +189,11 @@ class Parts(Protocol):
     @property
     def secrets(self) -> tuple[str, ...]:
         """Kept out of transcripts."""
+        ...
+
+    @property
+    def stream_limits(self) -> tuple[int, int]:
+        """The console's live event streams at once: (per person, in all)."""
         ...
 
     @property
@@ -245,7 +258,7 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
             if isinstance(commands.parse(text), powers) or commands.deploy_anyway(text) is not None:
                 raise Forbidden(USE_A_PERSONAL_TOKEN.format(
                     what="lock or unlock, stop or resume deploys, or deploy anyway"))
-            return Identity(None, API, user) if user else SERVICE
+            return parts.service.unproven(user) if user else SERVICE
         if user is not None and user != identity.person:
             how = "signed in" if identity.via == SESSION else "using a personal token"
             raise Forbidden(f"you are {identity.label} here ({how}): user must be {identity.label} or left out")
@@ -383,19 +396,31 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
         return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.llm_configured else "none"})
 
     web.include_router(threads)
-    if sign_in is not None:
-        web.include_router(auth_routes(sign_in))
     if parts.slack_endpoint:
         web.add_api_route("/slack/events", parts.slack_endpoint, methods=["POST"])
     if parts.email_endpoint:
         web.add_api_route("/email/inbound", parts.email_endpoint, methods=["POST"])
     if parts.github_endpoint:
         web.add_api_route("/github/webhook", parts.github_endpoint, methods=["POST"])
-    mount_console(web, parts, sign_in)  # the web console: /console/ (and GET / -> there)
+    pages = mount_console(web, parts, sign_in)  # the web console: /console/ (and GET / -> there)
+    if sign_in is not None:
+        web.include_router(auth_routes(sign_in, pages))
     return web
 
 
 # --- signing in ------------------------------------------------------------------------------
+
+
+async def _posted_code(request: Request, as_json: bool) -> str:
+    """The `code` a sign-in POST carries (JSON or a form); "" when there is none."""
+    body = await request.body()
+    fields: Any
+    try:
+        fields = json.loads(body) if as_json else dict(parse_qsl(body.decode(), max_num_fields=5))
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    code = fields.get("code") if isinstance(fields, dict) else None
+    return code if isinstance(code, str) else ""
 
 
 def _lock_json(lock: Lock) -> dict[str, Any]:
@@ -406,44 +431,56 @@ def _record_json(record: DeployRecord) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(record).items()}
 
 
-def _wants_html(request: Request) -> bool:
-    return "text/html" in request.headers.get("accept", "")
-
-
-def _page(title: str, text: str, status: int) -> HTMLResponse:
-    body = (
-        "<!doctype html><html><head><meta charset=utf-8><title>deploybot</title></head>"
-        f"<body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></body></html>"
-    )
-    return HTMLResponse(body, status_code=status)
-
-
 NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+LINK_FROM_ELSEWHERE = (
+    "a sign-in link is used by the form its own page shows (GET the link in a browser), "
+    "or by POSTing its code as JSON"
+)
+Pages = Callable[..., HTMLResponse]  # (template, status, **context) -> a console-styled page
 
 
-def auth_routes(sign_in: SignIn) -> APIRouter:
+def auth_routes(sign_in: SignIn, pages: Pages) -> APIRouter:
     """/auth: a sign-in link sets a session cookie; the cookie then stands for its person
-    (bot.http_limits), with a CSRF token for anything that changes something."""
+    (bot.http_limits), with a CSRF token for anything that changes something.
+
+    A link is used only by a POST: a GET (a person's browser, but also a mail scanner or a
+    chat unfurl) shows "Sign in as NAME" with a form, so whatever fetches links burns
+    nothing, and another site cannot sign a browser in as someone else (its form's POST
+    carries a foreign Origin, refused by the front door, or none: refused here)."""
     router = APIRouter(prefix="/auth")
 
     def secure(request: Request) -> bool:
         return sign_in.secure_cookies or request.url.scheme == "https"
 
     @router.get("/link")
-    async def link(request: Request, code: str = Query("", max_length=200)) -> Response:
-        """Use a one-time sign-in link: sets the session cookie. A link works once, for 10 minutes."""
-        signed = await sign_in.sign_in(code)
+    async def link_page(request: Request) -> Response:
+        """The link's page: a form that signs in as its person, or why it cannot."""
+        code = request.query_params.get("code", "")
+        person = await sign_in.link_person(code) if len(code) <= MAX_CODE else None
+        if person is None:
+            return pages("link.html", 400, person=None, code="")
+        return pages("link.html", 200, person=person, code=code)
+
+    @router.post("/link")
+    async def use_link(request: Request) -> Response:
+        """Use a one-time sign-in link (it works once, for 10 minutes): sets the session cookie.
+        JSON `{"code": ...}` answers who signed in; the link page's form goes on to the console."""
+        as_json = request.headers.get("content-type", "").partition(";")[0].strip().lower() == "application/json"
+        if not as_json and request.scope.get("state", {}).get("same_origin") is not True:
+            return JSONResponse({"detail": LINK_FROM_ELSEWHERE}, status_code=403, headers=NO_STORE)
+        code = await _posted_code(request, as_json)
+        signed = await sign_in.sign_in(code) if len(code) <= MAX_CODE else None
         if signed is None:
-            if _wants_html(request):
-                return _page("Sign-in link not valid", SIGN_IN_FAILED, 400)
+            if not as_json:
+                return pages("link.html", 400, person=None, code="")
             return JSONResponse({"detail": SIGN_IN_FAILED}, status_code=400, headers=NO_STORE)
         session, cookie = signed
         until = datetime.fromtimestamp(session.expires, UTC).isoformat()
         response: Response
-        if _wants_html(request):  # a person clicking the link: on to the web console
-            response = RedirectResponse("/console/", status_code=303)
-        else:
+        if as_json:
             response = JSONResponse({"person": session.person, "expires": until})
+        else:  # a person pressing the button: on to the web console
+            response = RedirectResponse("/console/", status_code=303)
         response.headers.update(NO_STORE)
         response.set_cookie(
             SESSION_COOKIE, cookie, max_age=sign_in.session_ttl, path="/", httponly=True, samesite="lax",
@@ -455,7 +492,8 @@ def auth_routes(sign_in: SignIn) -> APIRouter:
     async def email_link(body: EmailLinkBody, background: BackgroundTasks) -> dict[str, str]:
         """Mail a sign-in link to this address if it is someone's. The answer is the same
         either way (and comes before anything is looked up)."""
-        background.add_task(sign_in.email_link, body.email)
+        if isinstance(body.email, str):  # anything else is answered the same, and mails nothing
+            background.add_task(sign_in.email_link, body.email)
         return {"detail": EMAIL_LINK_SENT}
 
     @router.get("/session")

@@ -68,6 +68,13 @@ def shared_token_cannot(what: str) -> str:
     return f"the shared API token cannot {what}: use a personal token"
 
 
+def use_your_personal_token(person: str) -> str:
+    return (
+        f"{person} is a person of deploybot.toml: use your personal token (`python -m bot tokens create "
+        f"{person}`) or sign in; the shared API token speaks for nobody in particular"
+    )
+
+
 def not_an_approver_here(who: str, where: str, approvers: str) -> str:
     return f"{who} is not an approver for {where}; {approvers} may approve"
 
@@ -220,8 +227,16 @@ def not_unlocked(why: str) -> str:
     return f"Not unlocked: {why}."
 
 
-def unlock_not_allowed(who: str, environment: str, who_can: str) -> str:
-    return f"{who} may not unlock {environment}; whoever locked it or {who_can} may"
+def unlock_not_allowed(who: str, target: str, who_can: str, locked_by: str = "") -> str:
+    """Whoever locked it unlocks plainly; anyone else who may lock takes it over only with
+    --force and a reason, so the refusal says that command, not just who."""
+    held = f" (locked {locked_by})" if locked_by else ""
+    if who_can == "nobody":
+        return f"{who} may not unlock {target}{held}; only whoever locked it may"
+    return (
+        f"{who} may not unlock {target}{held}; whoever locked it may, and {who_can} may take it over: "
+        f'"unlock {target} --force: REASON"'
+    )
 
 
 def unlocked(environment: str, locked_by: str) -> str:
@@ -534,10 +549,21 @@ def lock_taken_from_you(target: str, by: str, reason: str) -> str:
     return f"{by} lifted your lock on {target}: {reason}"
 
 
+def undeclared_environment(environment: str, known: Iterable[str], file_name: str, file_names_them: bool) -> str:
+    """A service names an environment deploybot does not know: say where environments come
+    from (the file's [environments.*] once it has any, else ENVIRONMENTS)."""
+    how = (
+        f"declare it with [environments.{environment}] in {file_name}" if file_names_them
+        else f"list it in ENVIRONMENTS or declare it with [environments.{environment}] in {file_name}"
+    )
+    return f"unknown environment {environment!r} (known: {', '.join(sorted(known))}); {how}"
+
+
 def approvals_need_people(environment: str, required: int) -> str:
     return (
         f"{environment} needs {required} approvals from different people, so its approvers must be people "
-        "of deploybot.toml (not '*', Slack ids or addresses, which could be one person twice)"
+        "of deploybot.toml, or come from one channel only (all Slack ids in APPROVERS, or all addresses in "
+        "APPROVER_EMAILS): not '*', nor Slack ids and addresses together, which could be one person twice"
     )
 
 
@@ -604,6 +630,13 @@ def approval_progress(given: Sequence[str], required: int) -> str:
 
 def approval_expired_notice(what: str, expires_at: datetime) -> str:
     return f"The approval to deploy {what} expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed."
+
+
+def not_asking_again(what: str, expires_at: datetime) -> str:
+    return (
+        f"{approval_expired_notice(what, expires_at)} I am not asking for it again by myself: "
+        "ask me again if it should still be deployed."
+    )
 
 
 def reminder(what: str, deciders: str, expires_at: datetime) -> str:
@@ -676,6 +709,46 @@ def no_longer_asked(what: str) -> str:
 def the_approvers() -> str:
     """Who a reminder names when the channel does not know them one by one."""
     return "the approvers"
+
+
+# --- an unproven email sender: "Did you send this?" ---------------------------------------
+
+
+def confirm_sender_question(expires_at: datetime) -> str:
+    """The top of the mail that asks whoever an email named whether they sent it."""
+    return (
+        "Did you send this? deploybot got the request below in your name, and nothing proved "
+        "it came from you, so nothing is done until you confirm. "
+        f"Reply YES to confirm it before {expires_at:%Y-%m-%d %H:%M} UTC; if you did not send it, "
+        "ignore this email and nothing will be done."
+    )
+
+
+def sender_confirmation_pending(address: str, expires_at: datetime) -> str:
+    return (
+        f"Waiting for {address} to confirm they sent this (a reply to the confirmation email); "
+        f"nothing is done until then. It expires at {expires_at:%Y-%m-%d %H:%M} UTC."
+    )
+
+
+def sender_confirmed() -> str:
+    return "Confirmed: you sent this request. I am on it."
+
+
+def sender_not_confirmed() -> str:
+    return "the request is not confirmed: to confirm it, reply YES (and nothing else) to the confirmation email"
+
+
+def sender_confirmation_closed(confirmed: bool) -> str:
+    return "this request was confirmed already" if confirmed else \
+        "this confirmation expired; nothing was done: send the request again"
+
+
+def sender_confirmation_expired(expires_at: datetime) -> str:
+    return (
+        f"Nobody confirmed sending this request by {expires_at:%Y-%m-%d %H:%M} UTC, "
+        "so it was dropped; nothing was done."
+    )
 
 
 # --- agents (MCP): AI agents that may ask for deploys, never approve them -------------------

@@ -13,7 +13,7 @@ import httpx
 
 from bot.testing.cluster import ledger_lines  # noqa: F401 (shared by the tests)
 
-SETTLED = {"waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"}
+SETTLED = {"waiting_for_sender", "waiting_for_approval", "waiting_for_human", "done", "failed", "cancelled"}
 
 T = TypeVar("T")
 

@@ -106,4 +106,4 @@ def test_every_approval_word_approves_and_asked_does_not(word):
 
 
 def test_one_set_of_approval_words_for_every_channel():
-    assert {"y", "yes", "approve", "approved", "lgtm", "ship it"} == APPROVE_WORDS
+    assert {"y", "yes", "approve", "approved", "lgtm", "ship it", "confirm", "confirmed"} == APPROVE_WORDS

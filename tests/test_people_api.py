@@ -19,7 +19,7 @@ from bot.__main__ import main
 from bot.app import App, sign_in_linker
 from bot.http_limits import CSRF_REFUSED, PERSONAL_UNAUTHORIZED, SESSION_COOKIE, UNAUTHORIZED, Auth, Sessions
 from bot.web import EMAIL_LINK_SENT, SIGN_IN_FAILED
-from tests.helpers import reply, settle
+from tests.helpers import eventually, reply, settle
 from tests.test_web_hardening import detail, exchange, request_head
 
 TOKEN = "shared-api-token-people"
@@ -158,6 +158,32 @@ async def test_the_shared_token_starts_threads_but_never_decides(api, cli, fake_
     assert ledger.exists() is False  # nothing was deployed
 
 
+async def test_the_shared_token_cannot_name_a_person(api, bare, cli, fake_llm, ledger):
+    """The shared API_TOKEN with `"user": "bob"` made a request recorded as bob's, which bob
+    (or anyone) could then take for someone else's. It may name a pipeline or a bot, never a
+    person of deploybot.toml: by name, address or any spelling of them."""
+    thread = await paused_for_approval(api, fake_llm, {})
+    for user in ("bob", " bob ", "bob@example.com", "Bob <BOB@example.com>", "alice"):
+        launched = await api.post("/threads", json={"message": LATEST, "user": user})
+        answered = await api.post(f"/threads/{thread['id']}/responses", json={"text": "ship it", "user": user})
+        cancelled = await api.post(f"/threads/{thread['id']}/cancel", json={"user": user, "reason": "x"})
+        rolled = await api.post("/deploys/rollback", json={"service": "backend", "environment": "production",
+                                                           "user": user})
+        for r in (launched, answered, cancelled, rolled):
+            assert r.status_code == 403 and "use your personal token" in r.json()["detail"], (user, r.text)
+    still = (await api.get(f"/threads/{thread['id']}")).json()
+    assert len(still["events"]) == len(thread["events"]) and still["status"] == "waiting_for_approval"
+    # A name nobody in deploybot.toml has is a label for whatever called (via "api", nobody)
+    r = await api.post("/threads", json={"message": "hello", "user": "release-pipeline"})
+    assert r.status_code == 201, r.text
+    first = (await api.get(f"/threads/{r.json()['id']}")).json()["events"][0]
+    assert (first["user"], first["person"], first["via"]) == ("release-pipeline", None, "api")
+    # bob's own token still speaks for bob
+    bob = await new_token(cli, "bob")
+    r = await bare.post("/threads", json={"message": "hello", "user": "bob"}, headers=bearer(bob))
+    assert r.status_code == 201, r.text
+
+
 async def test_a_user_naming_someone_else_is_refused(bare, cli):
     alice = await new_token(cli, "alice")
     for user in ("bob", "api", "alice@example.com"):
@@ -211,14 +237,14 @@ async def login_code(cli, person: str = "alice") -> str:
 
 
 async def signed_in(client: httpx.AsyncClient, cli, person: str = "alice") -> httpx.Response:
-    r = await client.get("/auth/link", params={"code": await login_code(cli, person)})
+    r = await client.post("/auth/link", json={"code": await login_code(cli, person)})
     assert r.status_code == 200, r.text
     return r
 
 
 async def test_a_sign_in_link_works_once(bare, cli, app: App, data_dir):
     code = await login_code(cli)
-    r = await bare.get("/auth/link", params={"code": code})
+    r = await bare.post("/auth/link", json={"code": code})
     assert r.status_code == 200 and r.json()["person"] == "alice", r.text
     cookie = r.headers["set-cookie"].lower()
     assert f"{SESSION_COOKIE}=" in cookie and "httponly" in cookie and "samesite=lax" in cookie
@@ -227,19 +253,23 @@ async def test_a_sign_in_link_works_once(bare, cli, app: App, data_dir):
     # the secret it was signed with was made under DATA_DIR, readable by the bot alone
     assert stat.S_IMODE(os.stat(data_dir / "session_secret").st_mode) == 0o600
 
-    async with httpx.AsyncClient(base_url=bare.base_url) as other:  # clicked again: refused
-        r = await other.get("/auth/link", params={"code": code})
+    async with httpx.AsyncClient(base_url=bare.base_url) as other:  # used again: refused
+        r = await other.post("/auth/link", json={"code": code})
         assert (r.status_code, r.json()["detail"]) == (400, SIGN_IN_FAILED)
         assert SESSION_COOKIE not in other.cookies
         r = await other.get("/auth/link", params={"code": code}, headers={"Accept": "text/html"})
-        assert r.status_code == 400 and "already used or has expired" in r.text
+        assert r.status_code == 400 and "already used, or it has expired" in r.text
         # an expired link, or none at all, is refused the same way
         stale = await app.credentials.issue_link("alice", ttl_seconds=1)
-        await asyncio.sleep(1.2)
+        await eventually(lambda: _gone(app, stale), within=10, message="the link did not expire")
         for given in (stale, "", "made-up"):
-            assert (await other.get("/auth/link", params={"code": given})).status_code == 400
+            assert (await other.post("/auth/link", json={"code": given})).status_code == 400
     code, _, err = await cli("login-link", "mallory")
     assert code == 2 and "not a person" in err
+
+
+async def _gone(app: App, code: str) -> bool:
+    return await app.credentials.peek_link(code) is None
 
 
 async def test_a_session_acts_as_its_person_and_needs_csrf_to_change_anything(bare, cli):
@@ -309,7 +339,7 @@ async def test_credentials_are_checked_before_the_body_is_read(bare, cli):
 async def test_behind_https_the_cookie_is_secure_and_links_name_the_public_address(bare, cli):
     code, out, _ = await cli("login-link", "alice")
     assert code == 0 and out.startswith("https://deploybot.example/auth/link?code=")
-    r = await bare.get("/auth/link", params={"code": parse_qs(urlsplit(out).query)["code"][0]})
+    r = await bare.post("/auth/link", json={"code": parse_qs(urlsplit(out).query)["code"][0]})
     assert r.status_code == 200 and "; secure" in r.headers["set-cookie"].lower()
 
 
@@ -321,10 +351,10 @@ async def test_a_link_is_mailed_to_a_persons_address_at_most_once_a_minute(app: 
 
     auth = Auth(TOKEN, open_mode=False, credentials=app.credentials, directory=settings.directory(),
                 sessions=Sessions(b"s" * 32, 60), sign_in_link=sign_in_linker(settings, app.credentials), mail=mail)
-    await auth.email_link("Alice <ALICE@example.com>")
+    await auth.email_link("ALICE@example.com")
     await auth.email_link("alice@example.com")  # again at once: not mailed twice
     await auth.email_link("nobody@example.com")
-    assert [address for address, _ in sent] == ["Alice <ALICE@example.com>"]
+    assert [address for address, _ in sent] == ["alice@example.com"]  # deploybot.toml's, not the input
     code = parse_qs(urlsplit(sent[0][1]).query)["code"][0]
     session, _ = await auth.sign_in(code)
     assert session.person == "alice"

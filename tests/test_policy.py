@@ -99,7 +99,8 @@ def test_whoever_locked_may_unlock_their_own_lock_and_whoever_may_lock_may_unloc
     assert policy.may_unlock(DAVE, "production", lock_owner(BOB)) is None
     assert policy.may_unlock(DAVE, "production", "thread-1-step") is None  # a stuck deploy's lock
     assert policy.may_unlock(CAROL, "production", lock_owner(BOB)) == (
-        "carol may not unlock production; whoever locked it or dave may"
+        'carol may not unlock production; whoever locked it may, and dave may take it over: '
+        '"unlock production --force: REASON"'
     )
     stranger = PEOPLE.by_slack("U999")  # unknown: never unlocks where people are named, own lock or not
     assert policy.may_unlock(stranger, "production", lock_owner(stranger)) is not None

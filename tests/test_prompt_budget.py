@@ -251,3 +251,22 @@ async def test_the_configured_budget_reaches_the_model_calls(monkeypatch):
         assert app.runner.context_budget == 6_000
     finally:
         await app.redis.aclose()
+
+
+@pytest.mark.parametrize("latest", [
+    lambda text: UserMessage(text=text, user="alice"),
+    lambda text: HumanResponse(user="bob", text=text, approval_id="a1", approve=False),
+])
+def test_a_long_latest_instruction_is_read_whole_like_a_long_first_request(latest):
+    # About 12,000 characters (3,000 tokens): over a sixteenth of the default budget, well under
+    # a quarter, in a thread far under the budget.
+    long = "START " + " ".join(f"step {i}: check the {i}th service's dashboards" for i in range(260)) + " THE END"
+    thread = Thread("t", (UserMessage(text=REQUEST, user="alice"), DoneForNow(message="Which one?"), latest(long)))
+    text = render(thread)
+    assert estimate_tokens(long) > CONTEXT_BUDGET // 16 and estimate_tokens(text) < CONTEXT_BUDGET // 2
+    assert long in text and "characters cut" not in text
+    # Over a quarter, it is cut like the first request, and the rendering stays in budget.
+    huge = long * 12
+    text = render(Thread("t", (UserMessage(text=REQUEST, user="alice"), latest(huge))))
+    assert "characters cut" in text and estimate_tokens(text) <= CONTEXT_BUDGET
+    assert estimate_tokens(text) > CONTEXT_BUDGET // 8 and text.endswith("THE END\n" + text.rsplit("\n", 1)[1])

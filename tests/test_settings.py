@@ -136,6 +136,15 @@ def test_the_password_of_any_url_setting_is_a_secret_and_kept_out_of_reprs():
     assert Settings(_env_file=None, redis_url="redis://cache.internal:6379/0").secrets() == ()
 
 
+def test_a_webhook_url_is_a_secret_as_written_and_as_an_http_client_prints_it():
+    settings = Settings(_env_file=None, notify_webhook_secret="signing-secret-1",
+                        notify_webhook_url="https://Hooks.Example.com:443/services/T0/B0/x y, https://b.example/h")
+    assert settings.secrets() == (
+        "signing-secret-1", "https://Hooks.Example.com:443/services/T0/B0/x y",
+        "https://hooks.example.com/services/T0/B0/x%20y", "https://b.example/h",
+    )
+
+
 def test_deploy_env_passthrough_is_a_list_of_names(monkeypatch):
     monkeypatch.setenv("DEPLOY_ENV_PASSTHROUGH", " AWS_PROFILE, KUBECONFIG ,,")
     assert Settings(_env_file=None).deploy_passthrough() == ("AWS_PROFILE", "KUBECONFIG")
@@ -227,6 +236,22 @@ def test_nothing_configured_is_open_mode_anyone_may_approve():
     assert settings.open_mode and policy.open_mode and "anyone may approve" in OPEN_MODE_NOTICE
     assert policy.rules_for("production").approvers == {"*"}
     assert settings.directory().by_name("alice").person == "alice"  # names are trusted, as before
+
+
+@pytest.mark.parametrize("blank", ["", " ", ";;;", "production:", " ; staging: , ;"])
+@pytest.mark.parametrize("name", ["approvers", "approver_emails"])
+def test_an_approver_setting_that_names_nobody_is_a_startup_error_not_open_mode(name, blank):
+    """Set but naming nobody (a template's `APPROVERS=`), even with Slack, email and
+    API_TOKEN on, used to start in open mode, where anyone approves production."""
+    on = {"slack_bot_token": "xoxb-1", "slack_signing_secret": "s", "api_token": "t" * 20, **EMAIL}
+    assert refused(**on, **{name: blank}) == [
+        f"{name.upper()} is set but names nobody: list the approvers, write * to let anyone approve, "
+        "or leave it unset"
+    ]
+    # `*` remains the explicit way to say "anyone"; unset stays open mode with nothing else configured.
+    assert not Settings(_env_file=None, **on, **{name: "*"}).open_mode
+    assert Settings(_env_file=None, **{name: "*"}).policy().rules_for("production").approvers == {"*"}
+    assert Settings(_env_file=None, **on).open_mode
 
 
 def test_approver_emails_alone_are_exactly_those_approvers():

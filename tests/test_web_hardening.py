@@ -18,7 +18,7 @@ import uvicorn
 from slack_sdk.signature import SignatureVerifier
 
 from bot.app import http_app
-from bot.http_limits import API_MAX_BYTES, SLACK_MAX_BYTES, RedactQuerySecrets, redact_query
+from bot.http_limits import API_MAX_BYTES, SLACK_MAX_BYTES, RedactSecrets, redact_query
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_slack import FakeSlack
@@ -263,8 +263,9 @@ def access_record(path: str) -> logging.LogRecord:
 
 def test_the_access_log_filter_redacts_query_secrets():
     record = access_record("/email/inbound?a=1&secret=hunter2&b=2")
-    assert RedactQuerySecrets().filter(record)
-    assert record.getMessage() == '127.0.0.1:5555 - "POST /email/inbound?a=1&secret=[redacted]&b=2 HTTP/1.1" 200'
+    assert RedactSecrets().filter(record)
+    # (the transcript's redaction, which the filter also applies, takes the rest of the query with it)
+    assert record.getMessage() == '127.0.0.1:5555 - "POST /email/inbound?a=1&secret=[redacted] HTTP/1.1" 200'
     # The names the app would read as "secret", however they are spelled in the URL.
     assert redact_query("/x?%73ecret=hunter2") == "/x?%73ecret=[redacted]"
     assert redact_query("/x?token=t&secret=") == "/x?token=[redacted]&secret=[redacted]"

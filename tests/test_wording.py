@@ -14,6 +14,8 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 # One sample per parameter name used in bot/wording.py; a new name needs a sample here.
 SAMPLES = {
     "approvers": "bob or carol",
+    "confirmed": False,
+    "address": "alice@example.com",
     "where": "production",
     "lockers": "the sre group",
     "by": "by alex since 2026-01-01 10:00 UTC: release freeze",
@@ -95,6 +97,8 @@ SAMPLES = {
     "deciders": "bob or carol",
     "rolled_back": "v1.2.3",
     "to": "the sre group",
+    "file_name": "deploybot.toml",
+    "file_names_them": True,
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
         commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),

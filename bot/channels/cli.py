@@ -21,7 +21,7 @@ from datetime import datetime
 from bot import transcript
 from bot.commands import is_approval
 from bot.events import Event
-from bot.people import Identity
+from bot.people import CLI, Identity
 from bot.service import Refused, ThreadService
 from bot.thread import Thread
 from bot.views import summary_json, thread_json
@@ -61,8 +61,9 @@ def plain(event: Event) -> str:
 
 def who(term: Terminal, user: str) -> Identity:
     """`--user NAME`: whoever runs the CLI reaches the store directly, so the name is taken
-    as given; it is the person deploybot.toml names so, or someone unknown."""
-    return term.service.directory.by_name(user)
+    as given (the person deploybot.toml names so, or someone unknown) and recorded as given
+    through the CLI (via "cli"): nothing else proved it."""
+    return term.service.directory.by_name(user, via=CLI)
 
 
 def _now(term: Terminal) -> datetime:

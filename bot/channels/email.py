@@ -16,6 +16,14 @@ that becomes a key or a lookup is bounded. Sends run in the background with retr
 that cannot be built, or keeps failing, is a log line and a delivery_failed event on the
 thread.
 
+A new email (or a reply without a token) is its From's person only when proven: the
+receiving mail server's Authentication-Results (an authserv-id of EMAIL_TRUSTED_AUTHSERV_IDS
+saying DMARC pass, or DKIM pass aligned with the From domain: `email_parse.proven_by`). An
+unproven new request is recorded as an unverified sender's and waits (`waiting_for_sender`),
+with no powers, until the person it names answers "Did you send this?", mailed to their
+stored address with a confirmation code signed as such (it never decides an approval), or it
+expires. An unproven reply is an unverified sender's.
+
 An approval goes on in each approval email's thread (its Message-ID is derived from the
 approval and the address, so nothing is stored for it): reminders and, while it needs more
 approvals, progress lines, each with its own approval code so a reply to it decides too; a
@@ -44,7 +52,9 @@ from starlette.responses import JSONResponse, Response
 from bot import wording
 from bot.channels import email_parse as parse
 from bot.channels import email_render as render
+from bot.channels import email_reply as reply
 from bot.clock import utcnow
+from bot.commands import is_approval
 from bot.events import (
     ApprovalEscalated,
     ApprovalExpired,
@@ -53,6 +63,8 @@ from bot.events import (
     DeliveryFailed,
     Event,
     HumanResponse,
+    SenderConfirmationRequested,
+    SenderConfirmed,
     UserMessage,
     new_id,
     principal_of,
@@ -71,6 +83,8 @@ SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
 MAX_MESSAGE_ID = render.MAX_MESSAGE_ID  # characters; a longer one is refused (it would be a key)
 MAX_ADDRESS = render.MAX_ADDRESS  # a longer From address is nobody we know
 MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
+SENT_TTL = 30 * 24 * 3600  # what a sent mail said is kept a month: replies are read against it
+MAX_SENT_LOOKUPS = 3  # references looked up for the mail a reply answers (In-Reply-To first)
 
 
 @dataclass
@@ -113,6 +127,7 @@ class EmailChannel:
     allowed: frozenset[str]  # addresses and @domains that may start threads
     policy: Policy  # who may approve: `email_approvers` are the addresses to ask
     max_bytes: int = 1_000_000
+    trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
     # --- inbound ------------------------------------------------------------------------
@@ -159,11 +174,14 @@ class EmailChannel:
             return "ignored", f"an automatic message ({mail.automatic})"
         # Who sent it, before anything is read or written: a stranger is only logged.
         approval_id, token_error = self._check_token(mail)
+        # A confirmation code ("Did you send this?") is signed as one: it never decides.
+        confirmation, confirmation_error = self._confirmation(mail) if token_error else (None, None)
+        token_error = None if confirmation else confirmation_error or token_error
         # A genuine approval code that only lapsed proves the address as well as a valid one
         # (someone an approval was escalated to is no approver): they are told it expired.
         lapsed = self._lapsed(mail) if token_error else None
         known = self._is_allowed(mail.sender) or self._is_approver(mail.sender)
-        if len(mail.sender) > MAX_ADDRESS or not (approval_id or lapsed or known):
+        if len(mail.sender) > MAX_ADDRESS or not (approval_id or confirmation or lapsed or known):
             log.warning("email: ignored a message from %s, who is not an allowed sender: %s",
                         _short(mail.sender), token_error or "no valid approval code")
             return ("refused", token_error) if token_error else ("ignored", "not an allowed sender")
@@ -181,16 +199,34 @@ class EmailChannel:
         fresh, _, _ = await self.inbox.receive(names.EMAIL_INBOUND, mail.message_id, SEEN_TTL, None)
         if not fresh:
             return await self._refuse(mail, f"message {mail.message_id} was already received")
+        mail = await asyncio.to_thread(reply.reread, mail, await self._sent(mail, approval_id or lapsed))
         try:
             if mail.refusal:  # e.g. an approval from HTML-only mail, which can hide what it says
                 return await self._refuse(mail, mail.refusal)
             if lapsed:
                 return await self._too_late(mail, lapsed, token_error or "the approval code has expired")
+            if confirmation:
+                return await self._confirm(mail, confirmation)
             return await self._handle(mail, approval_id, token_error)
         except Exception:
             # A retry must not look like a replay.
             await self.inbox.forget(names.EMAIL_INBOUND, mail.message_id)
             raise
+
+    async def _sent(self, mail: parse.Inbound, approval_id: str | None) -> reply.Sent | None:
+        """What the bot said in the mail `mail` answers (by In-Reply-To/References, then the
+        approval email its code is for), so its new text is found by it; None when none is
+        kept (the reply is read by the language-independent rules alone)."""
+        refs = list(mail.references[:MAX_SENT_LOOKUPS])
+        if approval_id:
+            refs.append(render.approval_message_id(approval_id, mail.sender, self.sender))
+        try:
+            for ref in refs:
+                if sent := reply.Sent.loads(await self.inbox.lookup(names.email_sent(ref))):
+                    return sent
+        except Exception:  # read without it rather than not at all
+            log.exception("email: could not look up the mail %s answers", _short(mail.message_id))
+        return None
 
     def _check_token(self, mail: parse.Inbound) -> tuple[str | None, str | None]:
         """(approval id, None) for a valid reply token; (None, why) for an invalid one."""
@@ -200,6 +236,16 @@ class EmailChannel:
             return parse.check_token(self.reply_secret, mail.token, mail.sender, utcnow()), None
         except parse.TokenError as e:
             return None, str(e)
+
+    def _confirmation(self, mail: parse.Inbound) -> tuple[str | None, str | None]:
+        """(confirmation id, None) when `mail`'s token is a valid confirmation code (signed for
+        this sender, not expired); (None, why) for a genuine one that expired; else (None, None)."""
+        try:
+            return parse.check_token(
+                self.reply_secret, mail.token or "", mail.sender, utcnow(), parse.CONFIRMATION,
+            ), None
+        except parse.TokenError as e:
+            return None, str(e) if str(e).endswith("has expired") else None
 
     def _lapsed(self, mail: parse.Inbound) -> str | None:
         """The approval id of `mail`'s token when it is genuine (signed for this sender) and
@@ -243,9 +289,9 @@ class EmailChannel:
         pending = thread.pending_approval()
         if pending and parse.decision(mail.text)[0]:
             return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
-        # Without a valid reply token the From header is all there is, and anyone can write
-        # it: an approver's address counts as an unverified sender, who is nobody.
-        who = unverified_identity(mail.sender) if self._is_approver(mail.sender) else self._sender(mail)
+        # Without a valid reply token the From header is a claim, and anyone can write it: an
+        # unproven sender is nobody (see `_proven`).
+        who = self._sender(mail) if await self._proven(mail) else unverified_identity(mail.sender)
         open_approval = thread.pending_approval(self.service.clock())
         if open_approval and self.policy.may_decide(who, open_approval) is None:
             # Feedback from someone who may decide is a rejection (anyone may, where the
@@ -271,12 +317,60 @@ class EmailChannel:
         origin = Origin(
             channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
         )
-        thread = await self.service.launch(
-            mail.text or mail.subject, self._sender(mail), "email", origin, new_id(), evidence=evidence(mail),
-        )
+        text = mail.text or mail.subject
+        if await self._proven(mail):
+            thread = await self.service.launch(text, self._sender(mail), "email", origin, new_id(), evidence(mail))
+        else:
+            # Nothing proved the From: the request is recorded as an unverified sender's (no
+            # powers) and waits until the person it names confirms it from their mailbox.
+            thread = await self.service.launch(
+                text, unverified_identity(mail.sender), "email", origin, new_id(), evidence(mail),
+                then=[self._confirmation_request(mail, text)],
+            )
         await self.inbox.link(names.email_message(mail.message_id), thread.id, thread.id)
         await self.kick(thread.id)
         return "accepted", thread.id
+
+    async def _proven(self, mail: parse.Inbound) -> bool:
+        """Whether the receiving mail server proved that `mail` comes from its From's domain
+        (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS). Else the From is a
+        claim: anyone who can send mail can write any address there. In a thread, as the MIME
+        parse: the header parser is superlinear, and the event loop serves everyone."""
+        server = await asyncio.to_thread(parse.proven_by, mail.auth_results, mail.sender, self.trusted_authserv_ids)
+        return server is not None
+
+    def _confirmation_request(self, mail: parse.Inbound, text: str) -> SenderConfirmationRequested:
+        """Ask the person the From names (at their stored address; an allowed sender who is
+        no person at the address itself) whether they sent it."""
+        who = self._sender(mail)
+        person = self.service.directory.people.get(who.person) if who.person else None
+        stored = [a for a in (person.emails if person else ()) if normalize_email(a) == mail.sender]
+        return SenderConfirmationRequested(
+            address=(stored or [mail.sender])[0], claimed=who.principal, text=text,
+            expires_at=self.service.clock() + self.policy.approval_ttl,
+        )
+
+    async def _confirm(self, mail: parse.Inbound, confirmation_id: str) -> tuple[str, str]:
+        """A reply to "Did you send this?" from the mailbox it went to: an approval word
+        confirms, and the request goes on as the person; anything else confirms nothing."""
+        thread_id = await self.inbox.lookup(names.email_confirmation(confirmation_id))
+        if thread_id is None:
+            return await self._refuse(mail, "the confirmation code does not belong to any request", tell=True)
+        try:
+            thread = await self.service.get(thread_id)
+        except Refused as e:  # gone since (retention)
+            return await self._refuse(mail, e.message, tell=True)
+        if not is_approval(mail.text):
+            return await self._refuse(mail, wording.sender_not_confirmed(), thread, tell=True)
+        try:
+            await self.service.confirm_sender(
+                thread_id, confirmation_id, self.service.directory.by_email(mail.sender), evidence(mail),
+            )
+        except Refused as e:
+            return await self._refuse(mail, e.message, thread, tell=True)
+        await self.inbox.link(names.email_message(mail.message_id), thread_id, thread_id)
+        await self.kick(thread_id)
+        return "accepted", thread_id
 
     async def _decide(self, mail: parse.Inbound, approval_id: str) -> tuple[str, str]:
         # The token from the address the reply was sent to wins (the parser prefers it);
@@ -333,9 +427,9 @@ class EmailChannel:
         return address in self.allowed or f"@{address.rpartition('@')[2]}" in self.allowed
 
     def _sender(self, mail: parse.Inbound) -> Identity:
-        """The person whose address sent `mail` (unknown: `email:<address>`). Only a valid
-        reply token proves the address; without one this is who the From header claims, good
-        for starting a thread or free text from an allowed sender, never for deciding."""
+        """The person whose address sent `mail` (unknown: `email:<address>`): who the From
+        claims. Only a valid reply token, a trusted server's verdict (`_proven`) or a confirmed
+        round trip proves it; never good for deciding without a token."""
         return self.service.directory.by_email(mail.sender)
 
     def _approver_addresses(self) -> frozenset[str]:
@@ -358,6 +452,8 @@ class EmailChannel:
         for event in new:
             if isinstance(event, ApprovalRequested):
                 await self._ask_approvers(thread, event)
+            elif isinstance(event, SenderConfirmationRequested):
+                await self._ask_sender(thread, event)
             else:
                 await self._approval_thread(thread, event)
             if thread.origin.channel == "email":
@@ -377,6 +473,10 @@ class EmailChannel:
             case ApprovalEscalated():
                 request = thread.approval(event.approval_id)
                 return wording.escalated(_what(request), describe(event.to)) if request else None
+            case SenderConfirmationRequested():
+                return None  # the confirmation mail itself says it
+            case SenderConfirmed():
+                return wording.sender_confirmed()
         return render.text_for(thread, event)
 
     async def _notify(self, thread: Thread, event: Event, address: str) -> None:
@@ -423,6 +523,24 @@ class EmailChannel:
             )
 
         await self._send(thread, origin.email_from or "", build)
+
+    async def _ask_sender(self, thread: Thread, asked: SenderConfirmationRequested) -> None:
+        """"Did you send this?" to the address the request named, with a confirmation code
+        (signed as one: it cannot decide an approval) in Reply-To and the body."""
+        await self.inbox.link(names.email_confirmation(asked.confirmation_id), thread.id, thread.id)
+        local, _, domain = self.sender.partition("@")
+
+        def build() -> EmailMessage:
+            token = parse.make_token(
+                self.reply_secret, asked.confirmation_id, asked.address, asked.expires_at, parse.CONFIRMATION,
+            )
+            return render.message(
+                self.sender, asked.address, render.reply_subject(thread.origin.email_subject or ""),
+                render.confirmation_text(asked, token), reply_to=f"{local}+{token}@{domain}",
+                in_reply_to=thread.origin.email_root,
+            )
+
+        await self._send(thread, asked.address, build)
 
     async def _ask_approvers(self, thread: Thread, request: ApprovalRequested) -> None:
         """One email to each approver's address (a Slack-only approver gets none), each with
@@ -556,6 +674,10 @@ class EmailChannel:
                 await self.inbox.link(names.email_message(str(msg["Message-ID"])), thread.id, thread.id)
             except Exception:  # still worth sending: a reply also names the thread's root or a token
                 log.exception("thread %s: could not remember the email to %s", thread.id, _short(to))
+            try:  # what it says, so a reply's new text is found by it
+                await self.inbox.keep(names.email_sent(str(msg["Message-ID"])), reply.Sent.of(msg).dumps(), SENT_TTL)
+            except Exception:  # a reply is still read, by the language-independent rules
+                log.exception("thread %s: could not keep the text of the email to %s", thread.id, _short(to))
         self._spawn(thread, msg)
 
     def _spawn(self, thread: Thread | None, msg: EmailMessage) -> None:

@@ -6,7 +6,10 @@ again (bottom posting, inline answers); an attribution ("On <date>, <who> wrote:
 languages below, wrapped over up to three lines or sharing its line with the reply) ends the
 new text before it; a header block (From/Sent/To/Subject in those languages, as Outlook writes
 it in plain text or as its HTML reads once converted) or an "Original Message" separator ends
-the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out.
+the new text for good; a signature ("-- ", "Sent from my iPhone", ...) is left out. These
+are the fallback: the channel reads a reply again against the mail the bot sent
+(`email_reply`, which finds the bot's own copy and the block above it in any language) and
+uses these rules only for what is left, or when that mail is no longer kept.
 
 The first line of the new text decides an approval, and only an unambiguous approval word
 approves (`bot.commands.is_approval`), with no question anywhere under it: anything else is
@@ -41,6 +44,8 @@ from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 from html import unescape
 from typing import Any
+
+import authres
 
 from bot.channels.email_render import MAX_MESSAGE_ID
 from bot.commands import is_approval
@@ -92,6 +97,8 @@ class Inbound:
     refusal: str | None = None  # why the bot must not act on it, in words for the sender
     cut: tuple[str, ...] = field(default=())  # what was cut from oversize headers, for the log
     automatic: str | None = None  # what marks it as automatic mail (an out-of-office reply, a bounce)
+    body: str = ""  # the top of the body as text (HTML converted), to read the new text from again
+    auth_results: tuple[str, ...] = ()  # its Authentication-Results headers, raw (see `proven_by`)
 
 
 def parse(raw: bytes) -> Inbound:
@@ -113,16 +120,21 @@ def read(raw: bytes) -> Inbound:
         message_id, cut = _message_id(msg)
         if "@" not in sender or not message_id:
             raise MalformedEmail("an email needs a From address and a Message-ID")
-        body, content, html_only = _body(msg)
+        whole, content, html_only = _body(msg)
         head = _head(content, html_only)  # the new text is at the top; the code may be anywhere
-        text = new_text(html_to_text(head) if html_only else head)
+        body = html_to_text(head) if html_only else head
+        text = new_text(body)
         subject = " ".join(_header(msg, "Subject", decoded=True).split())  # no folded or encoded newlines
         recipients = " ".join(a for _, a in getaddresses(
             [v for h in ("To", "Cc", "Delivered-To", "X-Original-To") for v in _headers(msg, h)]
         ))
         references, refs_cut = _references(msg)
-        token = re.search(rf"\+({TOKEN})@", recipients) or _token_in_body(msg, body, content)
+        token = re.search(rf"\+({TOKEN})@", recipients) or _token_in_body(msg, whole, content)
         automatic = _automatic(msg)
+        auth_results = tuple(
+            " ".join(v[:MAX_AUTH_RESULT + 1].split()) for v in _raw_headers(msg, "Authentication-Results")
+            [:MAX_AUTH_RESULTS]
+        )
     except MalformedEmail:
         raise
     except Exception as e:  # the stdlib parser raises many kinds on broken input
@@ -133,7 +145,8 @@ def read(raw: bytes) -> Inbound:
     refusal = HTML_ONLY_APPROVAL if html_only and token and is_approval(text) else None
     return Inbound(
         sender, message_id, subject, text, references, token[1] if token else None,
-        html_only=html_only, refusal=refusal, cut=cut + refs_cut, automatic=automatic,
+        html_only=html_only, refusal=refusal, cut=cut + refs_cut, automatic=automatic, body=body,
+        auth_results=auth_results,
     )
 
 
@@ -413,6 +426,7 @@ def new_text(text: str) -> str:
     follows it (Yahoo, Outlook), everything after it is history; a header block or an
     "Original Message" separator starts the history; a signature is left out up to the next
     quote block. Pieces of new text around quote blocks are joined by a blank line."""
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # Zimbra's zero-width characters
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     pieces: list[list[str]] = [[]]
     signature = False
@@ -469,6 +483,8 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
     for last in range(i, min(i + 3, len(lines))):
         if last > i and (not lines[last].strip() or _quoted(lines[last])):
             return None
+        if last > i and _OPENER.match(f" {lines[last].strip()}", 1):
+            return None  # the attribution starts on a later line: line i is the reply ("Approved")
         if not lines[last].endswith(":"):
             continue
         joined = " ".join(line.strip() for line in lines[i:last + 1])
@@ -485,6 +501,13 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
                 lead = joined[:start].strip()
                 return ("" if _OPENER_WORD.fullmatch(lead) else lead), last
     return None
+
+
+def lead_of_attribution(lines: list[str], i: int) -> str:
+    """The reply text before an attribution that starts on line i and shares its line
+    ("approve On Wed, ... wrote:"), or ""."""
+    found = _attribution(lines, i)
+    return found[0] if found else ""
 
 
 def _dated_address(line: str) -> bool:
@@ -734,28 +757,92 @@ def html_to_text(html: str) -> str:
 
 
 # --- reply tokens: bound to one approval, one approver address and an expiry ---------------
+#
+# The same machinery signs the code of a sender confirmation ("Did you send this?"): its kind
+# is signed in, so an approval code never confirms a sender and a confirmation code never
+# decides an approval. An approval's blob is as it always was (codes already mailed stay good).
+
+APPROVAL = "approval"
+CONFIRMATION = "confirmation"
 
 
-def make_token(secret: str, approval_id: str, address: str, expires_at: datetime) -> str:
+def make_token(secret: str, approval_id: str, address: str, expires_at: datetime, kind: str = APPROVAL) -> str:
     expires = int(expires_at.timestamp())
-    return f"{approval_id}.{expires}.{_sign(secret, approval_id, address, expires)}"
+    return f"{approval_id}.{expires}.{_sign(secret, approval_id, address, expires, kind)}"
 
 
-def check_token(secret: str, token: str, address: str, now: datetime) -> str:
-    """The approval id the token is for; raises TokenError saying why it is not accepted."""
+def check_token(secret: str, token: str, address: str, now: datetime, kind: str = APPROVAL) -> str:
+    """The approval (or confirmation) id the token is for; raises TokenError saying why it is
+    not accepted."""
     approval_id, _, rest = token.partition(".")
     expires_text, _, signature = rest.partition(".")
+    what = f"the {kind} code"
     if not (approval_id and expires_text.isdigit() and signature):
-        raise TokenError("the approval code is malformed")
-    if not hmac.compare_digest(signature, _sign(secret, approval_id, address.lower(), int(expires_text))):
-        raise TokenError(
-            "the approval code is not valid for this sender (forged, altered, or sent from another address)"
-        )
+        raise TokenError(f"{what} is malformed")
+    if not hmac.compare_digest(signature, _sign(secret, approval_id, address.lower(), int(expires_text), kind)):
+        raise TokenError(f"{what} is not valid for this sender (forged, altered, or sent from another address)")
     if now > datetime.fromtimestamp(int(expires_text), UTC):
-        raise TokenError("the approval code has expired")
+        raise TokenError(f"{what} has expired")
     return approval_id
 
 
-def _sign(secret: str, approval_id: str, address: str, expires: int) -> str:
-    blob = f"{approval_id}|{address.lower()}|{expires}".encode()
-    return hmac.new(secret.encode(), blob, hashlib.sha256).hexdigest()[:16]
+def _sign(secret: str, approval_id: str, address: str, expires: int, kind: str = APPROVAL) -> str:
+    blob = f"{approval_id}|{address.lower()}|{expires}"
+    if kind != APPROVAL:
+        blob = f"{kind}|{blob}"
+    return hmac.new(secret.encode(), blob.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+# --- Authentication-Results (RFC 8601): what the receiving mail server proved -------------
+
+MAX_AUTH_RESULTS = 5  # Authentication-Results headers read: the topmost, where the receiving server adds its own
+# Characters of one Authentication-Results header; a longer one proves nothing. A receiving
+# server's own is well under it, and the authres parser is superlinear (10,000 characters of
+# "x=y;" took a second, 2,000 a tenth of one).
+MAX_AUTH_RESULT = 1_000
+
+
+def proven_by(headers: tuple[str, ...], sender: str, trusted: frozenset[str]) -> str | None:
+    """The authserv-id whose verdict proves `sender`'s domain sent the mail, else None: an
+    Authentication-Results header of a trusted server (the MTA or inbound route in front of the
+    bot, which removes forged ones) saying `dmarc=pass`, or `dkim=pass` signed by the From
+    domain or a parent of it. Any other server's header was written by whoever sent the mail,
+    and proves nothing (RFC 8601 section 5); so does a header that does not parse."""
+    domain = sender.rpartition("@")[2].lower()
+    if not domain or not trusted:
+        return None
+    for value in headers:
+        # Only a trusted server's header is parsed at all, and only one of a sane length.
+        named = value.partition(";")[0].split()[:1]  # the authserv-id (a version may follow)
+        if len(value) > MAX_AUTH_RESULT or not named or named[0].lower() not in trusted:
+            continue
+        try:
+            parsed = authres.AuthenticationResultsHeader.parse(f"Authentication-Results: {value}")
+        except Exception:  # authres raises its own kinds, and others on hostile input
+            continue
+        server = str(parsed.authserv_id or "").lower()
+        if server in trusted and any(_passes(result, domain) for result in parsed.results):
+            return server
+    return None
+
+
+def _passes(result: Any, domain: str) -> bool:
+    method, verdict = str(getattr(result, "method", "")).lower(), str(getattr(result, "result", "")).lower()
+    if verdict != "pass":
+        return False
+    if method == "dmarc":
+        # DMARC passes for the header.from domain it checked: it must be the From's.
+        checked = _property(result, "header", "from")
+        return checked in ("", domain)
+    if method == "dkim":
+        signer = _property(result, "header", "d").rstrip(".")
+        return bool(signer) and (domain == signer or domain.endswith(f".{signer}"))
+    return False
+
+
+def _property(result: Any, kind: str, name: str) -> str:
+    """A result's `kind.name` property (`header.d`), lower-cased; "" when it has none."""
+    for prop in getattr(result, "properties", None) or ():
+        if str(getattr(prop, "type", "")).lower() == kind and str(getattr(prop, "name", "")).lower() == name:
+            return str(getattr(prop, "value", "") or "").lower()
+    return ""

@@ -2,7 +2,10 @@
 
 Every header built from input (a subject, an address, a Message-ID from an inbound mail) is
 sanitized: no CR, LF or other control characters, no bidi or other format characters
-(U+202E would show a subject or an address reversed), and bounded. A body longer than
+(U+202E would show a subject or an address reversed), and bounded. In a body, text a person
+or the model wrote is either on one line (`one_line`) or a block whose every line starts
+with "> " (`quoted`): a multi-line reason cannot forge a line of the bot's own ("Environment:
+staging", "Reply APPROVE to ..."). A body longer than
 MAX_BODY is cut, with a marker: the full text stays in the thread's events. Every mail says
 it is automatic (`Auto-Submitted: auto-replied`, RFC 3834), so auto-responders leave it be.
 """
@@ -17,7 +20,7 @@ from email.message import EmailMessage
 from email.utils import make_msgid
 
 from bot import wording
-from bot.events import ApprovalRequested, Event, HumanResponse
+from bot.events import ApprovalRequested, Cancelled, Event, HumanResponse, LockTaken, SenderConfirmationRequested
 from bot.notices import notice
 from bot.thread import Thread
 
@@ -37,9 +40,10 @@ def text_for(thread: Thread, event: Event) -> str | None:
         case HumanResponse(approve=True) if event.approval_id and (request := thread.approval(event.approval_id)):
             return _approved(thread, request, event)
         case HumanResponse(approve=True):
-            return f"Approved by {decider(event)}."
+            return f"Approved by {one_line(decider(event), 200)}."
         case HumanResponse(approve=False) if event.approval_id:
-            return f"Rejected by {decider(event)}" + (f": {event.text}" if event.text else ".")
+            feedback = f":\n\n{quoted(event.text)}" if event.text else "."
+            return f"Rejected by {one_line(decider(event), 200)}{feedback}"
         case ApprovalRequested():
             return (
                 f"Deploying {event.service} {event.tag} to {event.environment} needs approval; "
@@ -48,7 +52,10 @@ def text_for(thread: Thread, event: Event) -> str | None:
     n = notice(thread, event)
     if n is None:
         return None
-    return "\n\n".join(part for part in (n.render(), n.url, n.detail) if part)
+    head = n.render()
+    if isinstance(event, (Cancelled, LockTaken)):  # a person's reason inside our sentence: one line
+        head = one_line(head, MAX_FIELD)
+    return "\n\n".join(part for part in (head, n.url, n.detail) if part)
 
 
 def _approved(thread: Thread, request: ApprovalRequested, event: HumanResponse) -> str:
@@ -84,26 +91,38 @@ def _change(request: ApprovalRequested) -> list[str]:
     if request.change is None:
         return []
     head, *rest = wording.change_lines(request.change)
-    return ["", f"  Changes:     {cut(head, MAX_FIELD)}", *(f"    {cut(line, MAX_FIELD)}" for line in rest)]
+    return ["", f"  Changes:     {one_line(head, MAX_FIELD)}", *(f"    {one_line(line, MAX_FIELD)}" for line in rest)]
 
 
 def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> str:
-    """`intro`: a paragraph on top (why someone it was escalated to is asked)."""
+    """`intro`: a paragraph on top (why someone it was escalated to is asked). Every field
+    the model or a person chose is on its own one line: none can add a line of ours."""
     return "\n".join([
         *([intro, ""] if intro else []),
-        f"{cut(_named(request.asker), 200) or 'Someone'} asked to deploy:",
+        f"{one_line(_named(request.asker), 200) or 'Someone'} asked to deploy:",
         "",
-        f"  Service:     {request.service}",
-        f"  Tag:         {request.tag}",
-        f"  Commit:      {request.commit}",
-        f"  Environment: {request.environment}",
-        *([f"  Why:         {cut(request.reason, MAX_FIELD)}"] if request.reason else []),
+        f"  Service:     {one_line(request.service, 200)}",
+        f"  Tag:         {one_line(request.tag, 200)}",
+        f"  Commit:      {one_line(request.commit, 200)}",
+        f"  Environment: {one_line(request.environment, 200)}",
+        *([f"  Why:         {one_line(request.reason, MAX_FIELD)}"] if request.reason else []),
         f"  Valid until: {request.expires_at:%Y-%m-%d %H:%M} UTC",
         *_change(request),
         "",
         "Reply APPROVE to deploy, or reply with what should change.",
         "",
         f"approval code: {token}",
+    ])
+
+
+def confirmation_text(asked: SenderConfirmationRequested, token: str) -> str:
+    """"Did you send this?", the request quoted (every line "> "), and the code."""
+    return "\n".join([
+        wording.confirm_sender_question(asked.expires_at),
+        "",
+        quoted(asked.text),
+        "",
+        f"confirmation code: {token}",
     ])
 
 
@@ -191,6 +210,21 @@ def _clean(c: str, space: str) -> str:
     format character -> nothing."""
     category = unicodedata.category(c)
     return space if category in _BREAKS else "" if category == _INVISIBLE else c
+
+
+def one_line(text: str, limit: int) -> str:
+    """Text a person or the model wrote, as one line of a body: control characters and line
+    breaks of every kind become spaces, format characters go, and it is cut with a marker."""
+    cleaned = " ".join("".join(_clean(c, " ") for c in text).split())
+    return cleaned if len(cleaned) <= limit else f"{cleaned[:limit].rstrip()} [... cut: the full text is in the thread]"
+
+
+def quoted(text: str, limit: int = MAX_FIELD) -> str:
+    """Text a person or the model wrote, as a block every line of which starts with "> ":
+    line breaks of every kind split lines, other control and format characters go."""
+    text = cut(text, limit)
+    lines = "".join("\n" if c in "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029" else _clean(c, " ") for c in text)
+    return "\n".join(f"> {line}".rstrip() for line in lines.replace("\r\n", "\n").split("\n"))
 
 
 def cut(text: str, limit: int) -> str:

@@ -8,7 +8,9 @@ In this order, nothing stored before the signature holds:
 - what the delivery says happened (bot/triggers.py) and the triggers it matches; anything
   else is acknowledged and ignored;
 - each delivery is taken in once (`X-GitHub-Delivery`, through the Inbox): a redelivery is
-  acknowledged and starts nothing. The threads of one delivery have ids derived from it, so
+  acknowledged and starts nothing. So is a body already taken (its SHA-256, through the
+  Inbox too): the signature covers only the body, so a captured delivery replayed under a
+  new X-GitHub-Delivery is a duplicate, not a second thread. The threads of one delivery have ids derived from it, so
   a delivery retried after a failure half-way never starts a thread twice.
 
 A matching event starts a thread as if its sender had asked ("deploy api v1.4.0 to staging
@@ -89,9 +91,7 @@ class GitHubWebhook:
         if not matched:
             log.info("github: delivery %s (%s) matches no trigger; ignored", delivery, event)
             return JSONResponse({"status": "ignored"})
-        fresh, _, _ = await self.inbox.receive(names.GITHUB_DELIVERIES, delivery, DELIVERY_TTL, None)
-        if not fresh:
-            log.info("github: delivery %s came again; not started twice", delivery)
+        if not await self._fresh(delivery, body):
             return JSONResponse({"status": "duplicate"})
         started = []
         try:
@@ -105,11 +105,33 @@ class GitHubWebhook:
                     pass  # started by an earlier try of this delivery
                 await self.kick(thread_id)
                 started.append(thread_id)
-        except Exception:
-            await self.inbox.forget(names.GITHUB_DELIVERIES, delivery)  # GitHub's redelivery counts
+        except Exception:  # GitHub's redelivery (same id, same body) counts
+            await self.inbox.forget(names.GITHUB_BODIES, _body_hash(body))
+            await self.inbox.forget(names.GITHUB_DELIVERIES, delivery)
             raise
         log.info("github: delivery %s (%s) started %s", delivery, event, ", ".join(started))
         return JSONResponse({"status": "started", "threads": started})
+
+
+    async def _fresh(self, delivery: str, body: bytes) -> bool:
+        """Whether neither this delivery id nor this body was taken before (and now both are)."""
+        fresh, _, _ = await self.inbox.receive(names.GITHUB_DELIVERIES, delivery, DELIVERY_TTL, None)
+        if not fresh:
+            log.info("github: delivery %s came again; not started twice", delivery)
+            return False
+        try:
+            fresh, _, _ = await self.inbox.receive(names.GITHUB_BODIES, _body_hash(body), DELIVERY_TTL, None)
+        except Exception:  # the id is not taken either, so GitHub's redelivery counts
+            await self.inbox.forget(names.GITHUB_DELIVERIES, delivery)
+            raise
+        if not fresh:
+            log.warning("github: delivery %s repeats the body of an earlier one (a replay?); not started twice",
+                        delivery)
+        return fresh
+
+
+def _body_hash(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
 
 
 def _payload(body: bytes, content_type: str) -> dict[str, Any] | None:

@@ -472,15 +472,15 @@ def _finished(tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], 
 SLASH_COMMAND = "/deploy"
 LOGIN_WORDS = ("login", "log in", "sign in")
 NOT_IN_CHANNEL = "deploybot is not in this channel: invite it (`/invite @deploybot`) and try again."
-OPEN_STATUSES = ("running", "waiting_for_approval", "waiting_for_lock", "waiting_for_human")
+OPEN_STATUSES = ("running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human")
 SIGN_IN_NOT_SET_UP = "Sign-in is not set up on this deploybot."
 SIGN_IN_FAILED = "deploybot could not make a sign-in link just now; try again in a moment."
 COULD_NOT_OPEN_FORM = "Slack did not open the rejection form; click Reject again."
 STALE_FORM = "This form is out of date or incomplete: click Reject on the approval message again."
 NOT_OUR_BUTTON = "That button is not one deploybot can act on; use the buttons of its latest approval message."
-# Message subtypes that are people talking; every other one (edits, deletions, joins, bot
-# messages, ...) is ignored.
-HUMAN_SUBTYPES = (None, "thread_broadcast", "file_share")
+# Message subtypes that are people talking (a `/me` message too); every other one (edits,
+# deletions, joins, bot messages, ...) is ignored.
+HUMAN_SUBTYPES = (None, "thread_broadcast", "file_share", "me_message")
 
 
 def _from_a_person(event: dict, bot_user: str | None) -> bool:

@@ -8,7 +8,9 @@ NOTIFY_WEBHOOK_SECRET (`X-Deploybot-Signature-256: sha256=<hex>`, GitHub's schem
 `X-Deploybot-Delivery` (the same on every retry of one payload: receivers dedupe on it).
 Connection failures, timeouts, 408, 429 and 5xx are retried with backoff; any other answer,
 or retries running out, is recorded on the thread as a delivery_failed event and logged.
-The payload is documented in the README (Outgoing webhooks).
+Every text in a payload is redacted as the transcript is (bot.prompt.redact): a secret a
+person pasted or the model wrote never leaves. The payload is documented in the README
+(Outgoing webhooks).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from bot.events import (
     Event,
     HumanResponse,
 )
+from bot.prompt import redact
 from bot.retry import retrying
 from bot.thread import Thread
 
@@ -136,6 +139,17 @@ def expired(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
     }
 
 
+def redacted(value: Any, secrets: Sequence[str]) -> Any:
+    """`value` (a payload) with every string in it redacted."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {key: redacted(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redacted(item, secrets) for item in value]
+    return value
+
+
 def _approval(r: ApprovalRequested) -> dict[str, Any]:
     return {"id": r.approval_id, "requested_by": r.requested_by, "reason": r.reason, "expires_at": _iso(r.expires_at)}
 
@@ -152,8 +166,11 @@ class WebhookNotifier:
         record: Record,
         backoff: Sequence[float] = BACKOFF,
         timeout: float = TIMEOUT,
+        secrets: Sequence[str] = (),
     ) -> None:
+        """`secrets`: the values redacted from every payload (Settings.secrets)."""
         self.urls, self.secret, self.record = tuple(urls), secret, record
+        self.secrets = tuple(secrets)
         self.backoff, self.timeout = tuple(backoff), timeout
         self._client: httpx.AsyncClient | None = None
         self._sending: set[asyncio.Task[None]] = set()
@@ -165,7 +182,8 @@ class WebhookNotifier:
                 self.send(thread.id, body)
 
     def send(self, thread_id: str, body: dict[str, Any]) -> None:
-        """POST `body` to every URL, each in the background."""
+        """POST `body`, redacted, to every URL, each in the background."""
+        body = redacted(body, self.secrets)
         raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
         for url in self.urls:
             task = asyncio.create_task(self._deliver(thread_id, url, raw, body["event"], body["id"]))

@@ -33,11 +33,12 @@ from urllib.parse import parse_qsl, urlencode
 import jinja2
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.background import BackgroundTasks
-from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bot import commands, wording
 from bot.console import model
 from bot.console.reader import Reader
+from bot.console.streams import Slotted, Streams
 from bot.events import ResumeDeploys, StopDeploys
 from bot.freezes import ALL, Freeze
 from bot.people import ANONYMOUS, SERVICE, Identity
@@ -48,6 +49,10 @@ from bot.thread import STATUSES
 
 PREFIX = "/console"
 SESSION_COOKIE = "deploybot_session"  # bot.http_limits.SESSION_COOKIE
+# A browser without a session (local mode, open mode) gets a random id in this cookie, and
+# its forms' CSRF token is derived from it: one browser's token is no use to another's page.
+BROWSER_COOKIE = "deploybot_browser"
+MAX_ADDRESS = 320  # bot.http_limits.MAX_ADDRESS
 MAX_TEXT_CHARS = 20_000  # bot.web.MAX_TEXT_CHARS: what a person may write in one go
 MAX_REASON_CHARS = 500
 PAGE_SIZE = 25
@@ -61,7 +66,9 @@ POLL_SECONDS = 1.0
 STATUS = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
 HEADERS = {
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    # Not no-referrer: with it a browser sends `Origin: null` on a form's POST, which the front
+    # door (bot.http_limits) must refuse as another origin's. Nothing leaves for other sites.
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Content-Security-Policy": (
@@ -112,6 +119,11 @@ class Parts(Protocol):
     @property
     def secrets(self) -> tuple[str, ...]: ...
 
+    @property
+    def stream_limits(self) -> tuple[int, int]:
+        """Live event streams at once: (per person, in all)."""
+        ...
+
     async def kick(self, thread_id: str) -> None: ...
 
 
@@ -138,8 +150,9 @@ class Page(Exception):
 
 @dataclass(frozen=True)
 class _NoSession:
-    """Whose CSRF token a request without a session uses (local mode, a bearer token):
-    Auth.csrf derives a token from any id, with the same secret sessions use."""
+    """Whose CSRF token a request without a session uses (local mode, a bearer token): its
+    browser's (BROWSER_COOKIE). Auth.csrf derives a token from any id, with the same secret
+    sessions use; a browser's id is prefixed, so it never equals a session's."""
 
     id: str = "deploybot console: no session"
 
@@ -189,9 +202,24 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> None:
-    """Add the console's routes to `web`, and `GET /` -> /console/."""
+def mount(web: FastAPI, parts: Parts, sign_in: SignIn | None = None) -> Callable[..., HTMLResponse]:
+    """Add the console's routes to `web`, and `GET /` -> /console/. Returns `standalone`,
+    for pages outside the console styled like it (a sign-in link's)."""
     web.include_router(router(parts, sign_in))
+    return standalone
+
+
+@functools.cache
+def _pages() -> jinja2.Environment:
+    return templates()
+
+
+def standalone(name: str, status: int, **context: Any) -> HTMLResponse:
+    """A template of the console's, for nobody in particular (no viewer, no navigation)."""
+    body = _pages().get_template(name).render(
+        viewer=None, notice=None, path="", prefix=PREFIX, can_mail_links=False, **context
+    )
+    return HTMLResponse(body, status_code=status, headers=HEADERS)
 
 
 def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (one closure per route)
@@ -200,16 +228,27 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     freezes = parts.freezes  # stop-the-line: the store the deploy path checks
     reader = Reader(parts.service.store, parts.locks, parts.history, parts.policy, freezes=freezes,
                     now=service.clock)
+    streams = Streams(*parts.stream_limits)
     words = model.Words()
     local_user = _local_user()
     key = secrets.token_bytes(32)  # CSRF without sign-in support (an app built without /auth)
     static = {name: resources.files("bot.console").joinpath("static", name).read_bytes() for name in STATIC}
     r = APIRouter(include_in_schema=False)
 
-    def csrf_for(session: Any | None) -> str:
+    def csrf_for(session: Any | None, request: Request) -> str:
+        if session is None:  # this browser's own, from its cookie
+            session = _NoSession(f"browser:{browser(request)}")
         if sign_in is not None:
-            return sign_in.csrf(session if session is not None else _NoSession())
-        return hmac.new(key, (getattr(session, "id", None) or _NoSession.id).encode(), hashlib.sha256).hexdigest()
+            return sign_in.csrf(session)
+        return hmac.new(key, session.id.encode(), hashlib.sha256).hexdigest()
+
+    def browser(request: Request) -> str:
+        """This browser's id: its cookie's, or a new one that `render` gives it."""
+        given = request.cookies.get(BROWSER_COOKIE, "")
+        if re.fullmatch(r"[0-9a-f]{32}", given):
+            return given
+        state = request.scope.setdefault("state", {})
+        return state.setdefault("new_browser", secrets.token_hex(16))  # type: ignore[no-any-return]
 
     def viewer(request: Request) -> Viewer:
         state = request.scope.get("state", {})
@@ -221,7 +260,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         if identity is None:  # open mode: nothing configured, names are trusted
             identity = service.directory.by_name(local_user if not parts.api_token else "api")
         session = state.get("session")
-        return Viewer(identity, session, csrf_for(session), policy.open_mode)
+        return Viewer(identity, session, csrf_for(session, request), policy.open_mode)
 
     def render(request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
         try:
@@ -233,7 +272,13 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
             viewer=who, notice=notice, path=request.url.path, now=service.clock(), prefix=PREFIX,
             can_mail_links=sign_in is not None, **context,
         )
-        return HTMLResponse(body, status_code=code, headers=HEADERS)
+        response = HTMLResponse(body, status_code=code, headers=HEADERS)
+        new_browser = request.scope.get("state", {}).get("new_browser")
+        if new_browser:
+            secure = (sign_in is not None and sign_in.secure_cookies) or request.url.scheme == "https"
+            response.set_cookie(BROWSER_COOKIE, new_browser, path=PREFIX, httponly=True, samesite="lax",
+                                secure=secure)
+        return response
 
     def page(request: Request, error: Page) -> HTMLResponse:
         if error.status == 401:
@@ -593,7 +638,8 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         holder = next((lock for lock in held if lock.service == service_name), None)
         if holder is None:
             raise WrongState(wording.not_locked(wording.lock_target(environment, service_name)))
-        why = policy.may_unlock(who.identity, environment, holder.owner)
+        why = policy.may_unlock(who.identity, environment, holder.owner,
+                                target=wording.lock_target(environment, service_name), locked_by=holder.by())
         if why:
             raise Forbidden(why)
         where = wording.lock_target(environment, service_name)
@@ -792,8 +838,8 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
         """Mail a sign-in link (the same answer whoever's address it is)."""
         body = (await request.body()).decode("utf-8", "replace")
         fields = dict(parse_qsl(body, keep_blank_values=True, max_num_fields=5))
-        address = fields.get("email", "").strip()[:320]
-        if sign_in is not None and "@" in address:
+        address = fields.get("email", "")
+        if sign_in is not None and len(address) <= MAX_ADDRESS:  # not a bare address: mails nothing
             background.add_task(sign_in.email_link, address)
         return back({}, PREFIX + "/", "link")
 
@@ -816,7 +862,7 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
     async def changes(request: Request) -> Response:
         """Server-Sent Events: `changed` (with the new version) whenever what `watch` shows
         changed since `since`. Each stream ends after STREAM_SECONDS; the browser reconnects."""
-        viewer(request)
+        who = viewer(request).identity.principal
         watch, since = request.query_params.get("watch", "board"), request.query_params.get("since", "")
         if watch != "board" and not (watch.startswith("thread:") and _id_like(watch.removeprefix("thread:"))):
             raise Page(400, "Not valid", "watch must be board or thread:<id>")
@@ -834,8 +880,16 @@ def router(parts: Parts, sign_in: SignIn | None) -> APIRouter:  # noqa: C901 (on
                     yield f"event: changed\ndata: {version}\n\n"
                 await asyncio.sleep(POLL_SECONDS)
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={**HEADERS, "X-Accel-Buffering": "no"})
+        refused = streams.take(who)
+        if refused is not None:
+            raise Page(429, "Too many live streams", refused)
+        return Slotted(streams, who, stream(), media_type="text/event-stream",
+                       headers={**HEADERS, "X-Accel-Buffering": "no"})
+
+    @r.get("/favicon.ico")
+    async def favicon() -> Response:
+        """Browsers ask for it on every page: nothing, rather than a 404 each time."""
+        return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
 
     @r.get(PREFIX + "/static/{name}")
     async def static_file(name: str) -> Response:

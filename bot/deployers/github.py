@@ -8,9 +8,10 @@ instead of dispatching a second one.
 
 The approved commit goes to the workflow too, as the input GITHUB_COMMIT_INPUT names
 (`commit`), for it to check out: a tag moved after the approval cannot change what ships.
-With GITHUB_REF={tag} the run is dispatched on the tag itself, so GitHub checks out whatever
-the tag points to when the run is created; the run's head_sha is then compared with the
-approved commit, and a run on any other commit is cancelled and reported as failed.
+With GITHUB_REF={tag} (or the tag written out) the run is dispatched on the tag itself, so
+GitHub checks out whatever the tag points to when the run is created; the run's head_sha is
+then compared with the approved commit, and a run on any other commit is cancelled and
+reported as failed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ STATUS_STATES: dict[str, CheckState] = {"success": "success", "pending": "pendin
 CONCLUSIONS: dict[str, CheckState] = {"success": "success", "neutral": "success", "skipped": "success",
                                       "failure": "failure", "cancelled": "failure", "timed_out": "failure",
                                       "action_required": "failure"}
+_SEVERITY: tuple[CheckState, ...] = ("success", "pending", "failure")  # the worse wins, for one name
 
 
 def version_key(name: str) -> list[tuple[int, int | str]]:
@@ -114,19 +116,24 @@ class GitHubDeployer:
 
     async def checks(self, commit: str) -> list[Check]:
         """Every commit status context (the combined status: the latest state of each) and
-        every check run (the latest of each name) on `commit`; [] when it has none."""
+        every check run (the latest of each name) on `commit`; [] when it has none. A CI that
+        reports one check both ways (a status and a run named alike) is one check, in its worst
+        state, so it is named once."""
         ref = quote(commit, safe="/")
-        found = []
+        found: dict[str, CheckState] = {}
+
+        def add(name: str, state: CheckState) -> None:
+            found[name] = max(found.get(name, state), state, key=_SEVERITY.index)
+
         for status in await self._pages(f"/repos/{self.repository}/commits/{ref}/status", "statuses", "statuses"):
-            found.append(Check(name=str(status.get("context") or "status"),
-                               state=STATUS_STATES.get(status.get("state") or "", "failure")))
+            add(str(status.get("context") or "status"), STATUS_STATES.get(status.get("state") or "", "failure"))
         for run in await self._pages(f"/repos/{self.repository}/commits/{ref}/check-runs", "check_runs",
                                      "check runs"):
             state: CheckState = "pending"
             if run.get("status") == "completed":
                 state = CONCLUSIONS.get(run.get("conclusion") or "", "failure")
-            found.append(Check(name=str(run.get("name") or "check run"), state=state))
-        return found
+            add(str(run.get("name") or "check run"), state)
+        return [Check(name=name, state=state) for name, state in found.items()]
 
     async def _pages(self, path: str, field: str, what: str) -> list[dict[str, Any]]:
         """The `field` lists of every page of `path`, following the `next` links."""
@@ -144,7 +151,10 @@ class GitHubDeployer:
             raise DeployerError(
                 f"no workflow is configured for {request.service} (GITHUB_WORKFLOW_{request.service.upper()})"
             )
-        on_tag = self.ref == TAG_REF
+        ref = request.tag if self.ref == TAG_REF else self.ref
+        # Dispatched on the tag (as {tag} or written out), GitHub checks out wherever the tag
+        # points when the run starts, which may not be the approved commit.
+        on_tag = ref in (request.tag, f"refs/tags/{request.tag}")
         run = await self._find_run(workflow, request.deploy_id)
         if run is None:
             inputs = {"tag": request.tag, "environment": request.environment, "deploy_id": request.deploy_id}
@@ -155,7 +165,7 @@ class GitHubDeployer:
                     "POST",
                     f"/repos/{self.repository}/actions/workflows/{workflow}/dispatches",
                     what="workflow",
-                    json={"ref": request.tag if on_tag else self.ref, "inputs": inputs},
+                    json={"ref": ref, "inputs": inputs},
                     once=True,
                 )
             except _Unsure as e:

@@ -79,6 +79,9 @@ class RedisInbox:
         value = await self.redis.get(self.keys.ref(name))
         return text(value) if value is not None else None
 
+    async def keep(self, name: str, value: str, ttl_seconds: int) -> None:
+        await self.redis.set(self.keys.ref(name), value, ex=ttl_seconds)
+
     async def drop(self, thread_id: str) -> int:
         recorded = await self.redis.hgetall(self.keys.names(thread_id))
         dropped = 0

@@ -62,6 +62,11 @@ def github_deployment(deploy: str) -> str:
 GITHUB_DELIVERIES = "github:deliveries"
 """The scope every GitHub webhook delivery is deduplicated in (by X-GitHub-Delivery)."""
 
+GITHUB_BODIES = "github:bodies"
+"""The scope every GitHub webhook delivery is also deduplicated in by the SHA-256 of its body:
+the signature covers only the body, so a captured delivery replayed under a new
+X-GitHub-Delivery is still the same delivery."""
+
 
 def slack_dm_approval(approval_id: str, user: str) -> str:
     """An approval escalated to a Slack user -> "<channel> <ts>" of the DM asking them."""
@@ -73,9 +78,20 @@ def email_message(message_id: str) -> str:
     return f"email:msg:{message_id}"
 
 
+def email_sent(message_id: str) -> str:
+    """A mail the bot sent that can be replied to, by its Message-ID -> what it said (its text,
+    subject and sender, email_reply.Sent), so a reply's new text is found by it. Expires."""
+    return f"email:sent:{message_id}"
+
+
 def email_approval(approval_id: str) -> str:
     """An approval asked for by email -> its bot thread."""
     return f"email:approval:{approval_id}"
+
+
+def email_confirmation(confirmation_id: str) -> str:
+    """A sender confirmation asked for by email ("Did you send this?") -> its bot thread."""
+    return f"email:confirmation:{confirmation_id}"
 
 
 # --- Redis keys ------------------------------------------------------------------------------
@@ -187,6 +203,10 @@ class Keys:
     def api_tokens(self) -> str:
         """The set of every personal API token's id, for listing them."""
         return f"{self.prefix}:{{api-tokens}}"
+
+    def api_token_key(self) -> str:
+        """The random key personal API tokens' checksums are made with (bot/stores/credentials.py)."""
+        return f"{self.prefix}:api-token-key"
 
     def sign_in_link(self, code_hash: str) -> str:
         """A one-time sign-in link, by the hash of its code -> the person; expires."""

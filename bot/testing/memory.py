@@ -352,6 +352,7 @@ class MemoryInbox:
         self._marks = _Expiry(clock)
         self._conversations: dict[str, str] = {}
         self._refs: dict[str, str] = {}
+        self._kept = _Expiry(clock)  # what `keep` bound, until it expires
         self._names: dict[str, dict[tuple[str, str], str]] = {}  # thread -> (kind, name) -> value
 
     async def receive(
@@ -382,7 +383,14 @@ class MemoryInbox:
         await _round_trip()
         if thread_id is not None:
             self._names.setdefault(thread_id, {})[("ref", name)] = value
+        if name not in self._refs and (kept := self._kept.get(name)) is not None:
+            return kept  # Redis's SET NX sees a kept value as bound too
         return self._refs.setdefault(name, value)
+
+    async def keep(self, name: str, value: str, ttl_seconds: int) -> None:
+        await _round_trip()
+        self._refs.pop(name, None)
+        self._kept.set(name, value, ttl_seconds)
 
     async def drop(self, thread_id: str) -> int:
         await _round_trip()
@@ -396,7 +404,7 @@ class MemoryInbox:
 
     async def lookup(self, name: str) -> str | None:
         await _round_trip()
-        return self._refs.get(name)
+        return self._refs.get(name, self._kept.get(name))
 
     async def ping(self) -> None:
         await _round_trip()

@@ -16,10 +16,10 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from bot.channels import email_parse, email_render
-from bot.channels.email import MAX_MESSAGE_ID
+from bot.channels.email import MAX_MESSAGE_ID, MAX_SENT_LOOKUPS
 from bot.channels.email_parse import MAX_PARTS, MAX_REFERENCES
 from bot.testing.cluster import free_port
-from tests.channels.test_email import SECRET, Inbox, _field, gmail_reply, post, raw_mail, start
+from tests.channels.test_email import SECRET, TRUSTED, Inbox, _field, gmail_reply, post, raw_mail, start
 from tests.helpers import eventually, ledger_lines, reply, settle
 
 TURN = re.compile(rb":turn:")  # periodic chores' turn keys come and go on their own
@@ -52,7 +52,7 @@ def settings(settings, smtp_port, inbox, approvers):
     return settings.model_copy(update={
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": SECRET,
-        "email_reply_secret": "reply-secret",
+        "email_reply_secret": "reply-secret", "email_trusted_authserv_ids": TRUSTED,
         # bob approves and may also write to the bot: a From of his proves nothing by itself
         "email_allowed_senders": "alice@example.com,@corp.example,bob@example.com",
         "approver_emails": "production:bob@example.com,carol@example.com",
@@ -101,6 +101,9 @@ def mime(body: str = "hello", **headers: str) -> bytes:
     fields = {"From": "eve@elsewhere.example", "To": "deploybot@example.com", "Subject": "hi",
               "Message-ID": "<m1@mail.example.com>", "Content-Type": "text/plain; charset=utf-8"}
     fields.update({k.replace("_", "-"): v for k, v in headers.items()})
+    # As the receiving server hands it over: its verdict that the From's domain sent it.
+    domain = fields["From"].rpartition("@")[2].rstrip(">")
+    fields = {"Authentication-Results": f"{TRUSTED}; dmarc=pass header.from={domain}", **fields}
     head = "".join(f"{k}: {v}\r\n" for k, v in fields.items())
     return f"{head}\r\n{body}\r\n".encode()
 
@@ -165,7 +168,8 @@ async def test_an_oversize_message_id_or_references_from_a_known_sender_is_bound
     assert r.json()["status"] == "accepted"
     await settle(api, r.json()["detail"])
     lookups = [args[0] for name, args in counting.calls if name == "lookup"]
-    assert 0 < len(lookups) <= MAX_REFERENCES
+    sent = [name for name in lookups if name.startswith("email:sent:")]  # the mail it answers, for its text
+    assert 0 < len(lookups) - len(sent) <= MAX_REFERENCES and len(sent) <= MAX_SENT_LOOKUPS + 1
     assert all(len(name) <= MAX_MESSAGE_ID + 20 for name in lookups)
     assert max(len(k) for k in await keys(redis)) < 400
 
@@ -249,7 +253,7 @@ async def test_a_spoofed_approver_without_a_token_is_unverified_feedback(api, ap
     pending = thread["pending_approval"]["approval_id"]
     update = (await inbox.wait_for(to="alice@example.com", body="needs approval"))[0]
     spoofed = raw_mail("No, v1.2.3 breaks checkout. Ship v1.2.2.", sender="Bob <bob@example.com>",
-                       subject="Re: Deploy please", in_reply_to=str(update["Message-ID"]))
+                       subject="Re: Deploy please", in_reply_to=str(update["Message-ID"]), proven=False)
     r = await post(api, spoofed)
     assert r.json() == {"status": "accepted", "detail": thread["id"]}
     now = await settle(api, thread["id"])
@@ -423,8 +427,9 @@ async def test_a_huge_rejection_is_cut_in_the_email_and_whole_in_the_thread(api,
     feedback = "v1.2.3 breaks checkout. " + "log line\n" * 200_000  # 2 MB
     await app.service.respond(thread["id"], feedback, app.service.directory.by_slack("UAPPROVER"),
                               thread["pending_approval"]["approval_id"], approve=False, channel="slack")
-    told = (await inbox.wait_for(to="alice@example.com", body="Rejected by UAPPROVER: v1.2.3 breaks checkout."))[0]
+    told = (await inbox.wait_for(to="alice@example.com", body="Rejected by UAPPROVER:"))[0]
     body = _field(told, "body").replace("\r\n", "\n")  # as sent: CRLF line ends
+    assert "Rejected by UAPPROVER:\n\n> v1.2.3 breaks checkout. log line\n> log line\n" in body  # quoted
     assert len(body) < email_render.MAX_BODY + 1000 and "The full text is in the deploybot thread" in body
     events = (await api.get(f"/threads/{thread['id']}")).json()["events"]
     assert [e["text"] for e in events if e["type"] == "human_response"] == [feedback]

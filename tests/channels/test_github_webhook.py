@@ -200,7 +200,7 @@ async def raw_post(api, headers: dict[str, str], body: bytes = b"") -> bytes:
     """One request on a socket of its own: the head, then as much of `body` as the server reads."""
     port = api.base_url.port
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    head = "POST /github/webhook HTTP/1.1\r\nHost: x\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    head = "POST /github/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     writer.write(head.encode() + b"\r\n")
     try:
         for i in range(0, len(body), 64 * 1024):
@@ -225,3 +225,17 @@ async def test_the_body_limit_still_applies_to_the_exempt_path(api, app):
     unsigned = await raw_post(api, {"X-GitHub-Event": "release", "Content-Length": "100000"})
     assert unsigned.startswith(b"HTTP/1.1 401"), unsigned
     assert await thread_count(app) == 0
+
+
+async def test_a_captured_delivery_replayed_under_a_new_delivery_id_is_a_duplicate(api, app):
+    # The signature covers only the body: an attacker who captured one signed delivery can
+    # send it again with any X-GitHub-Delivery. The body was taken once, so it starts nothing.
+    first = await deliver(api, "push", tag_push("v1.2.4"), delivery=str(uuid.uuid4()))
+    assert first.json()["status"] == "started", first.text
+    replayed = await deliver(api, "push", tag_push("v1.2.4"), delivery=str(uuid.uuid4()))
+    assert replayed.status_code == 200 and replayed.json()["status"] == "duplicate", replayed.text
+    assert await thread_count(app) == 1
+    # Another event's body is its own delivery.
+    other = await deliver(api, "push", tag_push("v1.2.5"), delivery=str(uuid.uuid4()))
+    assert other.json()["status"] == "started", other.text
+    assert await thread_count(app) == 2

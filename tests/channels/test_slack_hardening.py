@@ -364,6 +364,19 @@ async def test_a_broadcast_reply_is_a_reply(app, slack, fake_slack, fake_llm):
     assert "staging please" in fake_llm.prompts[-1]
 
 
+async def test_a_me_message_in_a_bot_thread_is_a_reply(app, slack, fake_llm):
+    """`/me staging please` is a person talking (subtype me_message), not a bot or an edit."""
+    fake_llm.script(reply(intent="request_more_information", message="Which environment?"))
+    _, root = await slack.mention("deploy backend v1.2.3")
+    await settled(app, root)
+    fake_llm.script(reply(intent="done_for_now", message="noted"))
+    assert (await slack.reply("staging please", root, subtype="me_message")).status_code == 200
+    thread = await settled(app, root)
+    answer = next(e for e in thread.events if e.type == "human_response")
+    assert answer.text == "staging please" and answer.user == ALICE
+    assert "staging please" in fake_llm.prompts[-1]
+
+
 async def test_a_file_share_reply_is_a_reply_whose_files_are_noted_as_ignored(app, slack, fake_slack, fake_llm):
     fake_llm.script(reply(intent="request_more_information", message="Which environment?"))
     _, root = await slack.mention("deploy backend v1.2.3")

@@ -18,7 +18,7 @@ import pytest
 
 from bot.channels.webhook import sign
 from bot.testing.http import serve, stop, url
-from tests.helpers import eventually, ledger_lines, settle
+from tests.helpers import eventually, ledger_lines, reply, settle
 
 SECRET = "webhook-secret-for-tests"
 
@@ -169,3 +169,33 @@ async def test_an_approval_that_lapses_is_posted_as_expired_once(api, app, recei
     await app.runner.run(thread_id)  # fired again (a worker died after taking it): nothing more
     await app.webhooks.drain()
     assert len(receiver.got("/a", "approval.expired")) == 1
+
+async def test_secrets_in_text_are_redacted_in_payloads_as_in_the_transcript(api, app, settings, receiver, fast,
+                                                                            fake_llm):
+    """A secret a person pasted into feedback (or the model wrote into a reason) reached every
+    receiver in `approval.decided.text`, though the transcript redacts it."""
+    llm_key = settings.llm_api_key.get_secret_value()  # a configured secret
+    pasted = f"GITHUB_TOKEN=ghp_{'a1' * 18}"  # looks like one
+    fake_llm.script(
+        reply(intent="list_git_tags"),
+        reply(intent="deploy", service="backend", tag="v1.2.3", environment="production",
+              reason=f"newest tag; deploy with {llm_key}"),
+    )
+    r = await api.post("/threads", json={"message": "ship the newest backend to production", "user": "alice"})
+    thread_id = r.json()["id"]
+    assert (await settle(api, thread_id))["status"] == "waiting_for_approval"
+    [asked] = await eventually(lambda: receiver.got("/a", "approval.requested"))
+    fake_llm.script(reply(intent="done_for_now", message="Not deploying."))
+    r = await api.post(f"/threads/{thread_id}/responses", json={
+        "user": "bob", "approval_id": body(asked)["approval"]["id"], "approve": False,
+        "text": f"no: rotate {llm_key} first, and {pasted}",
+    })
+    assert r.status_code == 202, r.text
+    [decided] = await eventually(lambda: receiver.got("/a", "approval.decided"))
+    assert body(asked)["approval"]["reason"] == "newest tag; deploy with [redacted]"
+    assert body(decided)["approval"]["text"] == "no: rotate [redacted] first, and GITHUB_TOKEN=[redacted]"
+    transcript = (await api.get(f"/threads/{thread_id}.md")).text
+    assert "no: rotate [redacted] first, and GITHUB\\_TOKEN=[redacted]" in transcript  # the same redaction
+    for post in receiver.posts:
+        assert llm_key.encode() not in post["raw"] and pasted.encode() not in post["raw"]
+        assert post["headers"]["X-Deploybot-Signature-256"] == sign(SECRET, post["raw"])  # signed as sent

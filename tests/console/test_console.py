@@ -25,8 +25,10 @@ LIVE = 15_000  # ms a live update may take (the stream polls every second)
 
 def signed_in(context, console: Console, person: str) -> Page:
     page = context.new_page()
-    page.goto(console.link(person))
-    expect(page).to_have_url(re.compile(r"/console/$"))  # the link signs in and opens the console
+    page.goto(console.link(person))  # the link's page uses nothing: its button signs in
+    expect(page.get_by_role("heading", name=f"Sign in as {person}")).to_be_visible()
+    page.get_by_role("button", name=f"Sign in as {person}").click()
+    expect(page).to_have_url(re.compile(r"/console/$"))  # signed in, the console opens
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
     expect(page.locator("header .who")).to_contain_text(person)
     return page

@@ -114,3 +114,14 @@ async def test_drop_deletes_what_was_bound_to_the_thread_and_nothing_else(inbox)
     assert fresh and bound == "thread-c" and started
     assert (await inbox.receive("slack:C2:2.0", "m2", 60, None))[1] == "thread-b"
     assert await inbox.drop("thread-a") == 0
+
+
+async def test_a_kept_value_is_read_until_it_expires_and_a_new_one_replaces_it(inbox, backend):
+    await inbox.keep("email:sent:<a@x>", "first", 60)
+    assert await inbox.lookup("email:sent:<a@x>") == "first"
+    await inbox.keep("email:sent:<a@x>", "second", 1)  # sent again: the newer text wins
+    assert await inbox.lookup("email:sent:<a@x>") == "second"
+    assert await inbox.link("email:sent:<a@x>", "linked") == "second"  # bound, as link sees it
+    await backend.elapse(1.2)
+    assert await inbox.lookup("email:sent:<a@x>") is None
+    assert await inbox.lookup("email:sent:<never@x>") is None

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from bot import wording
 from bot.deployers.github import GitHubDeployer
 from bot.ports import DeployerError, DeployRequest
 from bot.testing.fake_github import FakeGitHub
@@ -320,3 +321,32 @@ async def test_checks_without_the_permission_say_which_one(github, deployer):
     github.fail("GET", r"/check-runs$", 403, {"message": "Resource not accessible by integration"})
     with pytest.raises(DeployerError, match="checks:read on acme/shop"):
         await deployer.checks("sha123")
+
+
+@pytest.mark.parametrize("ref", ["v1.2.3", "refs/tags/v1.2.3"])
+async def test_a_literal_ref_naming_the_tag_is_checked_against_the_approved_commit_too(github, ref):
+    github.moves_at_dispatch = {"v1.2.3": "sha999"}  # moved after the approval, before the run checks out
+    d = GitHubDeployer(github.token, github.repository, {"backend": "deploy-backend.yml"},
+                       api_url=github.api_url, ref=ref, poll_seconds=0.01)
+    try:
+        outcome = await d.deploy(REQUEST)
+    finally:
+        await d.aclose()
+    assert github.dispatches[0]["ref"] == ref
+    assert not outcome.ok and "was on commit sha999, not the approved sha123" in outcome.output
+    assert github.cancels == [1000]
+
+
+async def test_a_check_reported_as_a_status_and_as_a_check_run_is_named_once(github, deployer):
+    github.set_status("sha123", "ci/test", "failure")
+    github.add_check_run("sha123", "ci/test", "completed", "failure")
+    github.set_status("sha123", "ci/lint", "success")  # the same name, one way green, one way red
+    github.add_check_run("sha123", "ci/lint", "completed", "failure")
+    github.set_status("sha123", "ci/e2e", "pending")
+    github.add_check_run("sha123", "ci/e2e", "completed", "success")
+    checks = await deployer.checks("sha123")
+    assert [(c.name, c.state) for c in checks] == [
+        ("ci/test", "failure"), ("ci/lint", "failure"), ("ci/e2e", "pending"),
+    ]
+    failing = [c.name for c in checks if c.state == "failure"]
+    assert wording.checks_failing("sha123", failing, []).count("ci/test") == 1

@@ -72,7 +72,7 @@ def settings(settings, fake_slack, smtp_port, inbox, people_file):
         "slack_api_url": fake_slack.base_url,
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": mail.SECRET,
-        "email_reply_secret": "reply-secret",
+        "email_reply_secret": "reply-secret", "email_trusted_authserv_ids": mail.TRUSTED,
         # Anyone at example.com may write to the bot, so a From of bob's reaches the thread.
         "email_allowed_senders": "@example.com",
     })
@@ -204,7 +204,7 @@ async def test_a_forged_from_of_an_approver_cannot_decide(app, slack, fake_slack
 
     # From: bob, written by someone else, with no code: "approve" is refused ...
     r = await post(api, raw_mail("APPROVE", sender="Bob <bob@example.com>", subject=f"Re: {bob['Subject']}",
-                                 in_reply_to=str(bob["Message-ID"])))
+                                 in_reply_to=str(bob["Message-ID"]), proven=False))
     assert r.json()["status"] == "refused" and "approval code" in r.json()["detail"]
     # ... with the code sent to bob's other address it is not valid from this one (a code is
     # bound to an address, not to a person) ...
@@ -219,7 +219,7 @@ async def test_a_forged_from_of_an_approver_cannot_decide(app, slack, fake_slack
     # Free text under a From of bob's is recorded as an unverified sender, who is nobody:
     # not bob, and not a rejection.
     r = await post(api, raw_mail("hold on, v1.2.3 breaks checkout", sender="bob@example.com",
-                                 subject=f"Re: {bob['Subject']}", in_reply_to=str(bob["Message-ID"])))
+                                 subject=f"Re: {bob['Subject']}", in_reply_to=str(bob["Message-ID"]), proven=False))
     assert r.json()["status"] == "accepted"
     now = await settled(app, root)
     [said] = [e for e in now.events if e.type == "human_response"]

@@ -4,10 +4,13 @@ only hashes are stored, a link signs in once, and revoked or expired credentials
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import secrets
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from redis.asyncio import Redis
 
 from bot.stores.credentials import RedisCredentials, TokenInfo
 from bot.stores.keys import Keys
@@ -78,6 +81,78 @@ async def test_wrong_or_forged_tokens_do_not_verify(credentials):
     for wrong in (forged, tampered, "", "dbt_", token + "x", f"dbt_{token_id}", "Bearer " + token, "nonsense"):
         assert await credentials.verify(wrong) is None, wrong
     assert (await credentials.verify(f"  {token}\n")).person == "alice"  # surrounding blanks are forgiven
+
+
+async def commands(redis) -> dict[str, int]:
+    """Commands the Redis server ran so far, by name (INFO commandstats)."""
+    stats = await redis.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+async def ran(redis, before: dict[str, int]) -> dict[str, int]:
+    """Commands run since `before`, but INFO itself."""
+    now = await commands(redis)
+    return {k: n - before.get(k, 0) for k, n in now.items() if n != before.get(k, 0) and k != "info"}
+
+
+async def test_a_made_up_token_costs_no_redis_command(credentials, redis):
+    token_id, token = await credentials.create("alice", "laptop")
+    assert await credentials.verify(token) is not None
+    # The first token of the format before checksums reads their hashes, once.
+    assert await credentials.verify(f"dbt_{secrets.token_hex(8)}_{secrets.token_urlsafe(32)}") is None
+    before = await commands(redis)
+    secret = token[21:64]  # dbt_<id>_<secret>_<checksum>
+    for made_up in (
+        token[:-1] + ("A" if token[-1] != "A" else "B"),  # a wrong checksum
+        f"dbt_{token_id}_{secrets.token_urlsafe(32)}_{token[-11:]}",  # a real checksum on another secret
+        f"dbt_{secrets.token_hex(8)}_{secrets.token_urlsafe(32)}",  # the format of tokens made before checksums
+        f"dbt_{token_id}_{secret}",  # alice's id and secret without their checksum
+    ):
+        assert await credentials.verify(made_up) is None, made_up
+    assert await ran(redis, before) == {}
+
+
+async def test_tokens_made_before_checksums_still_verify(redis, clock):
+    token_id = secrets.token_hex(8)
+    token = f"dbt_{token_id}_{secrets.token_urlsafe(32)}"  # as the version before stored it
+    keys = Keys()
+    await redis.hset(keys.api_token(token_id), mapping={
+        "hash": hashlib.sha256(token.encode()).hexdigest(), "person": "bob", "name": "old",
+        "created": T0.isoformat(), "last_used": "",
+    })
+    await redis.sadd(keys.api_tokens(), token_id)
+    credentials = RedisCredentials(redis, clock=clock)
+    assert (await credentials.verify(token)).person == "bob"
+    before = await commands(redis)
+    assert await credentials.verify(f"dbt_{token_id}_{secrets.token_urlsafe(32)}") is None  # its id, another secret
+    assert await ran(redis, before) == {}
+    assert await credentials.revoke(token_id)
+    assert await credentials.verify(token) is None
+
+
+async def test_a_revoked_token_is_looked_up_once(credentials, redis):
+    token_id, token = await credentials.create("alice", "laptop")
+    assert await credentials.revoke(token_id)
+    assert await credentials.verify(token) is None
+    before = await commands(redis)
+    for _ in range(10):
+        assert await credentials.verify(token) is None
+    assert await ran(redis, before) == {}
+
+
+async def test_token_lookups_at_once_are_bounded(redis_url, clock):
+    """Many real tokens verified at once take at most LOOKUPS-worth of the pool."""
+    name = f"lookups-{secrets.token_hex(4)}"
+    client = Redis.from_url(redis_url, client_name=name)
+    try:
+        credentials = RedisCredentials(client, clock=clock, lookups=2)
+        tokens = [(await credentials.create("alice", f"t{i}"))[1] for i in range(20)]
+        found = await asyncio.gather(*(credentials.verify(t) for t in tokens * 5))
+        assert all(f is not None and f.person == "alice" for f in found)
+        clients = await client.client_list()
+        assert 1 <= sum(1 for c in clients if c["name"] == name) <= 3  # 2 lookups, and this listing
+    finally:
+        await client.aclose()
 
 
 async def test_last_used_follows_each_use(credentials, clock, redis):

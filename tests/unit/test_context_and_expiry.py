@@ -98,7 +98,7 @@ async def test_after_an_approval_lapsed_the_requesters_own_reply_replans_too(par
     parts.clock.advance(hours=2)
     # alice asked, and is no approver: before the expiry her reply is plain text (the approval
     # still waits for bob or carol); after it, nobody is left to wait for, so it closes it.
-    replied = await service.respond(thread.id, "yes please, still wanted", "alice")
+    replied = await service.respond(thread.id, "yes please, still wanted", who("alice"))
     assert replied.events[-1].approval_id == request.approval_id and replied.events[-1].approve is False
     parts.model.script(DeployBackend(tag="v1.2.3", environment="production"))
     again = await make_runner(parts).run(thread.id)

@@ -174,7 +174,9 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
     service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
     assert (await command(parts, service, "lock production: freeze", ALICE_SLACK)).startswith("Locked")
     refused = await command(parts, service, "unlock production", who("carol"), "cli")
-    assert refused == "Not unlocked: carol may not unlock production; whoever locked it or alice or bob may."
+    assert refused.startswith("Not unlocked: carol may not unlock production (locked by alice since ")
+    assert refused.endswith('; whoever locked it may, and alice or bob may take it over: '
+                            '"unlock production --force: REASON".')
     assert (await command(parts, service, "unlock production", ALICE_EMAIL, "email")).startswith("Unlocked")
     # bob may lock, so he may lift anyone's lock; a stranger may not even lift their own.
     await parts.environments.acquire(Lock("production", lock_owner(STRANGER), "old", NOW), ttl_ms=None)
@@ -182,6 +184,22 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
     assert "give a reason" in await command(parts, service, "unlock production", BOB_SLACK)  # theirs
     taken = await command(parts, service, "unlock production --force: stale lock", BOB_SLACK)
     assert taken.startswith("Unlocked production, taking the lock held by slack:U999")
+
+
+async def test_someone_told_how_to_take_over_a_lock_can_do_it_by_following_the_refusal():
+    from bot.people import Written
+
+    written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
+    parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,
+                                           approvers="staging:*;development:*"))
+    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+    await command(parts, service, "lock production: freeze", ALICE_SLACK)
+    refused = await command(parts, service, "unlock production", who("carol"), "cli")
+    said = refused.partition(": ")[2].split('"')[1]  # the command the refusal spells out
+    assert said == "unlock production --force: REASON"
+    taken = await command(parts, service, said.replace("REASON", "alice is away"), BOB_SLACK)
+    assert taken.startswith("Unlocked production, taking the lock held by alice")
+    assert await parts.environments.holder("production") is None
 
 
 async def test_in_open_mode_anyone_locks_and_unlocks_as_before():
@@ -199,6 +217,9 @@ async def test_a_raw_user_is_read_by_its_channel_and_a_bare_name_is_nobody_unles
     thread = await service.launch("hello", "UALICE", channel="slack")
     assert thread.events[0].person == "alice"
     assert service.identify("bob@example.com", "email").person == "bob"
-    assert service.identify("bob", "api") == Identity(None, "api", "bob")
+    assert service.identify("ci-pipeline", "api") == Identity(None, "api", "ci-pipeline")
+    for person in ("bob", "bob@example.com", "UBOB"):  # a person is never named by what proves nothing
+        with pytest.raises(Forbidden, match="use your personal token"):
+            service.identify(person, "api")
     open_service = ThreadService(parts.store, Policy(), None, parts.clock)
     assert open_service.identify("bob", "api").person == "bob"

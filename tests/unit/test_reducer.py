@@ -13,6 +13,8 @@ from bot.control import (
     AskApproval,
     Decide,
     Escalate,
+    ExpireSenderConfirmation,
+    Finish,
     Interrupted,
     PlanRollback,
     RunCommand,
@@ -42,6 +44,9 @@ from bot.events import (
     LockEnvironment,
     RequestMoreInformation,
     RollBack,
+    SenderConfirmationExpired,
+    SenderConfirmationRequested,
+    SenderConfirmed,
     ShowDeploys,
     UnlockEnvironment,
     UserMessage,
@@ -188,6 +193,10 @@ def generated(seed: int) -> Thread:
     refer to earlier steps, but not always in a sensible order."""
     rng = random.Random(seed)
     events: list = [UserMessage(text="go", user="alice")]
+    sender = random.Random(-seed - 1)  # its own draws: the threads above stay as they were
+    if sender.random() < 0.1:  # by email, from a sender nothing proved: it waits for them to confirm
+        events.append(SenderConfirmationRequested(address="alice@x", claimed="alice", text="go",
+                                                  expires_at=datetime(2030, 1, 1, tzinfo=UTC)))
     steps: list = []
     deploys: list = []
     approvals: list = []
@@ -253,6 +262,13 @@ def generated(seed: int) -> Thread:
             events.append(Error(kind="internal", message="a bug"))
         elif roll < 0.87:
             events.append(Cancelled(user="alice"))
+        elif roll < 0.9 and (asked := next((e for e in events if isinstance(e, SenderConfirmationRequested)), None)):
+            if sender.random() < 0.5:
+                events += [SenderConfirmed(confirmation_id=asked.confirmation_id),
+                           UserMessage(text="go", user="alice", person="alice")]
+            else:
+                events.append(SenderConfirmationExpired(confirmation_id=asked.confirmation_id,
+                                                        expires_at=asked.expires_at))
     return Thread(THREAD, tuple(events))
 
 
@@ -262,8 +278,32 @@ THREADS = [generated(seed) for seed in range(3000)]
 def test_the_generator_covers_every_action_and_status():
     actions = {type(next_action(t, POLICY)) for t in THREADS}
     assert actions == {
-        Stop, Decide, RunTags, RunCommand, PlanRollback, AskApproval, RunDeploy, Interrupted, Escalate}
+        Stop, Decide, RunTags, RunCommand, PlanRollback, AskApproval, RunDeploy, Interrupted, Escalate, Finish}
     assert {t.status() for t in THREADS} == set(STATUSES)
+
+
+def expired_since_a_person_wrote(thread: Thread) -> list[tuple[str, str, str]]:
+    """The deploys (service, tag, environment) whose approval expired since anyone wrote."""
+    lapsed = []
+    for e in reversed(thread.events):
+        if isinstance(e, (UserMessage, HumanResponse)):
+            break
+        if isinstance(e, ApprovalExpired) and (request := thread.approval(e.approval_id)):
+            lapsed.append((request.service, request.tag, request.environment))
+    return lapsed
+
+
+def test_a_deploy_whose_approval_expired_is_never_asked_again_until_a_person_writes():
+    finished = 0
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if isinstance(action, AskApproval):
+            step = action.step
+            assert (step.service, step.tag, step.environment) not in expired_since_a_person_wrote(t)
+        if isinstance(action, Finish):
+            finished += 1
+            assert "expired" in action.message
+    assert finished
 
 
 def test_the_same_thread_gets_the_same_answer_even_after_a_round_trip_through_storage():
@@ -306,7 +346,7 @@ def test_a_stop_says_the_threads_status_and_only_running_threads_go_on():
         elif t.status() == "failed":
             # The one exception, as the reducer stands: a bug while a step was open leaves the
             # thread "failed", yet the open step is what runs on the next kick.
-            assert isinstance(action, (RunTags, RunCommand, AskApproval, RunDeploy, Interrupted)), action
+            assert isinstance(action, (RunTags, RunCommand, PlanRollback, AskApproval, RunDeploy, Interrupted)), action
             assert t.outcome(t.last_step()[1]) is None
         elif t.status() == "waiting_for_lock":
             # A deploy waiting in line is tried again whenever its thread runs (woken when a
@@ -323,6 +363,17 @@ def test_nothing_happens_in_a_cancelled_thread_and_nobody_is_asked_while_approva
             assert action == Stop("cancelled")
         if t.pending_approval() is not None:
             assert not isinstance(action, (Decide, Escalate))
+
+
+def test_nothing_runs_for_a_sender_not_confirmed():
+    for t in THREADS:
+        action = next_action(t, POLICY)
+        if t.waiting_for_sender() is not None and not t.cancelled():
+            assert action == Stop("waiting_for_sender")
+            expired = next_action(t, POLICY, t.waiting_for_sender().expires_at + timedelta(seconds=1))
+            assert isinstance(expired, ExpireSenderConfirmation)
+        if t.unconfirmed() and not t.cancelled():
+            assert action == Stop("done")
 
 
 def test_escalation_only_past_a_limit():

@@ -21,9 +21,14 @@
     if (source) source.close();
     var url = live.dataset.prefix + "/changes?watch=" + encodeURIComponent(live.dataset.watch) +
       "&since=" + encodeURIComponent(live.dataset.version || "");
-    source = new EventSource(url);
+    var mine = source = new EventSource(url);
     source.addEventListener("changed", function (e) {
       if (e.data !== live.dataset.version) { pending = true; refresh(); }
+    });
+    // Refused (429: too many live streams open) or gone: the browser gives up on a stream
+    // that was not a 200, so try again later, once.
+    source.addEventListener("error", function () {
+      if (mine === source && mine.readyState === EventSource.CLOSED) setTimeout(listen, 30000);
     });
   }
 

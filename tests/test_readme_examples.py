@@ -1,0 +1,93 @@
+"""Every deploybot.toml example of the README (its fenced ```toml blocks) loads through the
+real settings loader, so the docs cannot drift from what starts. Each example shows one part
+of a file: what it leaves out ([people.*], [groups], [environments.*], [services.*]) is taken
+from the People and approvers example and the Services example, the file the README builds on."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings, config_problems
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BLOCK = re.compile(r"^(?P<indent>[ \t]*)```toml\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+# What every example may need switched on: the channels notify targets name, GitHub for
+# services and webhooks. Values are placeholders; nothing is contacted.
+CHANNELS = {
+    "GITHUB_TOKEN": "ghp-placeholder", "GITHUB_WEBHOOK_SECRET": "placeholder",
+    "SLACK_BOT_TOKEN": "xoxb-placeholder", "SLACK_SIGNING_SECRET": "placeholder",
+    "SMTP_HOST": "mail.example.com", "EMAIL_FROM": "bot@example.com",
+    "INBOUND_EMAIL_SECRET": "placeholder", "EMAIL_REPLY_SECRET": "placeholder",
+}
+
+
+def examples() -> list[str]:
+    return [textwrap.dedent(m["body"]) for m in BLOCK.finditer(README.read_text())]
+
+
+def tables(text: str) -> list[str]:
+    """The tables of `text`, each with its header, as written."""
+    return [c for c in re.split(r"(?m)^(?=\[)", text) if c.startswith("[")]
+
+
+def top_key(table: str) -> str:
+    return table.strip("[").split("]")[0].split(".")[0].strip()
+
+
+def completed(example: str) -> str:
+    """`example` with the tables of every kind it does not write itself, from the People
+    example and the Services example's [services.*]."""
+    [people] = [e for e in examples() if "[people." in e]
+    [services] = [e for e in examples() if "[services." in e]
+    base = tables(people) + [t for t in tables(services) if top_key(t) == "services"]
+    own = {top_key(t) for t in tables(example)}
+    return "".join(t for t in base if top_key(t) not in own) + example
+
+
+def test_the_readme_has_the_examples_this_test_loads():
+    assert len(examples()) >= 5
+    assert any("[services." in e for e in examples())
+
+
+@pytest.mark.parametrize("example", examples(), ids=lambda e: e.strip().splitlines()[0][:40])
+def test_every_toml_example_of_the_readme_loads(example, tmp_path, monkeypatch):
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    for name, value in CHANNELS.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "deploybot.toml").write_text(completed(example))
+    monkeypatch.chdir(tmp_path)
+    try:
+        settings = Settings(_env_file=None)
+    except ValueError as e:
+        pytest.fail("\n".join(config_problems(e)))  # type: ignore[arg-type]
+    assert settings.config_file == tmp_path / "deploybot.toml"
+
+
+def refusal(text: str, tmp_path, monkeypatch) -> list[str]:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    (tmp_path / "deploybot.toml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as refused:
+        Settings(_env_file=None)
+    return config_problems(refused.value)  # type: ignore[arg-type]
+
+
+def test_a_service_in_an_undeclared_environment_is_told_how_to_declare_it(tmp_path, monkeypatch):
+    text = '[services.api]\nenvironments = ["staging", "production"]\n\n' \
+           '[environments.production]\nprotected = false\n'
+    assert refusal(text, tmp_path, monkeypatch) == [
+        "services.api.environments[0]: unknown environment 'staging' (known: production); "
+        "declare it with [environments.staging] in deploybot.toml",
+    ]
+
+
+def test_without_environments_in_the_file_the_refusal_names_environments_too(tmp_path, monkeypatch):
+    [problem] = refusal('[services.api]\nenvironments = ["qa"]\n', tmp_path, monkeypatch)
+    assert problem.startswith("services.api.environments[0]: unknown environment 'qa' (known: ")
+    assert problem.endswith("; list it in ENVIRONMENTS or declare it with [environments.qa] in deploybot.toml")
