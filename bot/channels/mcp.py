@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot import agents, commands, transcript, wording
 from bot.agents import DeployedInfo, ServiceInfo, TagInfo, ThreadInfo
-from bot.events import ToolCalled
+from bot.events import DeployService, ToolCalled
 from bot.people import AGENT, Agent, Identity
 from bot.ports import Deployer, History
 from bot.service import Refused, ThreadService
@@ -164,12 +164,9 @@ class Tools:
         self, service: str, tag: str, environment: str, reason: str, ctx: Context | None
     ) -> ThreadInfo:
         who, agent = await self.who(ctx)
-        policy = self.service.policy
-        name = policy.catalog.find(service) or service
-        invalid = policy.catalog.invalid(name, environment) if environment in policy.environments \
-            else wording.unknown_environment(environment, policy.environments)
-        if not tag.strip() or any(c.isspace() for c in tag):
-            invalid = invalid or wording.invalid_tag(tag)
+        name = self.service.policy.catalog.find(service) or service
+        # Checked as the deploy step will be, before a thread is started for it.
+        invalid = self.service.policy.invalid_deploy(DeployService(service=name, tag=tag, environment=environment))
         return await self._launch(
             who, agent, environment, invalid, commands.deploy_text(name, tag, environment, reason),
             "request_deploy", reason,

@@ -252,6 +252,13 @@ async def test_an_agent_cancels_only_its_own_threads(app, api, token):
         said = await refused(agent, "cancel_thread", thread_id=person.id)
         assert "was not started by claude-code" in said
         assert "no thread nope" in (await refused(agent, "get_thread", thread_id="nope")).lower()
+        # A request the deploy step would refuse starts no thread.
+        before = len(await app.service.recent(limit=100))
+        assert "v1 to staging" in await refused(agent, "request_deploy", service="backend", tag="v1 to staging",
+                                                environment="production", reason="x")
+        assert "unknown service" in (await refused(agent, "request_deploy", service="nope", tag="v1",
+                                                   environment="production", reason="x")).lower()
+        assert len(await app.service.recent(limit=100)) == before
         asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
                            reason="x")
         cancelled = await call(agent, "cancel_thread", thread_id=asked["thread_id"])
