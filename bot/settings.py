@@ -407,13 +407,14 @@ class Settings(BaseSettings):
                     f"{name}: triggers[{i}].environment: {trigger.environment!r} is not an environment "
                     f"deploybot knows ({', '.join(sorted(known))})"
                 )
-        notifies = [("triggers", i, t.notify) for i, t in enumerate(file.triggers)]
-        notifies += [("schedules", i, s.notify) for i, s in enumerate(file.schedules)]
-        for table, i, notify in notifies:
+        notifies = [(f"triggers[{i}]", t.notify) for i, t in enumerate(file.triggers)]
+        notifies += [(f"schedules[{i}]", s.notify) for i, s in enumerate(file.schedules)]
+        notifies += [(f"agents.{agent}", a.notify) for agent, a in file.agents.items()]
+        for where, notify in notifies:
             if slack_targets(notify) and not self.slack_bot_token:
-                lines.append(f"{name}: {table}[{i}].notify: posting to Slack needs SLACK_BOT_TOKEN")
+                lines.append(f"{name}: {where}.notify: posting to Slack needs SLACK_BOT_TOKEN")
             if email_targets(notify) and not (self.smtp_host or self.inbound_email_secret):
-                lines.append(f"{name}: {table}[{i}].notify: sending email needs the email channel (SMTP_HOST, ...)")
+                lines.append(f"{name}: {where}.notify: sending email needs the email channel (SMTP_HOST, ...)")
         return lines
 
     def triggers(self) -> tuple[Trigger, ...]:
