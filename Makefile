@@ -28,6 +28,7 @@ unit: install  ## the fast unit layer alone (in-memory fakes, seconds)
 
 lint: install  ## ruff: errors, imports, bugbear, pyupgrade, async pitfalls
 	$(BIN)/ruff check bot tests bench
+	$(BIN)/lint-imports --no-cache > /dev/null || $(BIN)/lint-imports --no-cache
 
 types: install  ## mypy: strict on the pure core, checked everywhere else
 	$(BIN)/mypy bot

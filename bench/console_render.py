@@ -2,7 +2,7 @@
 threads stored (every tenth waiting for an approval), 200 deploys in each environment's
 history and a lock held, in real Redis.
 
-Server time only: each page is asked of the served ASGI app (bot.app.http_app: the front
+Server time only: each page is asked of the served ASGI app (bot.wiring.app.http_app: the front
 door, the routes, Jinja2) in-process, with no network in between. The first request of each
 page reads its threads from Redis (cold); the rest find them in the console's cache and only
 ask Redis what was appended since (warm, what a team's open tabs see).
@@ -26,10 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
-from bot import embedded_redis  # noqa: E402
-from bot.app import build, http_app  # noqa: E402
-from bot.clock import utcnow  # noqa: E402
-from bot.events import (  # noqa: E402
+from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
+from bot.config.settings import Settings  # noqa: E402
+from bot.core.events import (  # noqa: E402
     ApprovalRequested,
     DeployBackend,
     DeployResult,
@@ -42,10 +41,11 @@ from bot.events import (  # noqa: E402
     UserMessage,
     new_id,
 )
-from bot.policy import args_hash  # noqa: E402
-from bot.ports import DeployRecord, Lock  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from bot.thread import Origin  # noqa: E402
+from bot.core.policy import args_hash  # noqa: E402
+from bot.core.thread import Origin  # noqa: E402
+from bot.runtime.clock import utcnow  # noqa: E402
+from bot.runtime.ports import DeployRecord, Lock  # noqa: E402
+from bot.wiring.app import build, http_app  # noqa: E402
 
 THREADS = 10_000
 BIG = 500  # events in the thread whose page is timed

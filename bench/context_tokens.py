@@ -1,5 +1,5 @@
 """How big the model's context is for typical threads, before and after the budget
-(bot/prompt.py; the figures are recorded in docs/context.md).
+(bot/core/prompt.py; the figures are recorded in docs/context.md).
 
     python bench/context_tokens.py                # estimated tokens and characters
     python bench/context_tokens.py --budget 8000  # with another CONTEXT_BUDGET
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.events import (  # noqa: E402
+from bot.core.events import (  # noqa: E402
     ApprovalRequested,
     DeployBackend,
     DeployResult,
@@ -39,8 +39,8 @@ from bot.events import (  # noqa: E402
     RequestMoreInformation,
     UserMessage,
 )
-from bot.prompt import CONTEXT_BUDGET, estimate_tokens, render  # noqa: E402
-from bot.thread import Thread  # noqa: E402
+from bot.core.prompt import CONTEXT_BUDGET, estimate_tokens, render  # noqa: E402
+from bot.core.thread import Thread  # noqa: E402
 
 AT = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 UNBUDGETED = 10**12

@@ -40,11 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
-from bot import embedded_redis  # noqa: E402
-from bot import events as ev  # noqa: E402
-from bot.app import App, build, http_app  # noqa: E402
-from bot.clock import utcnow  # noqa: E402
-from bot.events import (  # noqa: E402
+from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
+from bot.adapters.redis import keys as names  # noqa: E402
+from bot.adapters.redis import redis as thread_store  # noqa: E402
+from bot.adapters.redis import scripts  # noqa: E402
+from bot.config.settings import Settings  # noqa: E402
+from bot.core import events as ev  # noqa: E402
+from bot.core.events import (  # noqa: E402
     ApprovalReminded,
     ApprovalRequested,
     Change,
@@ -61,14 +63,12 @@ from bot.events import (  # noqa: E402
     UserMessage,
     new_id,
 )
-from bot.policy import args_hash  # noqa: E402
-from bot.ports import DeployRecord  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from bot.stores import keys as names  # noqa: E402
-from bot.stores import redis as thread_store  # noqa: E402
-from bot.stores import scripts  # noqa: E402
-from bot.thread import Origin, Thread  # noqa: E402
-from bot.worker import Worker  # noqa: E402
+from bot.core.policy import args_hash  # noqa: E402
+from bot.core.thread import Origin, Thread  # noqa: E402
+from bot.runtime.clock import utcnow  # noqa: E402
+from bot.runtime.ports import DeployRecord  # noqa: E402
+from bot.runtime.worker import Worker  # noqa: E402
+from bot.wiring.app import App, build, http_app  # noqa: E402
 
 SIZES = tuple(int(n) for n in os.environ.get("GROWTH_SIZES", "1000,100000").split(","))
 TEMPLATES = 500  # distinct threads of each kind; the rest reuse their events under new ids

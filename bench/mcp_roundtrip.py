@@ -31,7 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot import embedded_redis  # noqa: E402
+from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
 
 CONFIG = """
 [people.alice]

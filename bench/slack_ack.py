@@ -29,7 +29,7 @@ from slack_sdk.signature import SignatureVerifier
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot import embedded_redis  # noqa: E402
+from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
 from bot.testing.fake_slack import BOT_USER  # noqa: E402
 
 SECRET = "bench-signing-secret"

@@ -19,8 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from redis.asyncio import Redis  # noqa: E402
 
-from bot import embedded_redis  # noqa: E402
-from bot.events import (  # noqa: E402
+from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
+from bot.adapters.redis.threads import RedisThreadStore  # noqa: E402
+from bot.adapters.redis.work import RedisWorkQueue  # noqa: E402
+from bot.core.events import (  # noqa: E402
     DeployBackend,
     DeployResult,
     DoneForNow,
@@ -30,11 +32,9 @@ from bot.events import (  # noqa: E402
     ListGitTags,
     UserMessage,
 )
-from bot.loop import Runner  # noqa: E402
-from bot.policy import Policy  # noqa: E402
-from bot.stores.redis import RedisThreadStore  # noqa: E402
-from bot.stores.work import RedisWorkQueue  # noqa: E402
-from bot.thread import Origin  # noqa: E402
+from bot.core.policy import Policy  # noqa: E402
+from bot.core.thread import Origin  # noqa: E402
+from bot.runtime.loop import Runner  # noqa: E402
 
 ROUNDS = 2000
 TAGS = [GitTag(name=f"v1.{i}.0", commit=f"{i:040x}", date="2026-11-20T10:00:00Z") for i in range(10)]

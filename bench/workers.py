@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from redis.asyncio import Redis  # noqa: E402
 
-from bot.events import UserMessage  # noqa: E402
-from bot.stores.keys import Keys  # noqa: E402
-from bot.stores.redis import RedisThreadStore  # noqa: E402
+from bot.adapters.redis.keys import Keys  # noqa: E402
+from bot.adapters.redis.threads import RedisThreadStore  # noqa: E402
+from bot.core.events import UserMessage  # noqa: E402
+from bot.core.thread import Origin, Thread  # noqa: E402
 from bot.testing import cluster  # noqa: E402
-from bot.thread import Origin, Thread  # noqa: E402
 
 LLM_DELAY = 0.2
 KEYS = Keys()

@@ -12,9 +12,10 @@ import sys
 
 from pydantic import ValidationError
 
-from bot import commands, embedded_redis, wording
-from bot.service import Refused
-from bot.settings import Settings, config_problems
+from bot.adapters.redis import embedded as embedded_redis
+from bot.config.settings import Settings, config_problems
+from bot.core import commands, wording
+from bot.runtime.service import Refused
 
 
 def parser() -> argparse.ArgumentParser:
@@ -122,7 +123,7 @@ def _me() -> str:
 def configure_logging(settings: Settings) -> logging.Filter:
     """LOG_LEVEL and the format, and the one filter that keeps every secret out of every
     log line, a library's too (README: Limits and hostile input)."""
-    from bot.http_limits import redact_logs
+    from bot.adapters.http.front_door import redact_logs
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -169,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.app import build
-    from bot.channels import cli
+    from bot.adapters.channels import cli
+    from bot.wiring.app import build
 
     logging.getLogger("deploybot.thread").setLevel(logging.WARNING)  # the CLI prints events itself
     app = build(settings, notifier=cli.PrintNotifier())
@@ -201,8 +202,8 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
     """tokens create | list | revoke, login-link: straight to Redis, nothing else built."""
-    from bot.app import redis_client, sign_in_linker
-    from bot.stores.credentials import RedisCredentials
+    from bot.adapters.redis.credentials import RedisCredentials
+    from bot.wiring.app import redis_client, sign_in_linker
 
     person = getattr(args, "person", None)
     agent = getattr(args, "agent", None)
@@ -245,7 +246,7 @@ async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _agent_token(settings: Settings, person: str | None, agent: str | None) -> int:
     """`tokens create --agent NAME`: the token is held by the agent's principal (agent:NAME)."""
-    from bot.people import AGENT
+    from bot.core.people import AGENT
 
     agents = settings.directory().agents
     if person is not None or agent is None:
@@ -259,8 +260,8 @@ async def _agent_token(settings: Settings, person: str | None, agent: str | None
 
 
 async def _create_token(settings: Settings, holder: str, name: str) -> int:
-    from bot.app import redis_client
-    from bot.stores.credentials import RedisCredentials
+    from bot.adapters.redis.credentials import RedisCredentials
+    from bot.wiring.app import redis_client
 
     redis = redis_client(settings)
     try:
@@ -275,9 +276,9 @@ async def _create_token(settings: Settings, holder: str, name: str) -> int:
 
 async def _mcp(settings: Settings, worker: bool) -> int:
     """`python -m bot mcp`: stdout is the protocol's, so logs go to stderr only."""
-    from bot.app import build, mcp_server
-    from bot.people import AGENT
-    from bot.stores.credentials import RedisCredentials
+    from bot.adapters.redis.credentials import RedisCredentials
+    from bot.core.people import AGENT
+    from bot.wiring.app import build, mcp_server
 
     token = settings.deploybot_token.get_secret_value() if settings.deploybot_token else ""
     app = build(settings)
@@ -295,10 +296,10 @@ async def _mcp(settings: Settings, worker: bool) -> int:
 
 
 async def _gc(settings: Settings, args: argparse.Namespace) -> int:
-    """One retention pass (bot/gc.py); without --dry-run, passes until nothing is left."""
+    """One retention pass (bot/runtime/gc.py); without --dry-run, passes until nothing is left."""
     from dataclasses import replace
 
-    from bot.app import build
+    from bot.wiring.app import build
 
     app = build(settings)
     assert app.collector is not None
@@ -317,7 +318,7 @@ async def _gc(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _work(settings: Settings) -> int:
-    from bot.app import build
+    from bot.wiring.app import build
 
     app = build(settings)
     stopping = asyncio.Event()
@@ -337,8 +338,8 @@ async def _work(settings: Settings) -> int:
 def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | None = None) -> int:
     import uvicorn
 
-    from bot.app import build, http_app
-    from bot.http_limits import uvicorn_log_config
+    from bot.adapters.http.front_door import uvicorn_log_config
+    from bot.wiring.app import build, http_app
 
     host = settings.bind_host()
     if not settings.api_token:

@@ -15,15 +15,15 @@ import uvicorn
 from pydantic import AliasChoices, AliasPath
 from redis.asyncio import Redis
 
-from bot import embedded_redis
-from bot.app import App, build, http_app
-from bot.settings import Settings
-from bot.stores import connect
-from bot.stores.connect import RedisTarget
+from bot.adapters.redis import connect
+from bot.adapters.redis import embedded as embedded_redis
+from bot.adapters.redis.connect import RedisTarget
+from bot.config.settings import Settings
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_llm import FakeLlm
 from bot.testing.ha import ClusterServers
+from bot.wiring.app import App, build, http_app
 from tests.helpers import eventually
 
 TAGS = ["v1.2.1", "v1.2.2", "v1.2.3"]  # oldest first
@@ -159,7 +159,7 @@ def cluster_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluste
 
 @pytest.fixture
 async def redis_cluster(cluster_servers: ClusterServers) -> AsyncIterator[Redis]:
-    """deploybot's own cluster client (bot/stores/connect.py), every master flushed."""
+    """deploybot's own cluster client (bot/adapters/redis/connect.py), every master flushed."""
     client = connect.client(RedisTarget("cluster", url=cluster_servers.url))
     await client.flushdb()  # sent to every master
     yield client

@@ -1,4 +1,4 @@
-"""Cheap requests stay cheap, served as `serve` serves it (bot.app.http_app) on a real Redis: a
+"""Cheap requests stay cheap, served as `serve` serves it (bot.wiring.app.http_app) on a real Redis: a
 flood of made-up personal tokens costs Redis nothing and takes no pooled connection from real
 users, and live console streams are capped per person and in all."""
 
@@ -15,7 +15,7 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from bot.app import App
+from bot.wiring.app import App
 from tests.helpers import eventually
 
 TOKEN = "shared-api-token-cheap"

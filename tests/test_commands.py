@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.catalog import Catalog, Service
-from bot.commands import APPROVE_WORDS, deploy_anyway, is_approval, parse
-from bot.events import DeployService, ListGitTags, LockEnvironment, RollBack, UnlockEnvironment
+from bot.core.catalog import Catalog, Service
+from bot.core.commands import APPROVE_WORDS, deploy_anyway, is_approval, parse
+from bot.core.events import DeployService, ListGitTags, LockEnvironment, RollBack, UnlockEnvironment
 
 CATALOG = Catalog.of([Service("api"), Service("web", tag_prefix="web/"), Service("billing-worker")])
 

@@ -6,9 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from bot.clock import utcnow
-from bot.control import AskApproval, Decide, Escalate, Interrupted, RunDeploy, RunTags, Stop, next_action
-from bot.events import (
+from bot.core.control import AskApproval, Decide, Escalate, Interrupted, RunDeploy, RunTags, Stop, next_action
+from bot.core.events import (
     ApprovalRequested,
     Cancelled,
     DeployBackend,
@@ -23,8 +22,9 @@ from bot.events import (
     RequestMoreInformation,
     UserMessage,
 )
-from bot.policy import Policy, args_hash
-from bot.thread import Thread
+from bot.core.policy import Policy, args_hash
+from bot.core.thread import Thread
+from bot.runtime.clock import utcnow
 
 POLICY = Policy()
 NOW = utcnow()
@@ -156,7 +156,7 @@ def test_a_deploy_result_closes_the_step(ok):
 
 
 def test_a_failed_delivery_does_not_hide_a_failed_thread():
-    from bot.events import DeliveryFailed
+    from bot.core.events import DeliveryFailed
 
     failed = thread(
         ask(), Error(kind="internal", message="bug"), DeliveryFailed(channel="email", to="a@x", reason="down")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from bot import events as ev
+from bot.core import events as ev
 
 
 def test_every_event_roundtrips_through_json():

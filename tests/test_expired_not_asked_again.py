@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from bot.events import ApprovalExpired, ApprovalRequested, DeployService, DoneForNow
-from bot.llm import BamlModel
+from bot.adapters.llm import BamlModel
+from bot.core.events import ApprovalExpired, ApprovalRequested, DeployService, DoneForNow
 from tests.unit.conftest import Parts, make_runner
 from tests.unit.test_lifecycle import Bench, policy
 

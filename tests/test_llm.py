@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from bot.events import DeployService, DoneForNow, ListGitTags, RequestMoreInformation
-from bot.llm import BamlModel
-from bot.ports import LlmError
+from bot.adapters.llm import BamlModel
+from bot.core.events import DeployService, DoneForNow, ListGitTags, RequestMoreInformation
+from bot.runtime.ports import LlmError
 from tests.helpers import settle
 
 

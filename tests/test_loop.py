@@ -8,9 +8,9 @@ import sys
 import pytest
 from redis import Redis as SyncRedis
 
-from bot import events as ev
-from bot.deployers.command import CommandDeployer
-from bot.events import HumanResponse
+from bot.adapters.deployers.command import CommandDeployer
+from bot.core import events as ev
+from bot.core.events import HumanResponse
 from tests.helpers import eventually, ledger_lines, reply
 
 

@@ -1,5 +1,5 @@
 """The bot answers only to its own names, in every mode (local too), served as `serve` serves it
-(bot.app.http_app) on a real Redis: a Host that is not loopback, PUBLIC_URL's host or one of
+(bot.wiring.app.http_app) on a real Redis: a Host that is not loopback, PUBLIC_URL's host or one of
 ALLOWED_HOSTS is a 400 before anything is routed (DNS rebinding: a page on a name that resolves
 to 127.0.0.1 reads nothing), a change asked for by another origin's page is a 403, and the
 console's CSRF token is each browser's own."""
@@ -14,8 +14,8 @@ import httpx
 import pytest
 from starlette.datastructures import Headers
 
-from bot.app import App, http_app
-from bot.http_limits import BAD_HOST, CROSS_ORIGIN, own_hosts, same_origin
+from bot.adapters.http.front_door import BAD_HOST, CROSS_ORIGIN, own_hosts, same_origin
+from bot.wiring.app import App, http_app
 
 TOKEN = "shared-api-token-own-names"
 
@@ -128,6 +128,6 @@ def test_names_and_origins_compare_as_browsers_send_them():
     ({}, False),  # local mode binds 127.0.0.1
 ])
 def test_serving_beyond_loopback_without_a_name_is_warned_about(app: App, caplog, warned: bool):
-    caplog.set_level(logging.WARNING, logger="bot.app")
+    caplog.set_level(logging.WARNING, logger="bot.wiring.app")
     http_app(app)
     assert any("set PUBLIC_URL or ALLOWED_HOSTS" in r.getMessage() for r in caplog.records) is warned

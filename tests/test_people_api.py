@@ -1,4 +1,4 @@
-"""People over HTTP, served as `serve` serves it (bot.app.http_app) on a real Redis: personal API
+"""People over HTTP, served as `serve` serves it (bot.wiring.app.http_app) on a real Redis: personal API
 tokens act as their person and are managed with `python -m bot tokens`; the shared API_TOKEN
 starts threads but never decides; a body's `user` cannot name someone else; one-time sign-in
 links set a session cookie that needs a CSRF token to change anything, until signed out."""
@@ -16,9 +16,16 @@ import httpx
 import pytest
 
 from bot.__main__ import main
-from bot.app import App, sign_in_linker
-from bot.http_limits import CSRF_REFUSED, PERSONAL_UNAUTHORIZED, SESSION_COOKIE, UNAUTHORIZED, Auth, Sessions
-from bot.web import EMAIL_LINK_SENT, SIGN_IN_FAILED
+from bot.adapters.http.api import EMAIL_LINK_SENT, SIGN_IN_FAILED
+from bot.adapters.http.front_door import (
+    CSRF_REFUSED,
+    PERSONAL_UNAUTHORIZED,
+    SESSION_COOKIE,
+    UNAUTHORIZED,
+    Auth,
+    Sessions,
+)
+from bot.wiring.app import App, sign_in_linker
 from tests.helpers import eventually, reply, settle
 from tests.test_web_hardening import detail, exchange, request_head
 

@@ -4,10 +4,10 @@ from datetime import timedelta
 
 import pytest
 
-from bot.clock import utcnow
-from bot.events import ApprovalRequested, DeployBackend, HumanResponse
-from bot.people import SERVICE, Directory, Identity, Person, Written
-from bot.policy import Policy, PolicyError, args_hash, lock_owner, parse_approvers
+from bot.core.events import ApprovalRequested, DeployBackend, HumanResponse
+from bot.core.people import SERVICE, Directory, Identity, Person, Written
+from bot.core.policy import Policy, PolicyError, args_hash, lock_owner, parse_approvers
+from bot.runtime.clock import utcnow
 
 NOW = utcnow()
 PEOPLE = Directory(

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.events import DeployBackend, Error, GitTag, GitTagsResult, HumanResponse, UserMessage
-from bot.prompt import REDACTED, redact, render
-from bot.thread import Thread
+from bot.core.events import DeployBackend, Error, GitTag, GitTagsResult, HumanResponse, UserMessage
+from bot.core.prompt import REDACTED, redact, render
+from bot.core.thread import Thread
 
 
 def test_blocks_are_compact_and_tagged():

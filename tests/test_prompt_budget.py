@@ -1,4 +1,4 @@
-"""The model's context has a budget (bot/prompt.py, docs/context.md): whatever a thread
+"""The model's context has a budget (bot/core/prompt.py, docs/context.md): whatever a thread
 holds, its rendering stays within it, keeps what the next decision rests on, and compacts
 the rest into one <summary> block, with escaping and redaction as strong as before."""
 
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.events import (
+from bot.core.events import (
     ApprovalRequested,
     DeployBackend,
     DeployResult,
@@ -25,8 +25,8 @@ from bot.events import (
     RequestMoreInformation,
     UserMessage,
 )
-from bot.prompt import CONTEXT_BUDGET, MIN_BUDGET, REDACTED, estimate_tokens, fit, render
-from bot.thread import Thread
+from bot.core.prompt import CONTEXT_BUDGET, MIN_BUDGET, REDACTED, estimate_tokens, fit, render
+from bot.core.thread import Thread
 
 AT = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 REQUEST = "deploy the latest backend to production"
@@ -235,8 +235,8 @@ def test_a_secret_across_a_cut_is_not_left_in_part():
 async def test_the_configured_budget_reaches_the_model_calls(monkeypatch):
     from pydantic import ValidationError
 
-    from bot.app import build
-    from bot.settings import Settings
+    from bot.config.settings import Settings
+    from bot.wiring.app import build
 
     monkeypatch.delenv("CONTEXT_BUDGET", raising=False)
     assert Settings(_env_file=None).context_budget == CONTEXT_BUDGET

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings, config_problems
+from bot.config.settings import Settings, config_problems
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCK = re.compile(r"^(?P<indent>[ \t]*)```toml\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)

@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from bot.events import DoneForNow, UserMessage
-from bot.ports import ThreadNotFound
-from bot.stores import keys as names
-from bot.thread import Origin
+from bot.adapters.redis import keys as names
+from bot.core.events import DoneForNow, UserMessage
+from bot.core.thread import Origin
+from bot.runtime.ports import ThreadNotFound
 from tests.contract.test_status_index import waiting_events
 from tests.helpers import eventually, reply, settle
 from tests.scenarios.test_api import paused_for_approval
@@ -107,7 +107,7 @@ async def test_a_late_reply_brings_a_finished_thread_back_and_it_is_kept(app):
 
 
 async def test_the_workers_remove_finished_threads_continuously(settings, redis):
-    from bot.app import build
+    from bot.wiring.app import build
 
     app = build(settings.model_copy(update={"thread_retention": 0.5, "gc_every": 0.2}))
     try:
@@ -128,7 +128,7 @@ async def test_the_workers_remove_finished_threads_continuously(settings, redis)
 
 async def test_gc_dry_run_on_the_command_line_lists_without_deleting(app, redis_url, tmp_path, monkeypatch, capsys):
     from bot.__main__ import _gc, parser
-    from bot.settings import Settings
+    from bot.config.settings import Settings
 
     thread = await app.store.create(Origin(), [UserMessage(text="hi", user="a"), DoneForNow(message="ok")])
     await asyncio.sleep(0.6)

@@ -1,4 +1,4 @@
-"""bot.retry: the waits, the limits and what is (not) retried."""
+"""bot.runtime.retry: the waits, the limits and what is (not) retried."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.retry import retrying, retrying_for
+from bot.runtime.retry import retrying, retrying_for
 
 
 async def attempts(policy, fail_times: int, error: Exception) -> int:

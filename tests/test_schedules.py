@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App, build
-from bot.schedules import Scheduler, due, occurrence_thread_id
-from bot.stores.schedules import RedisScheduleMarks
+from bot.adapters.redis.schedules import RedisScheduleMarks
+from bot.core.triggers import Schedule
+from bot.runtime.scheduler import Scheduler, due, occurrence_thread_id
 from bot.testing.fake_slack import FakeSlack
-from bot.triggers import Schedule
+from bot.wiring.app import App, build
 from tests.helpers import eventually
 
 CHANNEL = "C0123DEPLOY"

@@ -8,8 +8,8 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from bot import __main__ as cli
-from bot.people import OPEN_MODE_NOTICE, Identity
-from bot.settings import EmailSettings, GitHubSettings, LlmSettings, Settings, SlackSettings, config_problems
+from bot.config.settings import EmailSettings, GitHubSettings, LlmSettings, Settings, SlackSettings, config_problems
+from bot.core.people import OPEN_MODE_NOTICE, Identity
 
 SECRETS = {
     "api_token": "s-api-token", "llm_api_key": "s-llm-key", "openai_api_key": "s-openai-key",

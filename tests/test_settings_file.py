@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.people import EMAIL, SLACK, Identity, Written
-from bot.settings_file import FileConfig, FileError, conflicts, load, locate, read
+from bot.config.settings_file import FileConfig, FileError, conflicts, load, locate, read
+from bot.core.people import EMAIL, SLACK, Identity, Written
 
 EXAMPLE = """
 [people.alice]

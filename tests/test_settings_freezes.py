@@ -1,4 +1,4 @@
-"""[[freezes]] in deploybot.toml: read into bot/freezes.py's Freeze, every mistake named by its
+"""[[freezes]] in deploybot.toml: read into bot/core/freeze_windows.py's Freeze, every mistake named by its
 key path, and the environments they name checked against those the bot knows."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.freezes import ALL, OneOff, Weekly, WeeklyTime, active
-from bot.settings_file import FileConfig, FileError, load
+from bot.config.settings_file import FileConfig, FileError, load
+from bot.core.freeze_windows import ALL, OneOff, Weekly, WeeklyTime, active
 
 FREEZES = """
 [[freezes]]

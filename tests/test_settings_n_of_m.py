@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.events import ApprovalRequested
-from bot.people import Identity
-from bot.settings import Settings, config_problems
+from bot.config.settings import Settings, config_problems
+from bot.core.events import ApprovalRequested
+from bot.core.people import Identity
 from tests.unit.conftest import Parts
 from tests.unit.test_lifecycle import DEPLOY, Bench
 

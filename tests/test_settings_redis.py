@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot import app as app_module
-from bot.settings import Settings, config_problems
-from bot.stores.connect import RedisTarget, SentinelRedis
+from bot.adapters.redis.connect import RedisTarget, SentinelRedis
+from bot.config.settings import Settings, config_problems
+from bot.wiring import app as app_module
 
 
 @pytest.fixture(autouse=True)

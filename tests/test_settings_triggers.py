@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.settings import Settings, config_problems
-from bot.settings_file import FileError, load
-from bot.triggers import Schedule, Trigger
+from bot.config.settings import Settings, config_problems
+from bot.config.settings_file import FileError, load
+from bot.core.triggers import Schedule, Trigger
 
 GOOD = """
 [people.bob]

@@ -1,4 +1,4 @@
-"""Signing in, attacked, served as `serve` serves it (bot.app.http_app) on a real Redis with a real
+"""Signing in, attacked, served as `serve` serves it (bot.wiring.app.http_app) on a real Redis with a real
 SMTP server (aiosmtpd): a sign-in link is mailed only to the address deploybot.toml holds for its
 person, whatever the request names; a GET of a link uses nothing (mail scanners, chat unfurls)
 and only its page's same-origin form POST, or an API client's JSON POST, signs in."""
@@ -15,9 +15,10 @@ import httpx
 import pytest
 from aiosmtpd.controller import Controller
 
-from bot.app import App, sign_in_linker
-from bot.http_limits import CROSS_ORIGIN, SESSION_COOKIE, Auth, Sessions
-from bot.web import EMAIL_LINK_SENT, LINK_FROM_ELSEWHERE, SIGN_IN_FAILED
+from bot.adapters.http.api import EMAIL_LINK_SENT, LINK_FROM_ELSEWHERE, SIGN_IN_FAILED
+from bot.adapters.http.front_door import CROSS_ORIGIN, Auth, Sessions
+from bot.adapters.http.shared import SESSION_COOKIE
+from bot.wiring.app import App, sign_in_linker
 from tests.conftest import free_port
 from tests.helpers import eventually, ledger_lines, reply
 

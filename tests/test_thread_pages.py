@@ -12,14 +12,14 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from bot.app import App
-from bot.people import Identity
-from bot.policy import Policy
-from bot.service import LOADS_AT_ONCE, ThreadService
-from bot.settings import Settings
-from bot.stores.connect import RedisTarget, client
-from bot.stores.redis import RedisThreadStore
+from bot.adapters.redis.connect import RedisTarget, client
+from bot.adapters.redis.threads import RedisThreadStore
+from bot.config.settings import Settings
+from bot.core.people import Identity
+from bot.core.policy import Policy
+from bot.runtime.service import LOADS_AT_ONCE, ThreadService
 from bot.testing.cluster import clean_env
+from bot.wiring.app import App
 
 ASKER = Identity("alice", "name", "alice")
 

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.events import DoneForNow, UserMessage
-from bot.ports import DeployRecord
-from bot.settings import Settings
-from bot.thread import Origin
+from bot.config.settings import Settings
+from bot.core.events import DoneForNow, UserMessage
+from bot.core.thread import Origin
+from bot.runtime.ports import DeployRecord
 from tests.contract.test_status_index import waiting_events
 
 

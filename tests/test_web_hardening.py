@@ -17,12 +17,12 @@ import pytest
 import uvicorn
 from slack_sdk.signature import SignatureVerifier
 
-from bot.app import http_app
-from bot.http_limits import API_MAX_BYTES, SLACK_MAX_BYTES, RedactSecrets, redact_query
+from bot.adapters.http.front_door import API_MAX_BYTES, SLACK_MAX_BYTES, RedactSecrets, redact_query
+from bot.adapters.http.shared import MAX_TEXT_CHARS
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_slack import FakeSlack
-from bot.web import MAX_TEXT_CHARS
+from bot.wiring.app import http_app
 from tests.helpers import eventually
 
 TOKEN = "api-token-for-hardening"

@@ -1,4 +1,4 @@
-"""bot/wording.py: every sentence people read. Most sentences are pinned by the tests of the
+"""bot/core/wording.py: every sentence people read. Most sentences are pinned by the tests of the
 module that says them; these cover the module as a whole and the sentences nothing else pins."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import inspect
 from datetime import UTC, datetime
 
-from bot import wording
-from bot.events import Change, CommitSummary, GitTag
+from bot.core import wording
+from bot.core.events import Change, CommitSummary, GitTag
 
 AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 
-# One sample per parameter name used in bot/wording.py; a new name needs a sample here.
+# One sample per parameter name used in bot/core/wording.py; a new name needs a sample here.
 SAMPLES = {
     "approvers": "bob or carol",
     "confirmed": False,
@@ -183,9 +183,9 @@ def test_a_missing_tag_lists_the_newest_or_says_none():
 
 
 def test_a_placeholder_written_by_a_person_stays_text():
-    from bot.events import Cancelled
-    from bot.notices import notice
-    from bot.thread import Thread
+    from bot.core.events import Cancelled
+    from bot.core.notices import notice
+    from bot.core.thread import Thread
 
     said = notice(Thread("t"), Cancelled(user="U1", reason="ping {who} now"))
     assert said is not None
@@ -193,15 +193,15 @@ def test_a_placeholder_written_by_a_person_stays_text():
 
 
 def test_a_placeholder_in_a_message_nobody_is_named_in_stays_as_written():
-    from bot.events import DoneForNow
-    from bot.notices import notice
-    from bot.thread import Thread
+    from bot.core.events import DoneForNow
+    from bot.core.notices import notice
+    from bot.core.thread import Thread
 
     said = notice(Thread("t"), DoneForNow(message="Use the {who} placeholder?"))
     assert said is not None and said.render(lambda u: f"<@{u}>") == "Use the {who} placeholder?"
 
 
 def test_every_mrkdwn_text_object_is_verbatim():
-    from bot.channels import slack_blocks
+    from bot.adapters.channels import slack_blocks
 
     assert slack_blocks.mrkdwn("@here see https://example.com")["verbatim"] is True

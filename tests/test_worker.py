@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from bot.events import HumanResponse, stamped
-from bot.loop import LEASE_TTL_MS
-from bot.stores.work import RedisWorkQueue
-from bot.thread import Origin
-from bot.worker import Worker
+from bot.adapters.redis.work import RedisWorkQueue
+from bot.core.events import HumanResponse, stamped
+from bot.core.thread import Origin
+from bot.runtime.loop import LEASE_TTL_MS
+from bot.runtime.worker import Worker
 from tests.contract.test_status_index import finish, hello, waiting_events
 from tests.helpers import eventually, ledger_lines, reply
 
@@ -140,15 +140,15 @@ class BusyRunner:
 
 
 async def test_a_busy_thread_is_tried_again_until_its_holder_lets_go(monkeypatch):
-    monkeypatch.setattr("bot.worker.BUSY_WAIT", 0.01)
+    monkeypatch.setattr("bot.runtime.worker.BUSY_WAIT", 0.01)
     runner = BusyRunner(busy=3)
     assert await Worker(runner, None, None, name="w")._run("t1") is True
     assert runner.tries == 4
 
 
 async def test_a_thread_busy_for_longer_than_a_lease_is_left_to_its_live_holder(monkeypatch):
-    monkeypatch.setattr("bot.worker.BUSY_WAIT", 0.01)
-    monkeypatch.setattr("bot.worker.BUSY_FOR", 0.1)
+    monkeypatch.setattr("bot.runtime.worker.BUSY_WAIT", 0.01)
+    monkeypatch.setattr("bot.runtime.worker.BUSY_FOR", 0.1)
     runner = BusyRunner(busy=10_000)
     assert await Worker(runner, None, None, name="w")._run("t1") is True  # done: the holder re-reads
     assert 5 <= runner.tries <= 12

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from bot.embedded_redis import server_binary
+from bot.adapters.redis.embedded import server_binary
 
 DEPLOY_SCRIPT = """
 import os, sys, time

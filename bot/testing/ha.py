@@ -16,7 +16,7 @@ from pathlib import Path
 
 import redis
 
-from bot.embedded_redis import server_binary
+from bot.adapters.redis.embedded import server_binary
 from bot.testing.cluster import RedisServer, free_port
 
 SLOTS = 16384

@@ -18,9 +18,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from bot import events as ev
-from bot.events import Event, GitTag, Step, new_id
-from bot.ports import (
+from bot.core import events as ev
+from bot.core.events import Event, GitTag, Step, new_id
+from bot.core.thread import FINISHED, Origin, Thread
+from bot.runtime.ports import (
     Check,
     Comparison,
     Conflict,
@@ -35,7 +36,6 @@ from bot.ports import (
     ThreadExists,
     ThreadNotFound,
 )
-from bot.thread import FINISHED, Origin, Thread
 
 Monotonic = Callable[[], float]  # seconds, like time.monotonic
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from bot.clock import utcnow
-from bot.freezes import Freeze
+from bot.core.freeze_windows import Freeze
+from bot.runtime.clock import utcnow
 
 
 class MemoryFreezes:

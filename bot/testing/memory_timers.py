@@ -1,4 +1,4 @@
-"""In-memory Timers and DeployQueue, as bot/stores/timers.py (contract: tests/contract)."""
+"""In-memory Timers and DeployQueue, as bot/adapters/redis/timers.py (contract: tests/contract)."""
 
 from __future__ import annotations
 

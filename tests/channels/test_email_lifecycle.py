@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.clock import utcnow
+from bot.runtime.clock import utcnow
 from tests.channels import test_email as mail
 from tests.channels.test_email import _field, gmail_reply, post, raw_mail
 from tests.helpers import eventually, ledger_lines, settle
@@ -125,7 +125,7 @@ async def test_after_expiry_a_late_reply_is_told_and_nothing_is_recorded(api, ap
     request = thread.pending_approval()
 
     await at(app, thread.id, request.expires_at + timedelta(seconds=1))
-    await inbox.wait_for(to="alice@example.com", body="expired at")  # the requester (bot.notices)
+    await inbox.wait_for(to="alice@example.com", body="expired at")  # the requester (bot.core.notices)
     [closed] = await inbox.wait_for(to="bob@example.com", body="need not decide")
     assert same_id(closed["In-Reply-To"], approvals["bob@example.com"]["Message-ID"])
     thread = await app.service.get(thread.id)

@@ -10,7 +10,7 @@ from email.message import EmailMessage
 
 import pytest
 
-from bot.channels.email_parse import (
+from bot.adapters.channels.email_parse import (
     HTML_ONLY_APPROVAL,
     MAX_PARTS,
     MAX_READ,
@@ -28,9 +28,9 @@ from bot.channels.email_parse import (
     read,
     unflow,
 )
-from bot.channels.email_render import MAX_MESSAGE_ID
-from bot.clock import utcnow
-from bot.commands import is_approval
+from bot.adapters.channels.email_render import MAX_MESSAGE_ID
+from bot.core.commands import is_approval
+from bot.runtime.clock import utcnow
 
 QUOTED = "Deploy backend v1.2.3 to production?\nReply APPROVE to deploy, or reply with what should change."
 

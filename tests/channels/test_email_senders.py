@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.channels import email_parse, email_render
-from bot.events import ApprovalRequested, Cancelled, Change
-from bot.thread import Thread
+from bot.adapters.channels import email_parse, email_render
+from bot.core.events import ApprovalRequested, Cancelled, Change
+from bot.core.thread import Thread
 from tests.channels import test_email as mail
 from tests.channels.test_email import TRUSTED, _field, gmail_reply, post, raw_mail
 from tests.helpers import ledger_lines, reply, settle

@@ -17,11 +17,19 @@ from typing import Any
 
 import pytest
 
-from bot.channels.github_deployments import updates
-from bot.events import ApprovalExpired, ApprovalRequested, Cancelled, DeployService, DeployStarted, Error, HumanResponse
+from bot.adapters.channels.github_deployments import updates
+from bot.core.events import (
+    ApprovalExpired,
+    ApprovalRequested,
+    Cancelled,
+    DeployService,
+    DeployStarted,
+    Error,
+    HumanResponse,
+)
+from bot.core.thread import Thread
 from bot.testing.cluster import free_port
 from bot.testing.fake_github import FakeGitHub
-from bot.thread import Thread
 from tests.helpers import eventually, ledger_lines, reply, settle
 
 PUBLIC_URL = "https://deploybot.example.com"

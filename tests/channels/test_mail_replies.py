@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.channels import email_reply
-from bot.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, decision, html_to_text, read
-from bot.channels.email_render import approval_text
-from bot.events import ApprovalRequested
+from bot.adapters.channels import email_reply
+from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, decision, html_to_text, read
+from bot.adapters.channels.email_render import approval_text
+from bot.core.events import ApprovalRequested
 from tests.channels.test_email_corpus import MANIFEST
 
 CORPUS = Path(__file__).parent / "mail_corpus" / "replies.toml"

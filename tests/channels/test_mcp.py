@@ -23,9 +23,9 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis
 
-from bot.channels.slack_blocks import APPROVE, REJECT
-from bot.console.model import audit
-from bot.stores.credentials import RedisCredentials
+from bot.adapters.channels.slack_blocks import APPROVE, REJECT
+from bot.adapters.http.console.model import audit
+from bot.adapters.redis.credentials import RedisCredentials
 from bot.testing import cluster
 from tests.channels import test_slack as base
 from tests.helpers import eventually, ledger_lines
@@ -348,7 +348,7 @@ def test_the_readme_s_agent_configuration_and_client_snippets_work(tmp_path, mon
     import re
 
     from bot.__main__ import parser
-    from bot.settings import Settings
+    from bot.config.settings import Settings
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     people = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)[1]

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
-from bot.stores.keys import slack_conversation
+from bot.adapters.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
+from bot.adapters.redis.keys import slack_conversation
 from bot.testing.fake_slack import BOT_USER, FakeSlack
 from tests.helpers import eventually, ledger_lines, reply
 

@@ -11,8 +11,8 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from bot.service import NotFound
-from bot.stores.keys import slack_conversation
+from bot.adapters.redis.keys import slack_conversation
+from bot.runtime.service import NotFound
 from bot.testing.fake_slack import FakeSlack
 from tests.channels import test_slack as base
 from tests.channels.test_slack import ALICE, APPROVER, CHANNEL, Slack

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from bot.channels import slack_blocks as blocks
-from bot.channels.slack import NOT_OUR_BUTTON, STALE_FORM, SlackNotifier
-from bot.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
-from bot.events import ApprovalRequested
+from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import NOT_OUR_BUTTON, STALE_FORM, SlackNotifier
+from bot.adapters.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
+from bot.core.events import ApprovalRequested
+from bot.core.thread import Origin, Thread
 from bot.testing.fake_slack import BOT_USER, FakeSlack
-from bot.thread import Origin, Thread
 from tests.channels import test_slack as base
 from tests.channels.test_slack import (
     ALICE,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.channels.slack import SlackNotifier
-from bot.channels.slack_blocks import APPROVE, mentions, principal_mention
-from bot.people import Directory, Person
+from bot.adapters.channels.slack import SlackNotifier
+from bot.adapters.channels.slack_blocks import APPROVE, mentions, principal_mention
+from bot.core.people import Directory, Person
 from tests.channels import test_slack as base
 from tests.channels.test_slack import new_ts, paused, settled
 from tests.helpers import eventually, ledger_lines, reply
@@ -66,7 +66,7 @@ def settings(settings, fake_slack, tmp_path: Path, required: int):
 @pytest.fixture
 def app(app):
     # The Slack notifier names who may decide and finds the Slack ids of the people an
-    # approval is escalated to through the policy (bot/app.py passes it when it builds it).
+    # approval is escalated to through the policy (bot/wiring/app.py passes it when it builds it).
     for notifier in app.runner.notifier.notifiers:
         if isinstance(notifier, SlackNotifier) and notifier.policy is None:
             notifier.policy = app.service.policy

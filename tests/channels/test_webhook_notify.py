@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.channels.webhook import sign
+from bot.adapters.channels.outgoing_webhooks import sign
 from bot.testing.http import serve, stop, url
 from tests.helpers import eventually, ledger_lines, reply, settle
 

@@ -157,7 +157,7 @@ class Console:
 
     def link(self, person: str) -> str:
         """A one-time sign-in link for `person`, as `python -m bot login-link` makes one."""
-        from bot.stores.credentials import RedisCredentials
+        from bot.adapters.redis.credentials import RedisCredentials
 
         async def issue() -> str:
             redis = Redis.from_url(self.redis_url)

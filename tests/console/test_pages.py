@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot import freezes, wording
-from bot.console import model, routes
-from bot.events import (
+from bot.adapters.http.console import model, routes
+from bot.core import freeze_windows as freezes
+from bot.core import wording
+from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
     ApprovalReminded,
@@ -24,10 +25,10 @@ from bot.events import (
     HumanResponse,
     UserMessage,
 )
-from bot.people import SESSION, Identity
-from bot.policy import Policy
-from bot.ports import DeployRecord, Lock
-from bot.thread import Thread
+from bot.core.people import SESSION, Identity
+from bot.core.policy import Policy
+from bot.core.thread import Thread
+from bot.runtime.ports import DeployRecord, Lock
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 ALICE = Identity("alice", SESSION, "s1")

@@ -37,9 +37,9 @@ def backend(request: pytest.FixtureRequest) -> Backend:
             "memory", MemoryThreadStore(clock), MemoryInbox(clock), MemoryEnvironments(clock), advance
         )
 
-    from bot.stores.environments import RedisEnvironments
-    from bot.stores.inbox import RedisInbox
-    from bot.stores.redis import RedisThreadStore
+    from bot.adapters.redis.environments import RedisEnvironments
+    from bot.adapters.redis.inbox import RedisInbox
+    from bot.adapters.redis.threads import RedisThreadStore
 
     # A real server, or the cluster's client; flushed for this test.
     redis = request.getfixturevalue("redis" if request.param == "redis" else "redis_cluster")

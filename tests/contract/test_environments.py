@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from bot.ports import DeployRecord, Lock
+from bot.runtime.ports import DeployRecord, Lock
 
 SINCE = datetime(2026, 11, 5, 9, 30, tzinfo=UTC)
 TTL_MS = 300  # Redis variants sleep through TTLs: margins of 40% absorb a busy machine

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.freezes import ALL, active, stop_the_line, weekly
-from bot.stores.keys import Keys
+from bot.adapters.redis.keys import Keys
+from bot.core.freeze_windows import ALL, active, stop_the_line, weekly
 from bot.testing.memory_freezes import MemoryFreezes
 
 SINCE = datetime(2026, 11, 5, 9, 30, tzinfo=UTC)
@@ -35,7 +35,7 @@ def clock() -> Clock:
 def freezes(request: pytest.FixtureRequest, clock: Clock) -> Any:
     if request.param == "memory":
         return MemoryFreezes(clock)
-    from bot.stores.freezes import RedisFreezes
+    from bot.adapters.redis.freezes import RedisFreezes
 
     return RedisFreezes(request.getfixturevalue("redis"), Keys(), clock)
 
@@ -101,7 +101,7 @@ async def test_only_stop_the_line_freezes_are_stored(freezes):
 
 
 async def test_the_hash_holds_json_by_scope(redis, clock):
-    from bot.stores.freezes import RedisFreezes
+    from bot.adapters.redis.freezes import RedisFreezes
 
     keys = Keys("other")
     store = RedisFreezes(redis, keys, clock)
@@ -112,7 +112,7 @@ async def test_the_hash_holds_json_by_scope(redis, clock):
     clock.advance(hours=2)
     raw = await redis.hget("other:freezes", "production")
     await store.set(stop(reason="again"))
-    from bot.stores.freezes import _DROP_IF_SAME
+    from bot.adapters.redis.freezes import _DROP_IF_SAME
 
     assert await redis.eval(_DROP_IF_SAME, 1, "other:freezes", "production", raw) == 0
     assert await store.current() == [stop(reason="again")]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.events import (
+from bot.core.events import (
     ApprovalRequested,
     Cancelled,
     DeployBackend,
@@ -18,8 +18,8 @@ from bot.events import (
     UserMessage,
     stamped,
 )
-from bot.ports import ThreadNotFound
-from bot.thread import Origin, Thread
+from bot.core.thread import Origin, Thread
+from bot.runtime.ports import ThreadNotFound
 
 AT = datetime(2026, 11, 5, 9, 30, tzinfo=UTC)
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.events import DeployBackend, Error, HumanResponse, ListGitTags, UserMessage, stamped
-from bot.ports import Conflict, LeaseLost, ThreadExists, ThreadNotFound
-from bot.thread import Origin, Thread
+from bot.core.events import DeployBackend, Error, HumanResponse, ListGitTags, UserMessage, stamped
+from bot.core.thread import Origin, Thread
+from bot.runtime.ports import Conflict, LeaseLost, ThreadExists, ThreadNotFound
 
 AT = datetime(2026, 11, 5, 9, 30, tzinfo=UTC)
 TTL_MS = 300  # Redis variants sleep through TTLs: margins of 40% absorb a busy machine

@@ -15,7 +15,7 @@ T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 def parts(request):
     if request.param == "memory":
         return MemoryTimers(), MemoryDeployQueue()
-    from bot.stores.timers import RedisDeployQueue, RedisTimers
+    from bot.adapters.redis.timers import RedisDeployQueue, RedisTimers
 
     redis = request.getfixturevalue("redis")
     return RedisTimers(redis), RedisDeployQueue(redis)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.deployers.command import BASE_ENV, CommandDeployer
-from bot.ports import DeployerError, DeployRequest
+from bot.adapters.deployers.command import BASE_ENV, CommandDeployer
+from bot.runtime.ports import DeployerError, DeployRequest
 
 REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.events import CommitSummary
-from bot.ports import Check, DeployerError
+from bot.core.events import CommitSummary
+from bot.runtime.ports import Check, DeployerError
 from bot.testing.memory import MemoryDeployer
 
 TAGS = {"v1.2.3": "c" * 40, "v1.2.2": "b" * 40, "v1.2.1": "a" * 40}  # newest first

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from bot import wording
-from bot.deployers.github import GitHubDeployer
-from bot.ports import DeployerError, DeployRequest
+from bot.adapters.deployers.github_actions import GitHubDeployer
+from bot.core import wording
+from bot.runtime.ports import DeployerError, DeployRequest
 from bot.testing.fake_github import FakeGitHub
 
 REQUEST = DeployRequest("thread1-step1", "backend", "v1.2.3", "production", "sha123")

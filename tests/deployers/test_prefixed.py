@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.deployers.command import CommandDeployer
-from bot.deployers.prefixed import Prefixed
-from bot.ports import Check, DeployRequest
+from bot.adapters.deployers.command import CommandDeployer
+from bot.adapters.deployers.prefixed import Prefixed
+from bot.runtime.ports import Check, DeployRequest
 from bot.testing.cluster import make_repo
 from bot.testing.memory import MemoryDeployer
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.embedded_redis import server_binary
+from bot.adapters.redis.embedded import server_binary
 from bot.testing.cluster import free_port
 from tests.helpers import settle
 

@@ -232,7 +232,7 @@ async def test_list_filters_by_status_and_errors_are_clear(api, fake_llm):
 async def test_an_approval_past_its_expiry_is_no_longer_waited_for(api, app, fake_llm):
     from datetime import timedelta
 
-    from bot.clock import utcnow
+    from bot.runtime.clock import utcnow
 
     thread = await paused_for_approval(api, fake_llm)
     app.service.clock = lambda: utcnow() + timedelta(hours=2)  # the approval lapsed an hour ago

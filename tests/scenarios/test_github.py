@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from bot.clock import utcnow
+from bot.core.thread import Origin
+from bot.runtime.clock import utcnow
 from bot.testing.fake_github import FakeGitHub
-from bot.thread import Origin
 from tests.helpers import settle
 from tests.scenarios.conftest import Server
 

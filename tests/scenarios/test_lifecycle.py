@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import redis as sync_redis
 
-from bot.clock import utcnow
-from bot.stores.keys import Keys
+from bot.adapters.redis.keys import Keys
+from bot.runtime.clock import utcnow
 from bot.testing import cluster
 from tests.helpers import ledger_lines, types
 from tests.scenarios.conftest import Server, wait_for
@@ -25,16 +25,16 @@ from tests.scenarios.conftest import Server, wait_for
 DEPLOY = "deploy backend v1.2.3 to production"
 
 # A worker whose timer chore takes what is due (with a lease of argv[1] ms, as
-# bot.app.TIMER_LEASE_MS says) and then hangs before handing it to a worker: SIGKILLed
+# bot.wiring.app.TIMER_LEASE_MS says) and then hangs before handing it to a worker: SIGKILLed
 # there, it is a worker killed right after taking a due timer. Everything else is the real
 # `python -m bot worker`.
 VICTIM = """
 import asyncio, sys
-import bot.app
+import bot.wiring.app
 from bot.__main__ import main
-from bot.stores.timers import RedisTimers
+from bot.adapters.redis.timers import RedisTimers
 
-bot.app.TIMER_LEASE_MS = int(sys.argv[1])
+bot.wiring.app.TIMER_LEASE_MS = int(sys.argv[1])
 taking = RedisTimers.due
 
 async def due(self, now, lease_ms, limit):

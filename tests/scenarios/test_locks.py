@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.clock import utcnow
-from bot.ports import Lock
+from bot.runtime.clock import utcnow
+from bot.runtime.ports import Lock
 from tests.helpers import eventually, ledger_lines, settle, types
 
 # Open mode (nothing configured): the API's `user` is trusted and anyone may lock, unlock

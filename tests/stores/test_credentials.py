@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from redis.asyncio import Redis
 
-from bot.stores.credentials import RedisCredentials, TokenInfo
-from bot.stores.keys import Keys
+from bot.adapters.redis.credentials import RedisCredentials, TokenInfo
+from bot.adapters.redis.keys import Keys
 
 T0 = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bot.clock import utcnow
-from bot.ports import DeployRecord, Lock
-from bot.stores.environments import RedisEnvironments
+from bot.adapters.redis.environments import RedisEnvironments
+from bot.runtime.clock import utcnow
+from bot.runtime.ports import DeployRecord, Lock
 
 
 @pytest.fixture

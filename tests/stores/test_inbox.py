@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bot.stores import keys as names
-from bot.stores.inbox import _RECEIVE, RedisInbox
-from bot.stores.keys import Keys
+from bot.adapters.redis import keys as names
+from bot.adapters.redis.inbox import _RECEIVE, RedisInbox
+from bot.adapters.redis.keys import Keys
 
 
 @pytest.fixture

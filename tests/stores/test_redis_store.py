@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from bot.events import DeployBackend, Error, ListGitTags, UserMessage
-from bot.ports import Conflict, ThreadExists, ThreadNotFound
-from bot.stores.keys import Keys
-from bot.stores.redis import FACT_ATTEMPTS, RedisThreadStore
-from bot.thread import Origin, Thread
+from bot.adapters.redis.keys import Keys
+from bot.adapters.redis.threads import FACT_ATTEMPTS, RedisThreadStore
+from bot.core.events import DeployBackend, Error, ListGitTags, UserMessage
+from bot.core.thread import Origin, Thread
+from bot.runtime.ports import Conflict, ThreadExists, ThreadNotFound
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from redis.asyncio import Redis
 
-from bot.events import ListGitTags, UserMessage
-from bot.stores.redis import RedisThreadStore
-from bot.stores.replicas import Replicas
+from bot.adapters.redis.replicas import Replicas
+from bot.adapters.redis.threads import RedisThreadStore
+from bot.core.events import ListGitTags, UserMessage
+from bot.core.thread import Origin
 from bot.testing.cluster import RedisServer
-from bot.thread import Origin
 
 
 @pytest.fixture(scope="module")

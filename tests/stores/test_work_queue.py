@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.stores.work import RedisWorkQueue
+from bot.adapters.redis.work import RedisWorkQueue
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.people import Directory, Identity, Person, Written
-from bot.policy import Policy
-from bot.service import ThreadService
+from bot.core.people import Directory, Identity, Person, Written
+from bot.core.policy import Policy
+from bot.runtime.service import ThreadService
 from bot.testing.memory import (
     ManualClock,
     MemoryDeployer,
@@ -88,20 +88,20 @@ class Parts:
 def make_runner(
     parts: Parts, name: str = "runner-under-test", llm: object = "model", context_budget: int | None = None,
     *, timers: object = None, queue: object = None, freezes: object = None, wake: object = None,
-):  # -> bot.loop.Runner
+):  # -> bot.runtime.loop.Runner
     """The one place a Runner is built. `llm=None` runs without a model. `timers` (due
     times), `queue` (deploys waiting for a lock), `freezes` (stop-the-line) and `wake` (how
     the next deploy in line is handed to a worker): bot/testing/memory_timers.py and
     memory_freezes.py's, for approvals over time; None: without them."""
-    from bot.deploying import Deploying
-    from bot.loop import Runner
+    from bot.runtime.deploying import Deploying
+    from bot.runtime.loop import Runner
 
     deployers = {name: parts.deployer for name in parts.policy.catalog.names}
     deploying = Deploying(
         deployers, parts.environments, parts.environments, parts.policy,
         queue=queue, freezes=freezes, wake=wake,  # type: ignore[arg-type]
     )
-    from bot.prompt import CONTEXT_BUDGET
+    from bot.core.prompt import CONTEXT_BUDGET
 
     return Runner(
         context_budget=context_budget or CONTEXT_BUDGET,

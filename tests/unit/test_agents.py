@@ -1,18 +1,18 @@
 """Agents (deploybot.toml's [agents]): they may ask, never decide, lock, unlock, stop, resume
 or deploy anyway, whatever the rules say of anyone; what they ask counts as their owner's;
-their limits hold by every channel. The rules live in bot/people.py and bot/policy.py, so
+their limits hold by every channel. The rules live in bot/core/people.py and bot/core/policy.py, so
 the channels only pass the identity on."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot import agents
-from bot.events import ApprovalRequested, UserMessage
-from bot.people import AGENT, Agent, Directory, Person, Rules, Written, may_approve, may_lock
-from bot.policy import Policy
-from bot.service import Forbidden, ThreadService
-from bot.thread import Thread
+from bot.core import agents
+from bot.core.events import ApprovalRequested, UserMessage
+from bot.core.people import AGENT, Agent, Directory, Person, Rules, Written, may_approve, may_lock
+from bot.core.policy import Policy
+from bot.core.thread import Thread
+from bot.runtime.service import Forbidden, ThreadService
 from tests.unit.conftest import NOW, Parts
 
 ALICE, BOB = Person("alice", ("UALICE",)), Person("bob", ("UBOB",))
@@ -105,7 +105,7 @@ async def test_the_service_holds_an_agent_to_its_limits_by_any_channel(parts: Pa
 
 
 def test_people_see_which_agent_asked_and_whose_it_is():
-    from bot.channels import email_render, slack_blocks
+    from bot.adapters.channels import email_render, slack_blocks
 
     request = ApprovalRequested(
         step_id="s", thread_id="t", args_hash="h", service="backend", tag="v1.2.3", commit="abc1234def",

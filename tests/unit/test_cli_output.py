@@ -1,4 +1,4 @@
-"""bot/channels/cli.py in process, over the in-memory fakes: what the terminal prints of
+"""bot/adapters/channels/cli.py in process, over the in-memory fakes: what the terminal prints of
 people's, the model's and git's text holds no control characters (no escape sequences),
 and statuses are read with the service's clock (an expired approval waits for a human)."""
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from bot.channels import cli
-from bot.events import DeployBackend, DoneForNow, GitTag, GitTagsResult, ListGitTags
+from bot.adapters.channels import cli
+from bot.core.events import DeployBackend, DoneForNow, GitTag, GitTagsResult, ListGitTags
 from tests.unit.conftest import Parts, who
 
 ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m\r\x9b31m\u202eevil"

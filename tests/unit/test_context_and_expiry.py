@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.control import Stop, next_action
-from bot.events import DeployBackend, DoneForNow, HumanResponse, ListGitTags
-from bot.prompt import CONTEXT_BUDGET, estimate_tokens
-from bot.thread import Thread
-from bot.views import summary_json, thread_json
+from bot.core.control import Stop, next_action
+from bot.core.events import DeployBackend, DoneForNow, HumanResponse, ListGitTags
+from bot.core.prompt import CONTEXT_BUDGET, estimate_tokens
+from bot.core.thread import Thread
+from bot.core.views import summary_json, thread_json
 from tests.unit.conftest import NOW, Parts, make_runner, who
 
 HUGE = "please deploy the newest backend to production " + "and also read this " * 1_000_000  # 19 MB
 
 
 async def launch(parts: Parts, text: str) -> Thread:
-    from bot.service import ThreadService
+    from bot.runtime.service import ThreadService
 
     return await ThreadService(parts.store, parts.policy, None, parts.clock).launch(text, who("alice"))
 

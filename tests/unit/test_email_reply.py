@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from bot.channels import email_reply
-from bot.channels.email_parse import HTML_ONLY_APPROVAL, Inbound
-from bot.channels.email_render import message
+from bot.adapters.channels import email_reply
+from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound
+from bot.adapters.channels.email_render import message
 
 SENT = email_reply.Sent(
     "alice asked to deploy backend v1.2.3 to production.\n\nReply APPROVE to deploy, or reply with what should change.",
@@ -71,3 +71,17 @@ def test_a_common_local_part_marks_only_a_line_of_its_own():
     polymail = "On Mon, Nov 23, 2026 at 10:00 AM\n\ndeploy\n\n<deploy@example.com>\n\nwrote:"
     text = f"Please deploy after lunch\n{polymail}\n\n{QUOTED}"
     assert email_reply.new_text(text, sent) == "Please deploy after lunch"
+
+
+def test_a_one_word_answer_that_the_sent_mail_also_says_is_the_person_s():
+    # The confirmation mail says "Reply YES to confirm"; the copy of it starts at the quote,
+    # not at the person's "Yes" (which the sent text goes on from, a few lines further down).
+    sent = email_reply.Sent(
+        "Did you send this? Nothing is done until you confirm. Reply YES to confirm it before noon; "
+        "if you did not, ignore this email.\n\n> deploy backend v1.2.3 to production\n\nconfirmation code: abc",
+        "Did you send this?", "deploybot@example.com", "deploybot",
+    )
+    quoted = "\n".join(f"> {line}" for line in sent.text.split("\n"))
+    for typed in ("Yes", "yes", "YES"):
+        text = f"{typed}\n\nOn Mon, Nov 23, 2026 at 10:00 AM deploybot <deploybot@example.com> wrote:\n{quoted}"
+        assert email_reply.reading(text, sent) == email_reply.Reading(typed, "copy+block")

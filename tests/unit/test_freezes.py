@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.freezes import (
+from bot.core.freeze_windows import (
     ALL,
     Freeze,
     OneOff,

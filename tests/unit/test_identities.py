@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.events import (
+from bot.core.events import (
     ApprovalRequested,
     CommandResult,
     HumanResponse,
@@ -15,11 +15,11 @@ from bot.events import (
     load,
     principal_of,
 )
-from bot.people import SERVICE, Identity
-from bot.policy import Policy, lock_owner
-from bot.ports import Lock
-from bot.service import Forbidden, ThreadService
-from bot.thread import Thread
+from bot.core.people import SERVICE, Identity
+from bot.core.policy import Policy, lock_owner
+from bot.core.thread import Thread
+from bot.runtime.ports import Lock
+from bot.runtime.service import Forbidden, ThreadService
 from tests.unit.conftest import NOW, PEOPLE, Parts, make_runner, team_policy, who
 
 ALICE_SLACK = PEOPLE.by_slack("UALICE")
@@ -32,7 +32,7 @@ SENDER = PEOPLE.by_email("eve@example.com")  # an address deploybot.toml does no
 @pytest.fixture
 def parts() -> Parts:
     """alice is an approver of production too, and nobody approves their own deploy."""
-    from bot.people import Written
+    from bot.core.people import Written
 
     written = {
         "production": Written(approvers=("alice", "bob", "carol"), approver_must_differ=True),
@@ -44,7 +44,7 @@ def parts() -> Parts:
 
 async def asked(parts: Parts, service: ThreadService, by: Identity, channel: str) -> Thread:
     """`by` asks for the newest backend on production; a run proposes it and waits."""
-    from bot.events import DeployBackend
+    from bot.core.events import DeployBackend
 
     thread = await service.launch("ship the newest backend to production", by, channel=channel)
     parts.model.script(ListGitTags(), DeployBackend(tag="v1.2.3", environment="production"))
@@ -109,7 +109,7 @@ async def test_asking_by_slack_and_approving_by_email_is_still_approving_your_ow
 async def test_everyone_who_gave_instructions_by_any_channel_is_a_requester(parts, service):
     thread = await service.launch("what can we ship?", BOB_SLACK, channel="slack")
     await service.respond(thread.id, "the newest backend to production", ALICE_EMAIL, channel="email")
-    from bot.events import DeployBackend
+    from bot.core.events import DeployBackend
 
     parts.model.script(DeployBackend(tag="v1.2.3", environment="production"))
     thread = await make_runner(parts).run(thread.id)
@@ -166,7 +166,7 @@ async def test_only_whoever_may_lock_locks_and_anyone_else_is_told_who_can():
 
 
 async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_lock():
-    from bot.people import Written
+    from bot.core.people import Written
 
     written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
     parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,
@@ -187,7 +187,7 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
 
 
 async def test_someone_told_how_to_take_over_a_lock_can_do_it_by_following_the_refusal():
-    from bot.people import Written
+    from bot.core.people import Written
 
     written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
     parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,

@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot import wording
-from bot.control import EXPIRY_GRACE, QUEUE_RETRY, Expire, Remind, next_action, next_due
-from bot.events import (
+from bot.core import wording
+from bot.core.control import EXPIRY_GRACE, QUEUE_RETRY, Expire, Remind, next_action, next_due
+from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
     ApprovalReminded,
@@ -28,13 +28,13 @@ from bot.events import (
     Error,
     HumanResponse,
 )
-from bot.freezes import weekly
-from bot.people import Directory, Person, Written
-from bot.policy import Policy, Timing
-from bot.service import Forbidden, ThreadService, WrongState
+from bot.core.freeze_windows import weekly
+from bot.core.people import Directory, Person, Written
+from bot.core.policy import Policy, Timing
+from bot.core.thread import Thread
+from bot.runtime.service import Forbidden, ThreadService, WrongState
 from bot.testing.memory_freezes import MemoryFreezes
 from bot.testing.memory_timers import MemoryDeployQueue, MemoryTimers
-from bot.thread import Thread
 from tests.unit.conftest import NOW, Parts, make_runner
 
 PEOPLE = Directory([

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.people import (
+from bot.core.people import (
     ANYONE,
     EMAIL,
     NAME,
@@ -23,7 +23,7 @@ from bot.people import (
     may_lock,
     resolve,
 )
-from bot.policy import parse_approvers
+from bot.core.policy import parse_approvers
 
 ALICE = Person("alice", ("U012AB3CD",), ("alice@example.com", "Alice@Corp.Example.com"))
 BOB = Person("bob", ("U045EF6GH",), ("bob@example.com",))

@@ -1,4 +1,4 @@
-"""The reducer (bot.control.next_action) over many threads: whole lifecycles event by event,
+"""The reducer (bot.core.control.next_action) over many threads: whole lifecycles event by event,
 and invariants over thousands of generated threads, valid or not. Pure: no I/O, no clock."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot import events as ev
-from bot.control import (
+from bot.core import events as ev
+from bot.core.control import (
     AskApproval,
     Decide,
     Escalate,
@@ -23,7 +23,7 @@ from bot.control import (
     Stop,
     next_action,
 )
-from bot.events import (
+from bot.core.events import (
     ApprovalExpired,
     ApprovalRequested,
     Cancelled,
@@ -51,8 +51,8 @@ from bot.events import (
     UnlockEnvironment,
     UserMessage,
 )
-from bot.policy import Policy, args_hash
-from bot.thread import STATUSES, Thread
+from bot.core.policy import Policy, args_hash
+from bot.core.thread import STATUSES, Thread
 
 NOW = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 POLICY = Policy(max_steps=5, max_errors=3)

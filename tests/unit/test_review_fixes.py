@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands import deploy_anyway, parse
-from bot.events import DeployService, LockEnvironment, StopDeploys
-from bot.people import Written
-from bot.policy import Policy, PolicyError, Timing
-from bot.ports import Lock
-from bot.thread import Origin, Thread
+from bot.core.commands import deploy_anyway, parse
+from bot.core.events import DeployService, LockEnvironment, StopDeploys
+from bot.core.people import Written
+from bot.core.policy import Policy, PolicyError, Timing
+from bot.core.thread import Origin, Thread
+from bot.runtime.ports import Lock
 from tests.unit.conftest import Parts
 from tests.unit.test_lifecycle import DEPLOY, PEOPLE, Bench, bench, policy
 

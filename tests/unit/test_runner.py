@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.events import (
+from bot.core.events import (
     ApprovalRequested,
     DeployBackend,
     DeployResult,
@@ -17,9 +17,9 @@ from bot.events import (
     ListGitTags,
     RequestMoreInformation,
 )
-from bot.ports import DeployerError, DeployOutcome, DeployRequest, LlmError, Lock
+from bot.core.thread import Origin, Thread
+from bot.runtime.ports import DeployerError, DeployOutcome, DeployRequest, LlmError, Lock
 from bot.testing.memory import Crash
-from bot.thread import Origin, Thread
 from tests.unit.conftest import NOW, TAGS, Parts, die, make_runner, who
 
 ASK = "ship the newest backend please"  # free text: the model decides (not an exact command)
@@ -30,7 +30,7 @@ def types(thread: Thread) -> list[str]:
 
 
 async def launch(parts: Parts, text: str = ASK, user: str = "alice") -> Thread:
-    from bot.service import ThreadService
+    from bot.runtime.service import ThreadService
 
     return await ThreadService(parts.store, parts.policy, None, parts.clock).launch(text, who(user))
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.events import (
+from bot.core.events import (
     ApprovalRequested,
     Cancelled,
     DeployBackend,
@@ -19,9 +19,9 @@ from bot.events import (
     UserMessage,
     stamped,
 )
-from bot.policy import Policy, args_hash
-from bot.service import Forbidden, Invalid, NotFound, Refused, ThreadService, WrongState
-from bot.thread import Origin, Thread
+from bot.core.policy import Policy, args_hash
+from bot.core.thread import Origin, Thread
+from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, WrongState
 from tests.unit.conftest import NOW, TAGS, Parts, who
 
 

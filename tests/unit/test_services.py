@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot import prompt, transcript
-from bot.catalog import Catalog, Service
-from bot.events import (
+from bot.core import prompt, transcript
+from bot.core.catalog import Catalog, Service
+from bot.core.events import (
     ApprovalRequested,
     CommandResult,
     DeployBackend,
@@ -21,11 +21,11 @@ from bot.events import (
     UserMessage,
     load,
 )
-from bot.policy import Policy
-from bot.ports import Check, DeployOutcome, Lock
-from bot.service import ThreadService
+from bot.core.policy import Policy
+from bot.core.thread import Origin, Thread
+from bot.runtime.ports import Check, DeployOutcome, Lock
+from bot.runtime.service import ThreadService
 from bot.testing.memory import MemoryDeployer
-from bot.thread import Origin, Thread
 from tests.unit.conftest import NOW, TAGS, Parts, make_runner, team_policy, who
 
 SHA = {f"v{n}": f"{n}" * 40 for n in range(1, 6)}  # v1 -> 111..., v5 -> 555...
@@ -322,7 +322,7 @@ OLD_EVENTS = [  # as an older version stored them: no service field, no change, 
 
 
 async def old_thread(parts: Parts) -> Thread:
-    from bot.policy import args_hash
+    from bot.core.policy import args_hash
 
     events = [load(raw.replace("ARGS", args_hash("backend", "v1.2.3", "production"))) for raw in OLD_EVENTS]
     return await parts.store.create(Origin(channel="api"), events, thread_id="old")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.settings import Settings
+from bot.config.settings import Settings
 from tests.conftest import settings_variables
 
 SHELL = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.triggers import Happened, Start, Trigger, happened, starts, target_problem
+from bot.core.triggers import Happened, Start, Trigger, happened, starts, target_problem
 
 REPO = {"full_name": "acme/shop", "default_branch": "main"}
 OCTOCAT = {"login": "octocat"}

@@ -1,0 +1,237 @@
+"""Outgoing webhooks: a signed JSON POST to every NOTIFY_WEBHOOK_URL when an approval is
+requested, decided or expires, and when a deploy starts and finishes.
+
+One Notifier among the others (bot/wiring/app.py's fan-out). Each POST runs in the background (a
+slow receiver never holds up a run), signed with HMAC-SHA256 of the raw body under
+NOTIFY_WEBHOOK_SECRET (`X-Deploybot-Signature-256: sha256=<hex>`, GitHub's scheme), with
+`X-Deploybot-Timestamp` (Unix seconds of this attempt), `X-Deploybot-Event` and
+`X-Deploybot-Delivery` (the same on every retry of one payload: receivers dedupe on it).
+Connection failures, timeouts, 408, 429 and 5xx are retried with backoff; any other answer,
+or retries running out, is recorded on the thread as a delivery_failed event and logged.
+Every text in a payload is redacted as the transcript is (bot.core.prompt.redact): a secret a
+person pasted or the model wrote never leaves. The payload is documented in the README
+(Outgoing webhooks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from bot.core import wording
+from bot.core.events import (
+    ApprovalExpired,
+    ApprovalRequested,
+    DeliveryFailed,
+    DeployResult,
+    DeployStarted,
+    Event,
+    HumanResponse,
+)
+from bot.core.prompt import redact
+from bot.core.thread import Thread
+from bot.runtime.retry import retrying
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+SIGNATURE_HEADER = "X-Deploybot-Signature-256"
+TIMESTAMP_HEADER = "X-Deploybot-Timestamp"
+EVENT_HEADER = "X-Deploybot-Event"
+DELIVERY_HEADER = "X-Deploybot-Delivery"
+BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0)  # five retries, about half a minute in all
+TIMEOUT = 10.0  # seconds per attempt
+
+Record = Callable[[str, Sequence[Event]], Awaitable[object]]  # ThreadService.record
+
+
+class _Retryable(Exception):
+    """An answer worth trying again (408, 429, 5xx)."""
+
+
+class _Refused(Exception):
+    """An answer that will not change (any other 4xx, a redirect)."""
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The signature header's value for `body`: `sha256=` and the hex HMAC-SHA256."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def where(url: str) -> str:
+    """A URL as events and logs name it: scheme and host only (its path is often a credential)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
+
+
+def _iso(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def payload(thread: Thread, event: Event) -> dict[str, Any] | None:
+    """The JSON for `event` (README: Outgoing webhooks); None: not one webhooks hear about."""
+    base: dict[str, Any] = {
+        "version": VERSION, "id": event.id, "at": _iso(event.at),
+        "thread": {"id": thread.id, "channel": thread.origin.channel},
+    }
+    match event:
+        case ApprovalRequested():
+            return {**base, "event": "approval.requested", "approval": _approval(event), "deploy": _deploy(event)}
+        case HumanResponse(approval_id=str(approval_id), approve=bool(approve)):
+            request = thread.approval(approval_id)
+            if request is None:
+                return None
+            lapsed = not approve and event.at > request.expires_at
+            if lapsed:  # a reply closed an approval nobody decided: the same payload the watcher sends
+                return expired(thread, request)
+            return {
+                **base, "event": "approval.decided",
+                "approval": {
+                    **_approval(request), "decision": "approved" if approve else "rejected",
+                    "decided_by": event.person or event.user, "text": event.text,
+                },
+                "deploy": _deploy(request),
+            }
+        case DeployStarted():
+            request = next((r for r in thread.of(ApprovalRequested) if r.step_id == event.step_id), None)
+            step = next((e for e in thread.events if e.id == event.step_id), None)
+            deploy = _deploy(request) if request else {
+                "service": getattr(step, "service", None), "tag": getattr(step, "tag", None),
+                "environment": getattr(step, "environment", None), "commit": event.commit,
+            }
+            return {**base, "event": "deploy.started", "deploy": {**deploy, "deploy_id": event.deploy_id}}
+        case ApprovalExpired():
+            request = thread.approval(event.approval_id)
+            return expired(thread, request) if request else None
+        case DeployResult():
+            return {
+                **base, "event": "deploy.finished",
+                "deploy": {
+                    "service": event.service, "tag": event.tag, "environment": event.environment,
+                    "commit": event.commit, "deploy_id": event.deploy_id,
+                },
+                "result": {
+                    "ok": event.ok, "exit_code": event.exit_code, "approved_by": event.approved_by,
+                    "url": event.url or None,
+                },
+            }
+    return None
+
+
+def expired(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
+    """The payload for an approval that lapsed with nobody deciding (its approval_expired
+    event; the id is the approval's, so receivers can dedupe)."""
+    return {
+        "version": VERSION, "id": f"{request.approval_id}-expired", "at": _iso(request.expires_at),
+        "thread": {"id": thread.id, "channel": thread.origin.channel}, "event": "approval.expired",
+        "approval": {**_approval(request), "decision": "expired", "decided_by": None, "text": ""},
+        "deploy": _deploy(request),
+    }
+
+
+def redacted(value: Any, secrets: Sequence[str]) -> Any:
+    """`value` (a payload) with every string in it redacted."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {key: redacted(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redacted(item, secrets) for item in value]
+    return value
+
+
+def _approval(r: ApprovalRequested) -> dict[str, Any]:
+    return {"id": r.approval_id, "requested_by": r.requested_by, "reason": r.reason, "expires_at": _iso(r.expires_at)}
+
+
+def _deploy(r: ApprovalRequested) -> dict[str, Any]:
+    return {"service": r.service, "tag": r.tag, "environment": r.environment, "commit": r.commit}
+
+
+class WebhookNotifier:
+    def __init__(
+        self,
+        urls: Sequence[str],
+        secret: str,
+        record: Record,
+        backoff: Sequence[float] = BACKOFF,
+        timeout: float = TIMEOUT,
+        secrets: Sequence[str] = (),
+    ) -> None:
+        """`secrets`: the values redacted from every payload (Settings.secrets)."""
+        self.urls, self.secret, self.record = tuple(urls), secret, record
+        self.secrets = tuple(secrets)
+        self.backoff, self.timeout = tuple(backoff), timeout
+        self._client: httpx.AsyncClient | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+
+    async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        for event in new:
+            body = payload(thread, event)
+            if body is not None:
+                self.send(thread.id, body)
+
+    def send(self, thread_id: str, body: dict[str, Any]) -> None:
+        """POST `body`, redacted, to every URL, each in the background."""
+        body = redacted(body, self.secrets)
+        raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+        for url in self.urls:
+            task = asyncio.create_task(self._deliver(thread_id, url, raw, body["event"], body["id"]))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _deliver(self, thread_id: str, url: str, raw: bytes, event: str, delivery: str) -> None:
+        attempts = 0
+        try:
+            async for attempt in retrying(
+                self.backoff, (httpx.TransportError, _Retryable), f"webhook {event} to {where(url)}", log,
+            ):
+                with attempt:
+                    attempts += 1
+                    await self._post(url, raw, event, delivery)
+        except (httpx.HTTPError, _Retryable, _Refused) as e:
+            why = f"{type(e).__name__}: {e}" if not isinstance(e, (_Retryable, _Refused)) else str(e)
+            log.error("thread %s: webhook %s to %s failed: %s", thread_id, event, where(url), why)
+            failed = DeliveryFailed(
+                channel="webhook", to=where(url), reason=wording.delivery_kept_failing(where(url), attempts, why)[:300]
+            )
+            try:
+                await self.record(thread_id, [failed])
+            except Exception:
+                log.exception("thread %s: recording that a webhook failed also failed", thread_id)
+
+    async def _post(self, url: str, raw: bytes, event: str, delivery: str) -> None:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+        response = await self._client.post(url, content=raw, headers={
+            "Content-Type": "application/json",
+            "User-Agent": "deploybot-webhook/1",
+            SIGNATURE_HEADER: sign(self.secret, raw),
+            TIMESTAMP_HEADER: str(int(time.time())),
+            EVENT_HEADER: event,
+            DELIVERY_HEADER: delivery,
+        })
+        if response.status_code in (408, 429) or response.status_code >= 500:
+            raise _Retryable(f"HTTP {response.status_code}")
+        if not 200 <= response.status_code < 300:
+            raise _Refused(f"HTTP {response.status_code}")
+
+    async def drain(self) -> None:
+        while self._sending:
+            await asyncio.gather(*list(self._sending), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        await self.drain()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

@@ -1,0 +1,741 @@
+"""What the console's pages show, from threads, locks and the deploy history: plain values
+the templates print (Jinja2 escapes every one of them). No HTTP here, and no rule of its own:
+who may decide or lock is asked of the policy, and an event's words come from
+bot.core.transcript, as in the markdown transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.core import people, transcript, wording
+from bot.core.events import (
+    DEPLOY_STEPS,
+    STEP_TYPES,
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalRequested,
+    CommandResult,
+    DeployResult,
+    DeployService,
+    DeployStarted,
+    Error,
+    Event,
+    GitTagsResult,
+    HumanResponse,
+    UserMessage,
+    principal_of,
+)
+from bot.core.freeze_windows import ALL, HORIZON, Freeze, FreezeHit, active, occurrences
+from bot.core.people import Identity
+from bot.core.policy import Policy, lock_owner
+from bot.core.thread import Thread
+from bot.runtime.ports import DeployRecord, Lock
+
+OUTPUT_TAIL_LINES = 20
+
+
+def ago(then: datetime, now: datetime) -> str:
+    """`then` as an age: "just now", "5 min ago", "3 h 4 min ago", "2 d ago"."""
+    seconds = int((now - then).total_seconds())
+    if seconds < 60:
+        return "just now" if seconds >= -60 else "in the future"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min ago"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min ago" if minutes else f"{hours} h ago"
+    return f"{hours // 24} d ago"
+
+
+def left(until: datetime, now: datetime) -> str:
+    """Time left until `until`: "59 min left", "expired"."""
+    seconds = int((until - now).total_seconds())
+    if seconds <= 0:
+        return "expired"
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes} min {seconds:02d} s left" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min left"
+
+
+# --- approvals -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    approve: bool
+    by: str  # the person, else the channel's id
+    via: str  # slack, email, token, session, name
+    channel: str
+    evidence: str  # the Slack user id, the address and Message-ID, the token id, the session id
+    at: datetime
+    text: str
+
+
+def decision(event: HumanResponse) -> Decision:
+    return Decision(
+        approve=bool(event.approve), by=event.person or event.user, via=event.via, channel=event.channel,
+        evidence=event.evidence, at=event.at, text=event.text,
+    )
+
+
+@dataclass(frozen=True)
+class Approval:
+    """One approval request as the approvals page and the board show it."""
+
+    thread_id: str
+    request: ApprovalRequested
+    asked: str  # what the requester wrote
+    who_may_decide: str  # "the sre group or carol" (and whoever it was escalated to)
+    why_not: str | None  # why the viewer may not decide; None: they may
+    decided: Decision | None
+    pending: bool  # still waiting (not decided, not expired, not superseded)
+    expired: bool  # lapsed: past its expiry (recorded, or not yet), undecided
+    given: tuple[str, ...] = ()  # who approved so far, one per person, oldest first
+    escalation: ApprovalEscalated | None = None
+    reminders: int = 0  # reminders sent so far
+    expiry: ApprovalExpired | None = None  # the recorded expiry: closed, nothing deployed
+
+    @property
+    def may_decide(self) -> bool:
+        return self.why_not is None and self.pending
+
+    @property
+    def progress(self) -> str:
+        """"1 of 2: approved by bob", for a request that needs several approvals ("" else)."""
+        return wording.approval_progress(self.given, self.request.required) if self.request.required > 1 else ""
+
+    @property
+    def closed_at(self) -> datetime | None:
+        """When it was decided, or expired (as recorded): where the decided list sorts it."""
+        if self.decided is not None:
+            return self.decided.at
+        return self.expiry.at if self.expiry is not None else None
+
+
+def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -> list[Approval]:
+    """Every approval request of `thread`, newest first."""
+    pending = thread.pending_approval(now)
+    open_one = thread.pending_approval()
+    found = []
+    for request in thread.of(ApprovalRequested):
+        made = thread.decision_for(request.approval_id)
+        rules = policy.rules_for(request.environment)
+        escalation = thread.escalation(request.approval_id)
+        expiry = thread.expiry(request.approval_id) if made is None else None
+        approved = thread.approvals_for(request.approval_id)
+        given = tuple(e.person or e.user for e in approved)
+        is_pending = pending is not None and pending.approval_id == request.approval_id
+        why_not = policy.may_decide(viewer, request, escalation.to if escalation else ())
+        if why_not is None and any(principal_of(e) == viewer.principal for e in approved):
+            why_not = wording.already_approved_by_you(len(given), request.required)
+        deciders = list(rules.approvers_as_written or sorted(rules.approvers))
+        deciders += [p for p in (escalation.to if escalation else ()) if p not in deciders]
+        found.append(Approval(
+            thread_id=thread.id,
+            request=request,
+            asked=_asked_before(thread, request),
+            who_may_decide=people.describe(deciders),
+            why_not=why_not,
+            decided=decision(made) if made is not None else None,
+            pending=is_pending,
+            expired=expiry is not None or (
+                made is None and open_one is not None and open_one.approval_id == request.approval_id
+                and not is_pending),
+            given=given,
+            escalation=escalation,
+            reminders=thread.reminded(request.approval_id),
+            expiry=expiry,
+        ))
+    return found[::-1]
+
+
+def _asked_before(thread: Thread, request: ApprovalRequested) -> str:
+    position = thread.events.index(request)
+    for e in reversed(thread.events[:position]):
+        if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text):
+            return e.text
+    return ""
+
+
+# --- the timeline of a thread ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One event of a thread's timeline: its words and, behind a toggle, the event itself."""
+
+    position: int  # 1-based: "fork at this event" keeps events 1..position
+    event: Event
+    words: str
+    raw: str  # the stored event, as JSON
+    model_step: bool  # a step the model chose (its parsed form; what it said, where recorded)
+    forkable: bool
+
+    @property
+    def kind(self) -> str:
+        return self.event.type
+
+
+class Words:
+    """Each event's words and raw JSON, kept by event id (events never change): a page shown
+    again, or a thread's live tail, renders only what is new. Bounded: the oldest go first."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._kept: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    def of(self, e: Event, secrets: tuple[str, ...]) -> tuple[str, str]:
+        kept = self._kept.get(e.id)
+        if kept is None:
+            kept = transcript.text(e, secrets), transcript.CONTROL.sub("", _redacted_json(e, secrets))
+            self._kept[e.id] = kept
+            if len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return kept
+
+
+def timeline(thread: Thread, secrets: tuple[str, ...], words: Words | None = None) -> list[Item]:
+    words = words or Words()
+    forkable = _forkable(thread)
+    items = []
+    for i, e in enumerate(thread.events):
+        said, raw = words.of(e, secrets)
+        items.append(Item(
+            position=i + 1, event=e, words=said, raw=raw,
+            model_step=getattr(e, "source", None) == "llm", forkable=forkable[i],
+        ))
+    return items
+
+
+def _redacted_json(e: Event, secrets: tuple[str, ...]) -> str:
+    from bot.core.prompt import redact  # the one redaction the transcript and the prompt use
+
+    return redact(json.dumps(e.model_dump(mode="json"), indent=2, ensure_ascii=False), secrets)
+
+
+def _forkable(thread: Thread) -> list[bool]:
+    """For each position, whether ThreadService.fork accepts a cut there: not in the middle
+    of a deploy (its step started, its outcome not yet recorded). One pass."""
+    open_step: str | None = None  # the last step so far, if it is a deploy that started and is not closed
+    last_deploy: str | None = None
+    started: set[str] = set()
+    out = []
+    for e in thread.events:
+        if isinstance(e, STEP_TYPES):
+            last_deploy = e.id if isinstance(e, DEPLOY_STEPS) else None
+            open_step = None
+        elif isinstance(e, DeployStarted):
+            started.add(e.step_id)
+            if e.step_id == last_deploy:
+                open_step = last_deploy
+        elif open_step is not None and _closes(e, open_step, thread):
+            open_step = None
+        out.append(open_step is None)
+    return out
+
+
+def _closes(e: Event, step_id: str, thread: Thread) -> bool:
+    """Whether `e` is the outcome of the step `step_id` (as Thread.outcome reads one)."""
+    if isinstance(e, GitTagsResult | DeployResult | CommandResult | Error):
+        return e.step_id == step_id
+    if isinstance(e, HumanResponse) and e.approve is False and e.approval_id:
+        request = thread.approval(e.approval_id)
+        return request is not None and request.step_id == step_id
+    return False
+
+
+# --- threads ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    status: str
+    title: str
+    people: tuple[str, ...]
+    updated: datetime | None
+    version: int
+    forked_from: str | None
+
+
+def row(thread: Thread, now: datetime) -> Row:
+    first = thread.events[0] if thread.events else None
+    return Row(
+        id=thread.id, status=thread.status(now), title=" ".join(str(getattr(first, "text", "")).split())[:140],
+        people=tuple(sorted(_people(thread))), updated=thread.events[-1].at if thread.events else None,
+        version=thread.version, forked_from=thread.origin.forked_from,
+    )
+
+
+def _people(thread: Thread) -> set[str]:
+    found = set()
+    for e in thread.events:
+        if isinstance(e, UserMessage | HumanResponse):
+            found.add(e.person or e.user)
+    return found
+
+
+def matches(thread: Thread, query: str) -> bool:
+    """Search by text or person: every word of `query` is in something a person wrote or in
+    the name of someone who wrote in the thread (case-insensitive)."""
+    words = query.lower().split()
+    if not words:
+        return True
+    haystack = [thread.id]
+    for e in thread.events:
+        if isinstance(e, UserMessage | HumanResponse):
+            haystack += [e.text, e.user, e.person or ""]
+        elif isinstance(e, ApprovalRequested):
+            haystack += [e.service, e.tag, e.environment, e.requested_by]
+    text = "\n".join(haystack).lower()
+    return all(w in text for w in words)
+
+
+# --- deploys: what runs now, and each deploy's audit trail --------------------------------------
+
+
+@dataclass(frozen=True)
+class Running:
+    thread_id: str
+    service: str
+    tag: str
+    environment: str
+    deploy_id: str
+    since: datetime
+
+
+def running(thread: Thread) -> Running | None:
+    """The deploy this thread has started and not finished, if any."""
+    last = thread.last_step()
+    if last is None or not isinstance(last[1], DEPLOY_STEPS) or thread.cancelled():
+        return None
+    step = last[1]
+    started = thread.started(step.id)
+    if started is None or thread.outcome(step) is not None:
+        return None
+    return Running(thread.id, step.service, step.tag, step.environment, started.deploy_id, started.at)
+
+
+@dataclass(frozen=True)
+class Queued:
+    """An approved deploy waiting in line (status waiting_for_lock): for a lock, or a freeze."""
+
+    thread_id: str
+    service: str
+    tag: str
+    environment: str
+    position: int
+    behind: str  # what it waits for, as the bot said it
+    since: datetime
+
+    @property
+    def words(self) -> str:
+        return wording.queued(wording.what_to_deploy(self.service, self.tag, self.environment),
+                              self.behind, self.position)
+
+
+def queued(thread: Thread, now: datetime) -> Queued | None:
+    """The deploy this thread has waiting in line, if it waits."""
+    last = thread.last_step()
+    if last is None or not isinstance(last[1], DEPLOY_STEPS) or thread.status(now) != "waiting_for_lock":
+        return None
+    step = last[1]
+    said = thread.queued(step.id)
+    if said is None:
+        return None
+    return Queued(thread.id, step.service, step.tag, step.environment, said.position, said.behind, said.at)
+
+
+BLOCKING = ("checks", "frozen")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A deploy that failing CI checks or a freeze stopped: "deploy anyway" may force it."""
+
+    service: str
+    tag: str
+    environment: str
+    kind: str  # checks, frozen
+    message: str  # what the bot said stopped it
+    why_not: str | None  # why the viewer may not deploy it anyway; None: they may
+
+    @property
+    def may_force(self) -> bool:
+        return self.why_not is None
+
+
+def blocked(thread: Thread, viewer: Identity, policy: Policy) -> Blocked | None:
+    """The deploy "deploy anyway" in this thread would force, as bot.runtime.agent finds it: the
+    newest deploy step, unless a refused "deploy anyway" (passed over), when CI checks or a
+    freeze stopped it; None when the thread is cancelled or waits on an approval."""
+    if thread.cancelled() or thread.pending_approval() is not None:
+        return None
+    for e in reversed(thread.events):
+        if not isinstance(e, DEPLOY_STEPS):
+            continue
+        outcome = thread.outcome(e)
+        if getattr(e, "force", None) and isinstance(outcome, Error) and outcome.kind == "validation":
+            continue
+        if isinstance(outcome, Error) and outcome.kind in BLOCKING:
+            return Blocked(e.service, e.tag, e.environment, outcome.kind, outcome.message,
+                           policy.may_force(viewer, e.environment))
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class Audit:
+    """A deploy from request to outcome: what was asked (and by whom), what was proposed,
+    the approval and its evidence, the run, and its result."""
+
+    request: Event | None = None  # the message or feedback that led to the proposal
+    proposal: Event | None = None
+    approval: ApprovalRequested | None = None
+    decision: Decision | None = None
+    started: DeployStarted | None = None
+    result: DeployResult | None = None
+    output_tail: str = ""
+
+    @property
+    def asked_by(self) -> str:
+        e = self.request
+        if isinstance(e, UserMessage | HumanResponse) and not (e.via == people.AGENT and self.approval):
+            return e.person or e.user
+        return self.approval.asker if self.approval else ""  # an agent's: with whose it is
+
+
+def audit(
+    thread: Thread | None, deploy_id: str, secrets: tuple[str, ...] = (), record: DeployRecord | None = None
+) -> Audit:
+    """The trail of the deploy `deploy_id` in `thread`; when the thread is gone (removed after
+    THREAD_RETENTION), what its history `record` kept of it (empty for records older than that)."""
+    if thread is None:
+        return recorded_audit(record) if record is not None else Audit()
+    from bot.core.prompt import redact
+
+    result = next((e for e in thread.of(DeployResult) if e.deploy_id == deploy_id), None)
+    started = next((e for e in thread.of(DeployStarted) if e.deploy_id == deploy_id), None)
+    step_id = result.step_id if result else started.step_id if started else None
+    if step_id is None:
+        return recorded_audit(record) if record is not None else Audit()
+    position, proposal = next(((i, e) for i, e in enumerate(thread.events) if e.id == step_id), (0, None))
+    request = next(
+        (e for e in reversed(thread.events[:position])
+         if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text)),
+        None,
+    )
+    approval = thread.approval_for(step_id)
+    made = thread.decision_for(approval.approval_id) if approval else None
+    tail = ""
+    if result and result.output:
+        tail = transcript.CONTROL.sub("", redact("\n".join(result.output.splitlines()[-OUTPUT_TAIL_LINES:]), secrets))
+    return Audit(request, proposal, approval, decision(made) if made else None, started, result, tail)
+
+
+def recorded_audit(record: DeployRecord) -> Audit:
+    """The audit trail as the history record kept it: the same events the thread had, as
+    far as the record holds them (no commit list of the change, no raw JSON)."""
+    request = UserMessage(
+        text=record.request, user=record.requested_by, person=record.requested_by or None,
+        via=record.requested_via, channel=record.requested_channel or "api", evidence=record.request_evidence,
+        at=record.requested_at,
+    ) if record.requested_at else None
+    proposal = DeployService(
+        tag=record.tag, environment=record.environment, service=record.service, reason=record.proposal_reason or None,
+        source=record.proposed_by if record.proposed_by in ("llm", "command", "bot") else "command",
+        rollback_of=record.rollback_of, at=record.proposed_at,
+    ) if record.proposed_at else None
+    approval = ApprovalRequested(
+        approval_id=record.approval_id, step_id="", thread_id=record.thread_id, args_hash="", service=record.service,
+        tag=record.tag, commit=record.commit, environment=record.environment, requested_by=record.requested_by,
+        expires_at=record.approval_expires_at or record.approval_asked_at, at=record.approval_asked_at,
+    ) if record.approval_id and record.approval_asked_at else None
+    made = Decision(
+        approve=True, by=record.decided_by or record.approved_by or "", via=record.decided_via,
+        channel=record.decided_channel, evidence=record.decision_evidence, at=record.decided_at, text="",
+    ) if record.decided_at else None
+    started = DeployStarted(
+        step_id="", deploy_id=record.deploy_id, commit=record.commit, at=record.started_at,
+    ) if record.started_at else None
+    result = DeployResult(
+        step_id="", deploy_id=record.deploy_id, service=record.service, tag=record.tag,
+        environment=record.environment, commit=record.commit, ok=record.ok, exit_code=record.exit_code,
+        approved_by=record.approved_by, url=record.url, at=record.at,
+    ) if record.started_at else None
+    return Audit(request, proposal, approval, made, started, result, record.output_tail)
+
+
+def record_fields(record: DeployRecord, trail: Audit) -> dict[str, Any]:
+    """One deploy as a flat row for the CSV and JSON Lines exports: every field of the
+    record (whatever fields it has), then its audit trail."""
+    row: dict[str, Any] = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(record).items()}
+    d = trail.decision
+    row.update({
+        "requested_by": trail.asked_by,
+        "requested_at": trail.request.at.isoformat() if trail.request else "",
+        "request": getattr(trail.request, "text", "") if trail.request else "",
+        "approval_id": trail.approval.approval_id if trail.approval else "",
+        "decided_by": d.by if d else "",
+        "decided_via": d.via if d else "",
+        "decided_channel": d.channel if d else "",
+        "decision_evidence": d.evidence if d else "",
+        "decided_at": d.at.isoformat() if d else "",
+        "started_at": trail.started.at.isoformat() if trail.started else "",
+        "exit_code": trail.result.exit_code if trail.result else None,
+        "finished_at": trail.result.at.isoformat() if trail.result else "",
+    })
+    return row
+
+
+# --- the board ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A deploy record as the board and the history show it (the partial _record.html).
+    `may_roll_back`: show its Roll back button (see `rollbackable`)."""
+
+    record: DeployRecord
+    asked_by: str = ""
+    may_roll_back: bool = False
+
+
+@dataclass(frozen=True)
+class Held:
+    lock: Lock
+    by: str  # a person, or "deploy <deploy id>"
+    manual: bool
+    thread_id: str | None  # the deploying thread, for a deploy's own lock
+    may_unlock: bool
+    take: bool = False  # someone else's lock set by hand: lifted only with a reason (they are told)
+
+
+@dataclass(frozen=True)
+class ServiceRow:
+    """One service in one environment on the board: what is on, its own lock."""
+
+    name: str
+    in_catalog: bool  # False: deployed there once, no longer in the catalog (no buttons)
+    current: Deployed | None = None  # its newest successful deploy
+    failed: Deployed | None = None  # its newest deploy, when that failed
+    lock: Held | None = None  # its own lock (the environment's is the card's)
+
+
+@dataclass
+class Environment:
+    name: str
+    protected: bool
+    approvers: str
+    lockers: str
+    services: list[ServiceRow] = field(default_factory=list)
+    lock: Held | None = None  # on the whole environment
+    may_lock: bool = False
+    why_not_lock: str | None = None
+    running: list[Running] = field(default_factory=list)
+    waiting: list[Approval] = field(default_factory=list)
+    in_line: list[Queued] = field(default_factory=list)
+    freeze: Freezing | None = None  # what stops its deploys now
+    next_freeze: Window | None = None  # its next scheduled freeze window
+    stop: Stop | None = None  # the viewer's Stop / Resume buttons for it
+
+
+def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
+    rules = policy.rules_for(name)
+    why = policy.may_lock(viewer, name)
+    return Environment(
+        name=name, protected=rules.protected,
+        approvers=people.describe(rules.approvers_as_written or sorted(rules.approvers)),
+        lockers=people.describe(rules.lockers_as_written or sorted(rules.lockers)),
+        may_lock=why is None, why_not_lock=why,
+    )
+
+
+_DEPLOY_OWNER = re.compile(r"^(?P<thread>.+)-[0-9a-f]{16}$")  # bot.runtime.deploying.deploy_id: thread id, step id
+
+
+def held(lock: Lock, policy: Policy, viewer: Identity) -> Held:
+    manual = lock.owner.startswith("manual:")
+    deploying = _DEPLOY_OWNER.match(lock.owner)
+    return Held(
+        lock=lock, by=lock.owner.removeprefix("manual:") if manual else f"deploy {lock.owner}", manual=manual,
+        thread_id=None if manual else deploying["thread"] if deploying else lock.owner,
+        may_unlock=policy.may_unlock(viewer, lock.environment, lock.owner) is None,
+        take=manual and lock.owner != lock_owner(viewer),
+    )
+
+
+def services_in(environment: str, policy: Policy) -> list[str]:
+    """The catalog's services that deploy to `environment`, in the catalog's order."""
+    return [s for s in policy.catalog.names if policy.catalog.invalid(s, environment) is None]
+
+
+def service_rows(
+    environment: str,
+    services: Sequence[str],
+    records: Sequence[DeployRecord],
+    locks: Iterable[Lock],
+    policy: Policy,
+    viewer: Identity,
+    asked: dict[str, str],
+    may_start: bool,
+) -> list[ServiceRow]:
+    """A row per service of `services` (the catalog's there), then one per other service
+    the history of `environment` (newest first) still shows deployed there."""
+    current = latest_per_service(records)
+    newest = newest_per_service(records)
+    own = {lock.service: lock for lock in locks if lock.service}
+    rollbackable_ids = rollbackable(records)
+    extra = sorted(r.service for r in current if r.service not in services)
+    rows = []
+    for name in [*services, *extra]:
+        in_catalog = name in services
+        on = next((r for r in current if r.service == name), None)
+        last = newest.get(name)
+        rows.append(ServiceRow(
+            name=name, in_catalog=in_catalog,
+            current=deployed(on, asked, may_start and in_catalog and on.deploy_id in rollbackable_ids) if on else None,
+            failed=deployed(last, asked) if last is not None and not last.ok else None,
+            lock=held(own[name], policy, viewer) if name in own else None,
+        ))
+    return rows
+
+
+def deployed(record: DeployRecord, asked: dict[str, str], may_roll_back: bool = False) -> Deployed:
+    return Deployed(record, asked.get(record.deploy_id, ""), may_roll_back)
+
+
+def rollbackable(records: Iterable[DeployRecord]) -> set[str]:
+    """The deploy ids, among `records` (a whole history, of one environment or several),
+    that a rollback would roll back: each service's current deploy in each environment (its
+    newest successful one), unless it is faulty or itself a rollback (those the thread would
+    refuse: a rollback is not rolled back, it is rolled forward)."""
+    found: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    for r in newest_first(list(records)):
+        if not r.ok or (r.environment, r.service) in seen:
+            continue
+        seen.add((r.environment, r.service))
+        if not r.faulty and not r.rollback_of:
+            found.add(r.deploy_id)
+    return found
+
+
+def current_of(records: Iterable[DeployRecord], service: str) -> DeployRecord | None:
+    """`service`'s newest successful deploy among `records` (one environment's)."""
+    return next((r for r in newest_first(list(records)) if r.ok and r.service == service), None)
+
+
+def newest_per_service(records: Iterable[DeployRecord]) -> dict[str, DeployRecord]:
+    """Each service's newest record, whatever its outcome (records newest first)."""
+    newest: dict[str, DeployRecord] = {}
+    for r in records:
+        newest.setdefault(r.service, r)
+    return newest
+
+
+def latest_per_service(records: Iterable[DeployRecord]) -> list[DeployRecord]:
+    latest: dict[str, DeployRecord] = {}
+    for r in records:
+        if r.ok:
+            latest.setdefault(r.service, r)
+    return sorted(latest.values(), key=lambda r: r.service)
+
+
+def ordered(environments: Iterable[str], policy: Policy) -> list[str]:
+    """Protected environments last (production at the bottom of the board reads like a pipeline)."""
+    return sorted(environments, key=lambda e: (policy.rules_for(e).protected, e))
+
+
+def newest_first(records: Sequence[DeployRecord]) -> list[DeployRecord]:
+    return sorted(records, key=lambda r: r.at, reverse=True)
+
+
+# --- freezes: what stops deploys now, the next scheduled window, and stop-the-line -------------
+
+
+@dataclass(frozen=True)
+class Freezing:
+    """A freeze that holds now (for one environment, or for every one: scope "*")."""
+
+    scope: str
+    hit: FreezeHit
+
+    @property
+    def words(self) -> str:
+        """The bot's own sentence (a deploy it stops says the same)."""
+        return wording.frozen(wording.freeze_scope(self.scope), self.hit.reason, self.hit.until, self.hit.source)
+
+    @property
+    def kind(self) -> str:
+        return self.hit.kind
+
+
+def freezing(freezes: Sequence[Freeze], scope: str, now: datetime) -> Freezing | None:
+    """What stops deploys to `scope` now: an environment's name (every freeze that covers it),
+    or "*" (only the freezes set for every environment)."""
+    relevant = [f for f in freezes if f.environments == ALL] if scope == ALL else list(freezes)
+    hit = active(relevant, scope, now)
+    return Freezing(scope, hit) if hit is not None else None
+
+
+@dataclass(frozen=True)
+class Window:
+    """A scheduled freeze's next window: from `start` to `end` (UTC)."""
+
+    start: datetime
+    end: datetime | None
+    freeze: Freeze
+
+
+def next_window(freezes: Iterable[Freeze], environment: str, now: datetime,
+                ahead: timedelta = HORIZON) -> Window | None:
+    """The scheduled freeze window (deploybot.toml's, weekly or one-off) on `environment`
+    that starts next after `now`, within `ahead`."""
+    soonest: Window | None = None
+    for freeze in freezes:
+        if freeze.kind == "stop-the-line" or not freeze.applies_to(environment):
+            continue
+        for start, end in occurrences(freeze, now, now + ahead):
+            if start > now and (soonest is None or start < soonest.start):
+                soonest = Window(start, end, freeze)
+                break
+    return soonest
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The viewer's stop-the-line buttons for a scope (an environment, or "*")."""
+
+    scope: str
+    stopped: Freeze | None  # the stop-the-line freeze set for exactly this scope
+    why_not: str | None  # why the viewer may not stop or resume here; None: they may
+
+    @property
+    def may_stop(self) -> bool:
+        return self.why_not is None and self.stopped is None
+
+    @property
+    def may_resume(self) -> bool:
+        return self.why_not is None and self.stopped is not None
+
+    @property
+    def where(self) -> str:
+        return wording.freeze_scope(self.scope)
+
+
+def stop(scope: str, stopped: Iterable[Freeze], policy: Policy, viewer: Identity, may_start: bool,
+         store: bool) -> Stop:
+    """`stopped`: the stop-the-line freezes set now. `store`: whether stopping is possible here."""
+    mine = next((f for f in stopped if f.kind == "stop-the-line" and f.scope == scope), None)
+    why = policy.may_stop(viewer, scope) if may_start else wording.shared_token_cannot("stop or resume deploys")
+    if not store:
+        why = wording.cannot_stop_here()
+    return Stop(scope, mine, why)

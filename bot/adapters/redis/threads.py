@@ -1,0 +1,474 @@
+"""Threads in Redis: one list of JSON events per thread, appended with compare-and-set.
+
+The list length is the thread's version. Appending is O(1), one round trip, and never
+rewrites history;
+a writer that read an older version gets a Conflict, re-reads what it missed
+(`LRANGE key version -1`, also O(new events)) and decides again.
+
+Creating a thread and appending to it WAIT for a replica when given `replicas` and the
+master has one (bot/adapters/redis/replicas.py), in the same round trip: a decision,
+`deploy_started` or a deploy's result acknowledged here survives a failover.
+
+The status index (keys `{threads}:...`, one slot): a hash, thread id -> "<version> <status>",
+and a sorted set per status, thread id -> when it entered that status. create() and
+release() update it in the same round trip as the thread's own script (beside it, in a
+pipeline: on a cluster it is another slot, so it is a separate command, sent after the
+thread's). An update carrying an older version than the hash holds is ignored, so updates
+that arrive out of order never move a thread back. What can leave it behind for a while:
+a person's append (the service indexes right after it, then kicks a run, whose release
+indexes again), or a process dying between a thread's script and the index update; the
+sweep of active threads repairs whatever it finds behind (bot/runtime/worker.py), and gc never
+removes a thread whose stored version is not the one indexed (bot/runtime/gc.py).
+
+A compacted thread (bot/adapters/redis/packing.py) is one `packed` key instead of `meta` and
+`events`; load and claim unpack it, and an append first expands it back into a list, in one
+script, so the list length is the version again.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from bot.adapters.redis import packing, scripts
+from bot.adapters.redis.keys import Keys
+from bot.adapters.redis.replicas import Replicas
+from bot.adapters.redis.replies import text
+from bot.core import events as ev
+from bot.core.events import Event, new_id
+from bot.core.thread import FINISHED, STATUSES, Origin, Thread
+from bot.runtime.ports import Conflict, LeaseLost, Removal, ThreadExists, ThreadNotFound
+from bot.runtime.retry import retrying
+
+log = logging.getLogger(__name__)
+
+# KEYS: events, lease, packed. ARGV: expected version, the run appending ('' for people, who need no
+# lease), then the events to append. Every thread is created with its first event, so an
+# empty list means an unknown thread. Returns the new version; -1 for an unknown thread;
+# -2 - actual_version on a lost race; 0 when another run holds the thread's lease (a run
+# whose lease lapsed must not decide anything any more); 'packed' for a compacted thread
+# (expand it, then append).
+_APPEND = """
+local n = redis.call('LLEN', KEYS[1])
+if n == 0 then
+  if redis.call('EXISTS', KEYS[3]) == 1 then return 'packed' end
+  return -1
+end
+if n ~= tonumber(ARGV[1]) then return -2 - n end
+if ARGV[2] ~= '' then
+  local holder = redis.call('GET', KEYS[2])
+  if holder and holder ~= ARGV[2] then return 0 end
+end
+return redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+"""
+
+
+# KEYS: meta, events, packed. ARGV: created-at, origin JSON, then the first events.
+# Returns 1, or 0 when the id is taken (nothing is written then).
+_CREATE = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if redis.call('HSETNX', KEYS[1], 'created', ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'origin', ARGV[2])
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
+return 1
+"""
+
+
+# KEYS: lease. ARGV: owner, ttl in ms. Take a free lease or extend our own.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+# KEYS: lease, meta, events, packed. ARGV: owner, ttl in ms. The lease and the thread in one
+# round trip: {1, origin, events...}, {2, packed} for a compacted thread, {0} when another
+# runner holds it, {-1} for an unknown thread.
+_CLAIM = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return {0} end
+local origin = redis.call('HGET', KEYS[2], 'origin')
+if not origin then
+  local packed = redis.call('GET', KEYS[4])
+  if not packed then return {-1} end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {2, packed}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local out = redis.call('LRANGE', KEYS[3], 0, -1)
+table.insert(out, 1, origin)
+table.insert(out, 1, 1)
+return out
+"""
+# KEYS: lease, events. ARGV: owner, version. Let go, and return what was appended after
+# `version` meanwhile (by a writer that could not run the thread while we held it).
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return redis.call('LRANGE', KEYS[2], tonumber(ARGV[2]), -1)
+"""
+
+
+# KEYS: packed, meta, events. ARGV: the packed value read, created-at, origin, the events.
+# A compacted thread back into its list (before an append), unless it changed since read.
+_EXPAND = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[2], 'created', ARGV[2], 'origin', ARGV[3])
+redis.call('RPUSH', KEYS[3], unpack(ARGV, 4))
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
+# KEYS: events, meta, lease, packed. ARGV: version, the packed value. Compact a thread still
+# at `version` that no run holds.
+_COMPACT = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[4], ARGV[2])
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+"""
+
+# KEYS: events, meta, lease, packed. ARGV: the version the index has. Delete a thread that
+# is still at that version (or compacted: compaction checked it was finished) and not held.
+_REMOVE = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return 'kept' end
+local n = redis.call('LLEN', KEYS[1])
+if n == 0 then
+  if redis.call('DEL', KEYS[4], KEYS[2]) > 0 then return 'removed' end
+  return 'gone'
+end
+if n ~= tonumber(ARGV[1]) then return 'kept' end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 'removed'
+"""
+
+# The status index, one slot. KEYS: the `indexed` hash, the to-compact set, then one sorted
+# set per status. ARGV: thread id, version, status, score (now), whether the status is a
+# finished one ('1'/'0'), then the status of each sorted set, in KEYS' order.
+# Returns 1, or 0 when the index already has a newer version.
+_INDEX = """
+local byname = {}
+for i = 6, #ARGV do byname[ARGV[i]] = KEYS[i - 3] end
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+local was_finished = false
+if old then
+  local sep = string.find(old, ' ', 1, true)
+  if tonumber(string.sub(old, 1, sep - 1)) > tonumber(ARGV[2]) then return 0 end
+  local status = string.sub(old, sep + 1)
+  if status ~= ARGV[3] and byname[status] then redis.call('ZREM', byname[status], ARGV[1]) end
+  was_finished = status == 'done' or status == 'failed' or status == 'cancelled'
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3])
+redis.call('ZADD', byname[ARGV[3]], 'NX', ARGV[4], ARGV[1])
+if ARGV[5] == '1' then
+  if not was_finished then redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[1]) end
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return 1
+"""
+# KEYS and ARGV[1] as _INDEX: forget the thread.
+_UNINDEX = """
+for i = 2, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+return redis.call('HDEL', KEYS[1], ARGV[1])
+"""
+
+
+def encode_cursor(score: float, member: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([score, member]).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    """ValueError unless it is a cursor encode_cursor made."""
+    try:
+        score, member = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except Exception as e:
+        raise ValueError("not a cursor from this listing") from e
+    if isinstance(score, bool) or not isinstance(score, int | float) or not isinstance(member, str):
+        raise ValueError("not a cursor from this listing")
+    try:
+        value = float(score)
+    except OverflowError as e:  # a 300-digit integer
+        raise ValueError("not a cursor from this listing") from e
+    if not math.isfinite(value):  # NaN or infinity: Redis refuses them as scores
+        raise ValueError("not a cursor from this listing")
+    return value, member
+
+
+def page_of(entries: list[tuple[float, str]], limit: int) -> tuple[list[str], str | None]:
+    """Entries newest first (at most limit + 1 of them) -> the page and the next cursor."""
+    shown = entries[:limit]
+    more = len(entries) > limit and shown
+    return [m for _, m in shown], encode_cursor(*shown[-1]) if more else None
+
+
+Scored = list[tuple[bytes, float]]  # a sorted set's reply WITHSCORES
+FACT_ATTEMPTS = 50  # each one lost a race to another writer; re-read and append at once
+
+
+class RedisThreadStore:
+    def __init__(self, redis: Redis, keys: Keys | None = None, replicas: Replicas | None = None) -> None:
+        self.redis = redis
+        self.keys = keys or Keys()
+        self.replicas = replicas  # None: writes never WAIT (no replicas, or a cluster)
+
+    async def create(
+        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
+    ) -> Thread:
+        if not events:
+            raise ValueError("a thread starts with at least one event")
+        thread_id = thread_id or new_id()
+        now = time.time()
+        thread = Thread(thread_id, tuple(events), origin)
+        keys = [self.keys.meta(thread_id), self.keys.events(thread_id), self.keys.packed(thread_id)]
+        args: list[float | str] = [now, origin.dump(), *(ev.dump(e) for e in events)]
+        # One round trip: the thread's keys in one script (one cluster slot), the global
+        # recency index and the status index beside it in the same pipeline (not a
+        # transaction: other slots), then WAIT for a replica when there is one.
+        wait_ms = await self.replicas.timeout_ms() if self.replicas else 0
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_CREATE, len(keys), *keys, *args)
+            pipe.zadd(self.keys.recent(), {thread_id: now}, nx=True)
+            self._index_in(pipe, thread, now)
+            if wait_ms:
+                pipe.wait(1, wait_ms)
+            created, _, _, *acked = await pipe.execute()
+        if self.replicas and acked:
+            self.replicas.acked(acked[0], f"thread {thread_id}: creating it")
+        if not created:
+            existing = await self.load(thread_id)
+            await self.index(existing)  # ours went to the index with the thread that was there
+            if await self._landed(thread_id, 0, events):
+                return existing
+            raise ThreadExists(thread_id)
+        return thread
+
+    async def load(self, thread_id: str) -> Thread:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hget(self.keys.meta(thread_id), "origin")
+            pipe.lrange(self.keys.events(thread_id), 0, -1)
+            pipe.get(self.keys.packed(thread_id))
+            origin, raw, packed = await pipe.execute()
+        if origin is None:
+            if packed is None:
+                raise ThreadNotFound(thread_id)
+            return self._unpacked(thread_id, packed)
+        return Thread(thread_id, tuple(ev.load(r) for r in raw), Origin.model_validate_json(origin))
+
+    @staticmethod
+    def _unpacked(thread_id: str, packed: bytes) -> Thread:
+        _, origin, raw = packing.unpack(packed)
+        return Thread(thread_id, tuple(ev.load(r) for r in raw), Origin.model_validate_json(origin))
+
+    async def refresh(self, thread: Thread) -> Thread:
+        # A compacted thread has an empty list, and nothing new: it is expanded before an append.
+        raw = await self.redis.lrange(self.keys.events(thread.id), thread.version, -1)
+        return thread.extended([ev.load(r) for r in raw])
+
+    async def append(self, thread: Thread, events: Sequence[Event], holder: str | None = None) -> Thread:
+        if not events:
+            return thread
+        keys = [self.keys.events(thread.id), self.keys.lease(thread.id), self.keys.packed(thread.id)]
+        args = (thread.version, holder or "", *(ev.dump(e) for e in events))
+        for _ in range(3):  # a compacted thread is expanded, then appended to
+            if self.replicas:  # WAITs for a replica in the same round trip, when there is one
+                version = await self.replicas.script(
+                    _APPEND, keys, *args, what=f"thread {thread.id}: appending {events[0].type}"
+                )
+            else:
+                version = await self._script(_APPEND, keys, *args)
+            if not isinstance(version, bytes | str):
+                break
+            await self._expand(thread.id)
+        else:
+            raise RuntimeError(f"thread {thread.id}: compacted again while appending, three times")
+        if version == -1:
+            raise ThreadNotFound(thread.id)
+        if version == 0:
+            raise LeaseLost(thread.id)
+        if version < -1:
+            if await self._landed(thread.id, thread.version, events):
+                return await self.refresh(thread)
+            raise Conflict(thread.id, thread.version, -2 - version)
+        return thread.extended(events)
+
+    async def _expand(self, thread_id: str) -> None:
+        """A compacted thread back into its list, as it was (nothing if that happened already)."""
+        packed = cast(bytes | None, await self.redis.get(self.keys.packed(thread_id)))
+        if packed is None:
+            return
+        created, origin, raw = packing.unpack(packed)
+        keys = [self.keys.packed(thread_id), self.keys.meta(thread_id), self.keys.events(thread_id)]
+        await self._script(_EXPAND, keys, packed, created, origin, *raw)
+
+    async def _landed(self, thread_id: str, version: int, events: Sequence[Event]) -> bool:
+        """Did these events land already? redis-py resends a command whose connection broke
+        (a Redis restart), and the first send may have run: then the "conflict" is our own
+        write, and appending again would record everything twice."""
+        first = await self.redis.lindex(self.keys.events(thread_id), version)
+        return first is not None and ev.load(first).id == events[0].id
+
+    async def append_fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        what = f"thread {thread.id}: appending {events[0].type if events else 'nothing'}"
+        try:
+            async for attempt in retrying([0] * (FACT_ATTEMPTS - 1), (Conflict,), what, log, logging.DEBUG):
+                with attempt:
+                    if attempt.retry_state.attempt_number > 1:
+                        thread = await self.refresh(thread)  # take in what beat us, then append
+                    return await self.append(thread, events)
+        except Conflict as e:
+            raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts") from e
+        raise AssertionError("unreachable: retrying returns or raises")
+
+    async def _script(self, source: str, keys: list[str], *args: object) -> Any:
+        return await scripts.run(self.redis, source, keys, *args)
+
+    async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
+        return bool(await self._script(_LEASE, [self.keys.lease(thread_id)], owner, ttl_ms))
+
+    async def claim(self, thread_id: str, owner: str, ttl_ms: int) -> Thread | None:
+        keys = [self.keys.lease(thread_id), self.keys.meta(thread_id), self.keys.events(thread_id),
+                self.keys.packed(thread_id)]
+        reply = await self._script(_CLAIM, keys, owner, ttl_ms)
+        if reply[0] == -1:
+            raise ThreadNotFound(thread_id)
+        if reply[0] == 0:
+            return None
+        if reply[0] == 2:
+            return self._unpacked(thread_id, reply[1])
+        return Thread(thread_id, tuple(ev.load(r) for r in reply[2:]), Origin.model_validate_json(reply[1]))
+
+    async def release(self, thread: Thread, owner: str) -> Thread:
+        """One round trip: the script (one slot), and the recency and status indexes beside
+        it. EVAL, not EVALSHA: redis-py's cluster pipeline refuses EVALSHA, and these
+        scripts are short. The status indexed is `thread`'s: if more was appended meanwhile,
+        the caller runs the thread again and releases it again."""
+        keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
+        now = time.time()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_RELEASE, len(keys), *keys, owner, thread.version)
+            pipe.zadd(self.keys.recent(), {thread.id: now}, xx=True)
+            self._index_in(pipe, thread, now)
+            raw, _, _ = await pipe.execute(raise_on_error=False)
+        if isinstance(raw, Exception):
+            raise raw
+        return thread.extended([ev.load(r) for r in raw])
+
+    async def recent(self, limit: int) -> list[str]:
+        # Members only: redis-py's declared reply type also covers WITHSCORES pairs.
+        ids = cast(list[bytes | str], await self.redis.zrevrange(self.keys.recent(), 0, limit - 1))
+        return [text(i) for i in ids]
+
+    # --- the status index -------------------------------------------------------------------
+
+    def _index_keys(self) -> list[str]:
+        return [self.keys.indexed(), self.keys.to_compact(), *(self.keys.by_status(s) for s in STATUSES)]
+
+    def _index_in(self, pipe: Any, thread: Thread, now: float) -> None:
+        status = thread.status()
+        keys = self._index_keys()
+        pipe.eval(_INDEX, len(keys), *keys, thread.id, thread.version, status, now,
+                  "1" if status in FINISHED else "0", *STATUSES)
+
+    async def index(self, thread: Thread) -> None:
+        status = thread.status()
+        await self._script(_INDEX, self._index_keys(), thread.id, thread.version, status, time.time(),
+                           "1" if status in FINISHED else "0", *STATUSES)
+
+    async def listed(
+        self, statuses: Sequence[str] | None, limit: int, cursor: str | None = None
+    ) -> tuple[list[str], str | None]:
+        after = decode_cursor(cursor) if cursor else None
+        keys = [self.keys.recent()] if statuses is None else [self.keys.by_status(s) for s in dict.fromkeys(statuses)]
+        found: dict[str, float] = {}
+        for key in keys:
+            for score, member in await self._after(key, after, limit + 1):
+                found[member] = max(score, found.get(member, score))
+        entries = sorted(((score, member) for member, score in found.items()), reverse=True)
+        return page_of(entries[:limit + 1], limit)
+
+    async def _after(self, key: str, after: tuple[float, str] | None, count: int) -> list[tuple[float, str]]:
+        """Up to `count` members of the sorted set after the cursor, newest first (members of
+        one score in reverse order, as ZREVRANGEBYSCORE gives them)."""
+        top = "+inf" if after is None else repr(after[0])
+        out: list[tuple[float, str]] = []
+        offset, batch = 0, count + 8
+        while True:
+            got = cast(Scored, await self.redis.zrevrangebyscore(key, top, "-inf", start=offset, num=batch,
+                                                                  withscores=True))
+            for member, score in got:
+                m = text(member)
+                if after is not None and score == after[0] and m >= after[1]:
+                    continue  # at or before the cursor, among those of its score
+                out.append((float(score), m))
+            if len(out) >= count or len(got) < batch:
+                return out[:count]
+            offset += len(got)
+
+    # --- retention (bot/runtime/gc.py) --------------------------------------------------------------
+
+    async def finished(self, older_than: float, limit: int) -> list[tuple[str, int]]:
+        before = time.time() - older_than
+        entries: list[tuple[float, str]] = []
+        for status in FINISHED:
+            got = cast(Scored, await self.redis.zrangebyscore(self.keys.by_status(status), "-inf", repr(before),
+                                                              start=0, num=limit, withscores=True))
+            entries += [(float(score), text(member)) for member, score in got]
+        ids = [m for _, m in sorted(entries)[:limit]]
+        if not ids:
+            return []
+        indexed = await self.redis.hmget(self.keys.indexed(), ids)
+        return [(i, int(text(v).split(" ", 1)[0])) for i, v in zip(ids, indexed, strict=True) if v is not None]
+
+    async def remove(self, thread_id: str, version: int) -> Removal:
+        keys = self.keys.thread_keys(thread_id)
+        outcome = text(await self._script(_REMOVE, keys, version))
+        if outcome == "kept":  # it moved on (the index may not know yet) or a run holds it
+            try:
+                await self.index(await self.load(thread_id))
+            except ThreadNotFound:
+                pass
+        return cast(Removal, outcome)
+
+    async def unindex(self, thread_id: str) -> None:
+        keys = self._index_keys()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_UNINDEX, len(keys), *keys, thread_id)
+            pipe.zrem(self.keys.recent(), thread_id)
+            await pipe.execute()
+
+    async def compactable(self, older_than: float, limit: int) -> list[str]:
+        before = time.time() - older_than
+        got = cast(list[bytes], await self.redis.zrangebyscore(self.keys.to_compact(), "-inf", repr(before),
+                                                               start=0, num=limit))
+        return [text(m) for m in got]
+
+    async def compact(self, thread_id: str) -> bool:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hget(self.keys.meta(thread_id), "created")
+            pipe.hget(self.keys.meta(thread_id), "origin")
+            pipe.lrange(self.keys.events(thread_id), 0, -1)
+            created, origin, raw = await pipe.execute()
+        if origin is None or not raw:  # compacted already, or gone
+            await self.redis.zrem(self.keys.to_compact(), thread_id)
+            return False
+        thread = Thread(thread_id, tuple(ev.load(r) for r in raw), Origin.model_validate_json(origin))
+        if thread.status() not in FINISHED:  # the index was behind: it takes it off the list
+            await self.index(thread)
+            return False
+        blob = packing.pack(text(created or b"0"), text(origin), [text(r) for r in raw])
+        keys = self.keys.thread_keys(thread_id)
+        if not await self._script(_COMPACT, keys, len(raw), blob):
+            return False  # moved on meanwhile, or a run holds it: another time
+        await self.redis.zrem(self.keys.to_compact(), thread_id)
+        return True
+
+    async def ping(self) -> None:
+        await self.redis.ping()

@@ -1,6 +1,0 @@
-"""The web console: environments board, approvals inbox, thread timelines, deploy history and
-audit, served by the same app under /console/ (see routes.py)."""
-
-from bot.console.routes import mount
-
-__all__ = ["mount"]

@@ -1,0 +1,454 @@
+"""People: one identity across Slack, email, the API and sign-in, and who may approve or lock.
+Pure: no I/O, no clock, no environment.
+
+A person is a name with the Slack user ids and email addresses that are theirs (from
+deploybot.toml). Whatever reaches the bot (a Slack user id, an email sender, an API token, a
+signed-in session) is turned into an `Identity`: the person, or None for someone the
+directory does not know, plus how they were seen (`via`) and the channel's detail
+(`evidence`: the Slack user id, the address, the token id).
+
+Rules name *principals*:
+- a person's name: whichever channel they come by, they are that person, so alice's Slack
+  id and alice's address are one approver, and approver_must_differ compares people;
+- `*`: anyone, known or not; it is there only where someone wrote it (or in open mode, when
+  nothing at all is configured: today's default);
+- `slack:<id>` / `email:<address>`: a Slack id or address listed in APPROVERS /
+  APPROVER_EMAILS that belongs to nobody in the directory (so those variables keep working
+  without a people file).
+An unknown identity's principal is `<via>:<evidence>`, so it matches only where its raw id
+was listed: it never approves or locks where approvers are named.
+
+Groups are flat: they hold people, not other groups. There are no cycles to guard against,
+and who is in a group can be read off one line of the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from email.utils import parseaddr
+from types import MappingProxyType
+
+from bot.core import wording
+
+ANYONE = "*"
+GROUP = "group:"
+
+# How an identity was seen: its `via`.
+SLACK = "slack"
+EMAIL = "email"
+TOKEN = "token"  # a personal API token; evidence: the token id
+SESSION = "session"  # a signed-in web session; evidence: the session id
+NAME = "name"  # named by someone trusted (a test; the API in open mode); evidence: the name
+API = "api"  # named by the shared API token's `user`, which proves nothing; evidence: the name
+CLI = "cli"  # named with the CLI's --user (it runs where the bot's secrets are); evidence: the name
+AGENT = "agent"  # an AI agent of deploybot.toml's [agents]; evidence: its name (its principal: agent:NAME)
+
+# The bot itself: never decides, locks or unlocks (events it records carry this user).
+BOT_USER = "deploybot"
+
+OPEN_MODE_NOTICE = (
+    "no approvers are configured (no deploybot.toml, no APPROVERS or APPROVER_EMAILS): "
+    "anyone may approve deploys, to protected environments too"
+)
+
+
+def normalize_email(address: str) -> str:
+    """`Alice <Alice@Example.com>` -> `alice@example.com`; addresses compare lower-cased."""
+    _, addr = parseaddr(address)
+    return (addr or address).strip().lower()
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    slack: tuple[str, ...] = ()
+    emails: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An AI agent (deploybot.toml's `[agents.NAME]`): it may ask for deploys to
+    `environments` (empty: any), never decide, lock, unlock, stop, resume or deploy anyway.
+    What it asks counts as its `owner`'s where the requester may not approve. At most
+    `max_open` of its requests are open at once, and `max_per_hour` are made in an hour.
+    Its threads are posted to `notify` (`slack:C…`, `email:…`), where people decide."""
+
+    name: str
+    owner: str | None = None
+    environments: tuple[str, ...] = ()
+    max_open: int = 5
+    max_per_hour: int = 20
+    notify: tuple[str, ...] = ()
+
+    @property
+    def principal(self) -> str:
+        return f"{AGENT}:{self.name}"
+
+    @property
+    def label(self) -> str:
+        """How people see it: `claude-code (agent of alice)`."""
+        return wording.agent_name(self.name, self.owner)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who did something: `person` None means unknown (no powers but `*`)."""
+
+    person: str | None
+    via: str
+    evidence: str
+
+    @property
+    def known(self) -> bool:
+        return self.person is not None
+
+    @property
+    def principal(self) -> str:
+        """What rules compare: the person, else the raw channel id (`slack:U9`)."""
+        return self.person if self.person is not None else f"{self.via}:{self.evidence}"
+
+    @property
+    def label(self) -> str:
+        """How messages name them."""
+        return self.person if self.person is not None else self.evidence
+
+
+# The shared API_TOKEN: the bot's service identity. It may launch threads, read and send
+# free text; it never decides, locks, unlocks or bypasses anything.
+SERVICE = Identity(None, TOKEN, "api")
+# No credentials at all, on a path that asks for none (the web console, which shows a sign-in
+# page): nobody, with no powers.
+ANONYMOUS = Identity(None, "anonymous", "")
+
+
+class Directory:
+    """The people and groups of deploybot.toml, looked up by any channel's id. Refuses a
+    Slack id or an address that two people share, and groups naming anyone but people.
+
+    `trust_names`: open mode (nothing configured, so no people either): a name given by
+    something trusted (`by_name`: the API's `user` field, the CLI's `--user`) is that
+    person, as before people were known; Slack ids and addresses stay unknown."""
+
+    def __init__(
+        self,
+        people: Iterable[Person] = (),
+        groups: Mapping[str, Iterable[str]] | None = None,
+        *,
+        trust_names: bool = False,
+        agents: Iterable[Agent] = (),
+    ) -> None:
+        by_name: dict[str, Person] = {}
+        slack: dict[str, str] = {}
+        email: dict[str, str] = {}
+        for given in people:
+            person = Person(given.name, tuple(given.slack), tuple(normalize_email(a) for a in given.emails))
+            if not person.name or person.name in by_name or person.name == ANYONE or ":" in person.name:
+                raise ValueError(f"{person.name!r} cannot name a person (empty, taken, or holds ':' or '*')")
+            by_name[person.name] = person
+            for table, ids, what in ((slack, person.slack, "Slack id"), (email, person.emails, "address")):
+                for id_ in ids:
+                    owner = table.setdefault(id_, person.name)
+                    if owner != person.name:
+                        raise ValueError(f"the {what} {id_} is both {owner}'s and {person.name}'s")
+        members: dict[str, frozenset[str]] = {}
+        for group, names in (groups or {}).items():
+            members[group] = frozenset(names)
+            strangers = sorted(members[group] - by_name.keys())
+            if strangers:
+                raise ValueError(f"group {group}: {strangers[0]} is not a person (groups hold people, not groups)")
+        self.people: Mapping[str, Person] = MappingProxyType(by_name)
+        self.agents: Mapping[str, Agent] = MappingProxyType(_agents(agents, by_name))
+        self.groups: Mapping[str, frozenset[str]] = MappingProxyType(members)
+        self._slack = slack
+        self._email = email
+        self.trust_names = trust_names and not by_name
+
+    def by_slack(self, user_id: str) -> Identity:
+        user_id = user_id.strip()
+        return Identity(self._slack.get(user_id), SLACK, user_id)
+
+    def by_email(self, address: str) -> Identity:
+        address = normalize_email(address)
+        return Identity(self._email.get(address), EMAIL, address)
+
+    def by_name(self, name: str, *, via: str = NAME, evidence: str | None = None) -> Identity:
+        """A person named by something already trusted: a verified token (via=TOKEN,
+        evidence=the token id), a session, the CLI. A name not in the directory is unknown
+        (in open mode, `trust_names`, any plain name is that person)."""
+        name = name.strip()
+        known = name in self.people or (self.trust_names and _plain_name(name))
+        return Identity(name if known else None, via, name if evidence is None else evidence)
+
+    def person_named(self, text: str) -> str | None:
+        """The person `text` names by any of their ids (name, Slack id, address), or None."""
+        for identity in (self.by_name(text), self.by_slack(text), self.by_email(text)):
+            if identity.person is not None and identity.person in self.people:
+                return identity.person
+        return None
+
+    def by_agent(self, name: str) -> Identity | None:
+        """An agent of deploybot.toml's [agents] (None: no such agent): nobody's person, its
+        principal `agent:NAME`, so no approver list can name it."""
+        return Identity(None, AGENT, name) if name in self.agents else None
+
+    def by_token(self, holder: str, token_id: str) -> Identity | None:
+        """Whoever a verified token was made for (`holder`: a person's name, or an agent's
+        principal `agent:NAME`), or None when they are no longer in deploybot.toml."""
+        if holder.startswith(f"{AGENT}:"):
+            return self.by_agent(holder.removeprefix(f"{AGENT}:"))
+        return self.by_name(holder, via=TOKEN, evidence=token_id) if holder in self.people else None
+
+    def agent_of(self, principal: str) -> Agent | None:
+        """The agent whose principal (`agent:NAME`) this is, if any."""
+        via, _, name = principal.partition(":")
+        return self.agents.get(name) if via == AGENT else None
+
+    def display(self, principal: str) -> str:
+        """How people see whoever `principal` is: an agent with its owner, else as it is."""
+        agent = self.agent_of(principal)
+        return agent.label if agent is not None else principal
+
+    def expand(self, refs: Iterable[str]) -> frozenset[str]:
+        """`["group:sre", "carol", "*"]` -> the people's names, with `*` kept as the marker
+        for anyone. A name or group the directory does not know is a ValueError."""
+        names: set[str] = set()
+        for ref in refs:
+            if ref == ANYONE:
+                names.add(ANYONE)
+            elif ref.startswith(GROUP):
+                group = ref.removeprefix(GROUP)
+                if group not in self.groups:
+                    raise ValueError(f"{ref}: there is no group {group}")
+                names |= self.groups[group]
+            elif ref in self.people:
+                names.add(ref)
+            else:
+                raise ValueError(f"{ref}: there is no such person")
+        return frozenset(names)
+
+
+def _agents(agents: Iterable[Agent], people: Mapping[str, Person]) -> dict[str, Agent]:
+    found: dict[str, Agent] = {}
+    for agent in agents:
+        if not agent.name or agent.name in found or ":" in agent.name or agent.name == ANYONE:
+            raise ValueError(f"{agent.name!r} cannot name an agent (empty, taken, or holds ':' or '*')")
+        if agent.name in people:
+            raise ValueError(f"agent {agent.name}: {agent.name} is a person's name too; name the agent otherwise")
+        if agent.owner is not None and agent.owner not in people:
+            raise ValueError(f"agent {agent.name}: its owner {agent.owner} is not a person")
+        found[agent.name] = agent
+    return found
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name != ANYONE and ":" not in name and name != BOT_USER
+
+
+# --- an environment's rules ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One environment's rules, in principals (see the module's doc). `may_lock` None means
+    the approvers. The `*_as_written` references (`group:sre`, `carol`) only word messages;
+    without them messages list the principals."""
+
+    protected: bool
+    approvers: frozenset[str]
+    approver_must_differ: bool = False
+    may_lock: frozenset[str] | None = None
+    environment: str = ""
+    approvers_as_written: tuple[str, ...] = ()
+    may_lock_as_written: tuple[str, ...] = ()
+
+    @property
+    def lockers(self) -> frozenset[str]:
+        return self.approvers if self.may_lock is None else self.may_lock
+
+    @property
+    def lockers_as_written(self) -> tuple[str, ...]:
+        return self.approvers_as_written if self.may_lock is None else self.may_lock_as_written
+
+
+def _admits(allowed: frozenset[str], identity: Identity) -> bool:
+    return ANYONE in allowed or identity.principal in allowed
+
+
+def _is_someone(identity: Identity) -> bool:
+    return bool(identity.evidence.strip()) and identity.evidence != BOT_USER and identity.person != BOT_USER
+
+
+def _no_powers(identity: Identity, what: str) -> str | None:
+    """Why `identity` can do nothing that needs a person: the bot, nobody at all, or the
+    shared API token (or a token whose person is gone)."""
+    if not _is_someone(identity):
+        return wording.bot_cannot(what)
+    if identity.via == AGENT:  # whatever the channel, and whatever `user` it claims
+        return wording.agent_cannot(identity.label, what)
+    if identity.via == TOKEN and identity.person is None:
+        return wording.shared_token_cannot(what)
+    return None
+
+
+def describe(refs: Iterable[str]) -> str:
+    """`["carol", "group:sre"]` -> "carol or the sre group"; nothing -> "nobody"."""
+    labels = list(dict.fromkeys(_describe_one(r) for r in refs))
+    if not labels:
+        return "nobody"
+    return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} or {labels[-1]}"
+
+
+def _describe_one(ref: str) -> str:
+    if ref == ANYONE:
+        return "anyone"
+    if ref.startswith(GROUP):
+        return f"the {ref.removeprefix(GROUP)} group"
+    via, _, raw = ref.partition(":")
+    return raw if via in (SLACK, EMAIL) and raw else ref
+
+
+def _where(rules: Rules) -> str:
+    return rules.environment or "this environment"
+
+
+def may_approve(identity: Identity, rules: Rules, requesters: Iterable[Identity | str] = ()) -> str | None:
+    """Why `identity` may not approve a deploy under `rules`, or None when they may. Unknown
+    people match only `*` (or their raw id where a variable listed it); with
+    approver_must_differ nobody who asked for the deploy approves it, by any channel.
+    `requesters` are identities or principals (what an approval request records)."""
+    if not _is_someone(identity):
+        return wording.bot_cannot("decide on its own requests")
+    refused = _no_powers(identity, "decide on deploys")
+    if refused:
+        return refused
+    if not _admits(rules.approvers, identity):
+        who = describe(rules.approvers_as_written or sorted(rules.approvers))
+        return wording.not_an_approver_here(identity.label, _where(rules), who)
+    asked = {r if isinstance(r, str) else r.principal for r in requesters}
+    if rules.approver_must_differ and identity.principal in asked:
+        return wording.requester_cannot_approve(identity.label)
+    return None
+
+
+def may_lock(identity: Identity, rules: Rules) -> str | None:
+    """Why `identity` may not lock (or unlock) the environment, or None when they may. By
+    default whoever may approve may lock; the refusal names who can."""
+    if not _is_someone(identity):
+        return wording.bot_cannot("lock environments on its own")
+    refused = _no_powers(identity, "lock or unlock environments")
+    if refused:
+        return refused
+    if not _admits(rules.lockers, identity):
+        who = describe(rules.lockers_as_written or sorted(rules.lockers))
+        return wording.may_not_lock(identity.label, _where(rules), who)
+    return None
+
+
+# --- effective rules: the file and the variables together, failing closed ---------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    """One environment's rules as deploybot.toml wrote them; None: not written there."""
+
+    protected: bool | None = None
+    approvers: tuple[str, ...] | None = None
+    approver_must_differ: bool | None = None
+    may_lock: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    rules: Mapping[str, Rules]  # per environment
+    problems: tuple[str, ...]  # startup errors: refuse to start when there is any
+    open_mode: bool  # nothing configured: anyone may approve (say OPEN_MODE_NOTICE at start)
+
+    @property
+    def approvers(self) -> dict[str, frozenset[str]]:
+        return {env: rules.approvers for env, rules in self.rules.items()}
+
+
+def resolve(
+    environments: Iterable[str],
+    protected: Iterable[str] = (),
+    *,
+    directory: Directory | None = None,
+    written: Mapping[str, Written] | None = None,
+    slack_approvers: Mapping[str, Iterable[str]] | None = None,
+    email_approvers: Mapping[str, Iterable[str]] | None = None,
+    approver_must_differ: bool = False,
+) -> Resolution:
+    """Each environment's effective rules.
+
+    `directory` is None when there is no people file; `written` is the file's
+    [environments.*]; `slack_approvers` / `email_approvers` are APPROVERS / APPROVER_EMAILS
+    parsed (`policy.parse_approvers`), passed only when the variable is set (empty or None:
+    not set); `protected` and `approver_must_differ` are the variables' values, which a
+    file's per-environment setting overrides.
+
+    An environment whose approvers are listed anywhere (the file, either variable, its own
+    entry or a variable's `*` entry) has exactly those approvers, all of them together; `*`
+    only where written. With nothing configured (no directory, no written rules, neither
+    variable) anyone may approve, as before: `open_mode`. Otherwise a protected environment
+    left without approvers, or whose list names nobody, is a problem.
+    """
+    written = written or {}
+    people = directory or Directory()
+    tables = (
+        (dict(slack_approvers or {}), people.by_slack),
+        (dict(email_approvers or {}), people.by_email),
+    )
+    open_mode = directory is None and not written and not slack_approvers and not email_approvers
+    protected_by_default = frozenset(protected)
+    rules: dict[str, Rules] = {}
+    problems: list[str] = []
+    for env in dict.fromkeys([*environments, *written]):
+        rule = written.get(env, Written())
+        is_protected = env in protected_by_default if rule.protected is None else rule.protected
+        listed = rule.approvers is not None
+        refs: list[str] = list(rule.approvers or ())
+        approvers: set[str] = set()
+        try:
+            approvers |= people.expand(refs)
+        except ValueError as e:
+            problems.append(f"{env}'s approvers: {e}")
+        for table, identify in tables:
+            entry = table.get(env, table.get(ANYONE))
+            if entry is None:
+                continue
+            listed = True
+            for raw in entry:
+                principal = ANYONE if raw == ANYONE else identify(raw).principal
+                approvers.add(principal)
+                refs.append(principal)
+        if open_mode:
+            approvers, refs = {ANYONE}, [ANYONE]
+        elif is_protected and not listed:
+            problems.append(
+                f"{env} is protected but has no approvers: list them under [environments.{env}] "
+                "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
+            )
+        elif is_protected and not approvers:
+            problems.append(
+                f"{env} is protected but its approvers ({describe(refs)}) name nobody" if refs
+                else f"{env} is protected but its list of approvers is empty"
+            )
+        lockers: frozenset[str] | None = None
+        if rule.may_lock is not None:
+            try:
+                lockers = people.expand(rule.may_lock)
+            except ValueError as e:
+                problems.append(f"{env}'s may_lock: {e}")
+                lockers = frozenset()
+        must_differ = approver_must_differ if rule.approver_must_differ is None else rule.approver_must_differ
+        rules[env] = Rules(
+            protected=is_protected,
+            approvers=frozenset(approvers),
+            approver_must_differ=must_differ,
+            may_lock=lockers,
+            environment=env,
+            approvers_as_written=tuple(dict.fromkeys(refs)),
+            may_lock_as_written=tuple(dict.fromkeys(rule.may_lock or ())),
+        )
+    return Resolution(MappingProxyType(rules), tuple(problems), open_mode)

@@ -1,0 +1,315 @@
+"""A thread and the questions we ask of it. Pure: no I/O, no clock unless passed in.
+
+Execution state ("waiting for approval", "3 errors in a row", "a deploy started but never
+finished") is always derived here from the events, never stored beside them.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, NamedTuple, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.core.events import (
+    DEPLOY_STEPS,
+    STEP_TYPES,
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
+    ApprovalRequested,
+    Cancelled,
+    CommandResult,
+    DeliveryFailed,
+    DeployQueued,
+    DeployResult,
+    DeployStarted,
+    DoneForNow,
+    Error,
+    Event,
+    GitTagsResult,
+    HumanResponse,
+    RequestMoreInformation,
+    SenderConfirmationExpired,
+    SenderConfirmationRequested,
+    SenderConfirmed,
+    Step,
+    ToolCalled,
+    UserMessage,
+    identity_of,
+    principal_of,
+)
+from bot.core.people import Identity
+
+Status = Literal[
+    "running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human",
+    "done", "failed", "cancelled",
+]
+STATUSES: tuple[Status, ...] = typing.get_args(Status)
+FINISHED: tuple[Status, ...] = ("done", "failed", "cancelled")
+"""Statuses a thread stays in until a person writes to it again: kept for THREAD_RETENTION."""
+ACTIVE: tuple[Status, ...] = tuple(s for s in STATUSES if s not in FINISHED)
+"""Statuses where the bot or a person still has something to do: what the sweep looks at."""
+E = TypeVar("E")
+NOBODY = Identity(None, "", "")  # no one: no powers
+
+
+class Origin(BaseModel):
+    """Where a thread came from, so its channel can answer there. Stored as JSON beside the
+    events; fields a channel does not use stay None (and unknown stored fields are ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    channel: str = "api"
+    slack_channel: str | None = None
+    slack_thread_ts: str | None = None
+    email_from: str | None = None
+    email_subject: str | None = None
+    email_root: str | None = None  # the Message-ID replies thread under
+    forked_from: str | None = None
+    forked_at: int | None = None
+    # Where else the thread is posted (a trigger's or schedule's `notify`): `slack:<channel>`
+    # starts a Slack thread there, `email:<address>` mails its updates (bot/core/triggers.py).
+    notify: tuple[str, ...] = ()
+
+    def dump(self) -> str:
+        return self.model_dump_json(exclude_none=True, exclude=None if self.notify else {"notify"})
+
+
+class Instruction(NamedTuple):
+    """The newest thing a human asked for: where it stands in the thread, what, and who:
+    `user` as the channel named them, `principal` as the rules compare them, `identity` for
+    what they may do (see events.principal_of / identity_of)."""
+
+    position: int
+    text: str
+    user: str
+    principal: str
+    identity: Identity
+
+
+@dataclass(frozen=True)
+class Thread:
+    id: str
+    events: tuple[Event, ...] = ()
+    origin: Origin = field(default_factory=Origin)
+
+    @property
+    def version(self) -> int:
+        return len(self.events)
+
+    def extended(self, new: Sequence[Event]) -> Thread:
+        return Thread(self.id, self.events + tuple(new), self.origin)
+
+    # --- lookups -------------------------------------------------------------------
+
+    def of(self, kind: type[E]) -> Iterator[E]:
+        """The events of one type, oldest first."""
+        return (e for e in self.events if isinstance(e, kind))
+
+    def last_step(self) -> tuple[int, Step] | None:
+        for i in range(len(self.events) - 1, -1, -1):
+            event = self.events[i]
+            if isinstance(event, STEP_TYPES):
+                return i, event
+        return None
+
+    def approval_for(self, step_id: str) -> ApprovalRequested | None:
+        return next(
+            (e for e in self.of(ApprovalRequested) if e.step_id == step_id), None
+        )
+
+    def approval(self, approval_id: str) -> ApprovalRequested | None:
+        return next(
+            (e for e in self.of(ApprovalRequested) if e.approval_id == approval_id), None
+        )
+
+    def decision_for(self, approval_id: str) -> HumanResponse | None:
+        """What decided an approval request, once it is decided: the first rejection (one
+        rejects), else the approval that made the number it needs from different people
+        (`required`; one for requests older than that). None while it is still open."""
+        request = self.approval(approval_id)
+        required = request.required if request else 1
+        approvers: set[str] = set()
+        for e in self.of(HumanResponse):
+            if e.approval_id != approval_id or e.approve is None:
+                continue
+            if e.approve is False:
+                return e
+            approvers.add(principal_of(e))
+            if len(approvers) >= required:
+                return e
+        return None
+
+    def approvals_for(self, approval_id: str) -> list[HumanResponse]:
+        """The approvals given so far, one per person (their first), oldest first."""
+        seen: dict[str, HumanResponse] = {}
+        for e in self.of(HumanResponse):
+            if e.approval_id == approval_id and e.approve is True:
+                seen.setdefault(principal_of(e), e)
+        return list(seen.values())
+
+    def expiry(self, approval_id: str) -> ApprovalExpired | None:
+        return next((e for e in self.of(ApprovalExpired) if e.approval_id == approval_id), None)
+
+    def reminded(self, approval_id: str) -> int:
+        """The number of the newest reminder of the approval (0: none yet)."""
+        return max((e.count for e in self.of(ApprovalReminded) if e.approval_id == approval_id), default=0)
+
+    def escalation(self, approval_id: str) -> ApprovalEscalated | None:
+        return next((e for e in self.of(ApprovalEscalated) if e.approval_id == approval_id), None)
+
+    def sender_confirmation(self, confirmation_id: str | None = None) -> SenderConfirmationRequested | None:
+        """The newest request to confirm a sender (or the one named `confirmation_id`)."""
+        asked = [e for e in self.of(SenderConfirmationRequested) if confirmation_id in (None, e.confirmation_id)]
+        return asked[-1] if asked else None
+
+    def sender_confirmed(self, confirmation_id: str) -> SenderConfirmed | None:
+        return next((e for e in self.of(SenderConfirmed) if e.confirmation_id == confirmation_id), None)
+
+    def sender_expired(self, confirmation_id: str) -> SenderConfirmationExpired | None:
+        return next((e for e in self.of(SenderConfirmationExpired) if e.confirmation_id == confirmation_id), None)
+
+    def waiting_for_sender(self) -> SenderConfirmationRequested | None:
+        """The sender confirmation the thread waits on: asked, neither confirmed nor expired.
+        Until then the request has no powers: nothing runs, nobody is asked to approve."""
+        asked = self.sender_confirmation()
+        if asked is None or self.sender_confirmed(asked.confirmation_id) or self.sender_expired(asked.confirmation_id):
+            return None
+        return asked
+
+    def unconfirmed(self) -> bool:
+        """The sender was never confirmed and nobody wrote since the confirmation expired:
+        the request was dropped, and nothing is left to do."""
+        asked = self.sender_confirmation()
+        expired = self.sender_expired(asked.confirmation_id) if asked else None
+        if asked is None or expired is None or self.sender_confirmed(asked.confirmation_id):
+            return False
+        return not self.human_input_after(self.events.index(expired))
+
+    def queued(self, step_id: str) -> DeployQueued | None:
+        """The newest word on the deploy's place in line, if it waited."""
+        return next((e for e in reversed(self.events) if isinstance(e, DeployQueued) and e.step_id == step_id), None)
+
+    def started(self, step_id: str) -> DeployStarted | None:
+        return next((e for e in self.of(DeployStarted) if e.step_id == step_id), None)
+
+    def outcome(self, step: Step) -> Event | None:
+        """The event that closed a step: its result, an error about it, or a rejection."""
+        for e in self.events:
+            if isinstance(e, (GitTagsResult, DeployResult, CommandResult, Error)) and e.step_id == step.id:
+                return e
+        request = self.approval_for(step.id)
+        if request:
+            decision = self.decision_for(request.approval_id)
+            if decision is not None and decision.approve is False:
+                return decision
+            if decision is None:
+                return self.expiry(request.approval_id)
+        return None
+
+    def cancelled(self) -> Cancelled | None:
+        return next((e for e in self.of(Cancelled)), None)
+
+    def human_input_after(self, index: int) -> bool:
+        return any(isinstance(e, (UserMessage, HumanResponse)) for e in self.events[index + 1 :])
+
+    def latest_instruction(self) -> Instruction | None:
+        """The newest thing a human asked for; approvals are not asks."""
+        for i in range(len(self.events) - 1, -1, -1):
+            e = self.events[i]
+            if isinstance(e, UserMessage):
+                return Instruction(i, e.text, e.user, principal_of(e), identity_of(e))
+            if isinstance(e, HumanResponse) and e.approve is not True:
+                text = e.text or "(rejected without feedback)"
+                return Instruction(i, text, e.user, principal_of(e), identity_of(e))
+        return None
+
+    def authority(self, instruction: Instruction | None) -> Identity:
+        """Who acts on `instruction` (locking, stopping deploys, deploying anyway): whoever
+        gave it, but nobody for an instruction copied into a fork: whoever forked the thread
+        is not whoever said it then, so the fork must not replay it with their powers."""
+        forked_at = self.origin.forked_at
+        if instruction is None or (forked_at is not None and instruction.position < forked_at):
+            return NOBODY
+        return instruction.identity
+
+    def requesters(self) -> list[str]:
+        """The principals of everyone who gave instructions in this thread, by whichever
+        channel (approvals are not instructions)."""
+        return sorted({
+            principal_of(e) for e in self.events
+            if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is None)
+        })
+
+    def pending_approval(self, now: datetime | None = None) -> ApprovalRequested | None:
+        """The approval request the open deploy step waits on. With `now`, one that expired
+        by then is not pending: an approval would be refused (see `expired_approval`)."""
+        request = self._open_approval()
+        if request is not None and now is not None and now > request.expires_at:
+            return None
+        return request
+
+    def expired_approval(self, now: datetime) -> ApprovalRequested | None:
+        """The open deploy step's approval request if it expired by `now`: nobody can approve
+        it any more, only reply, and the bot proposes the deploy again."""
+        request = self._open_approval()
+        return request if request is not None and now > request.expires_at else None
+
+    def _open_approval(self) -> ApprovalRequested | None:
+        if self.cancelled():
+            return None
+        last = self.last_step()
+        if not last or not isinstance(last[1], DEPLOY_STEPS):
+            return None
+        request = self.approval_for(last[1].id)
+        if request is None or self.decision_for(request.approval_id) is not None:
+            return None
+        return request if self.outcome(last[1]) is None else None
+
+    def _since_human(self) -> Sequence[Event]:
+        for i in range(len(self.events) - 1, -1, -1):
+            if isinstance(self.events[i], (UserMessage, HumanResponse)):
+                return self.events[i + 1 :]
+        return self.events
+
+    def consecutive_errors(self) -> int:
+        """Errors since the last human input or the last step that actually produced a result."""
+        count = 0
+        for e in reversed(self._since_human()):
+            if isinstance(e, (GitTagsResult, DeployResult, CommandResult)):
+                break
+            count += isinstance(e, Error)
+        return count
+
+    def steps_since_human(self) -> int:
+        return sum(isinstance(e, STEP_TYPES) for e in self._since_human())
+
+    def status(self, now: datetime | None = None) -> Status:
+        """Derived from the events alone. Callers with a clock pass `now`: a thread whose
+        approval request expired by then waits for a human's reply (the approval would be
+        refused; a reply re-plans), so it is "waiting_for_human", not "waiting_for_approval".
+        Without `now` (the reducer) an expiry is not seen here: the deploy's re-check refuses it."""
+        if self.cancelled():
+            return "cancelled"
+        if self.waiting_for_sender():
+            return "waiting_for_sender"
+        if self.unconfirmed():
+            return "done"
+        if self.pending_approval():
+            return "waiting_for_human" if now is not None and self.expired_approval(now) else "waiting_for_approval"
+        last = self.last_step()
+        if last and isinstance(last[1], DEPLOY_STEPS) and self.outcome(last[1]) is None \
+                and not self.started(last[1].id) and self.queued(last[1].id):
+            return "waiting_for_lock"
+        if last and not self.human_input_after(last[0]):
+            if isinstance(last[1], RequestMoreInformation):
+                return "waiting_for_human"
+            if isinstance(last[1], DoneForNow):
+                return "done"
+        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed | ToolCalled)), None)
+        if isinstance(last_fact, Error) and last_fact.kind == "internal":
+            return "failed"
+        return "running"

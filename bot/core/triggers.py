@@ -1,0 +1,154 @@
+"""Events, not only people, start work: GitHub deliveries and schedules. Pure: no I/O, no clock.
+
+`[[triggers]]` and `[[schedules]]` in deploybot.toml (read by bot/config/settings_file.py) become
+the `Trigger` and `Schedule` values here. A GitHub delivery is read into what happened
+(`happened`: a release published, a tag pushed, a workflow run that succeeded on the
+default branch); each trigger it matches gives a `Start`: the text a thread starts with, as
+if the delivery's sender had asked, and where the thread is posted (`notify`). Schedules
+are started by bot/runtime/scheduler.py when their cron expression says so.
+
+A `notify` target is `slack:<channel id>` or `email:<address>`: the thread's Slack and email
+notifiers post there (Origin.notify).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bot.core import wording
+
+Kind = Literal["release", "tag", "workflow_run"]
+KINDS: tuple[Kind, ...] = ("release", "tag", "workflow_run")
+GITHUB = "github"  # the channel (and `via`) of a thread a GitHub delivery started
+SCHEDULE = "schedule"  # ... and of one a schedule started
+
+SLACK_TARGET, EMAIL_TARGET = "slack:", "email:"
+_SLACK_CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,30}$")
+_EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
+
+
+def target_problem(target: str) -> str | None:
+    """Why `target` is not a notify target (`slack:C0123DEPLOY`, `email:team@example.com`);
+    None when it is one."""
+    if target.startswith(SLACK_TARGET):
+        channel = target.removeprefix(SLACK_TARGET)
+        return None if _SLACK_CHANNEL.match(channel) else f"{channel!r} is not a Slack channel id (like C0123DEPLOY)"
+    if target.startswith(EMAIL_TARGET):
+        address = target.removeprefix(EMAIL_TARGET)
+        return None if _EMAIL.match(address) else f"{address!r} is not an email address"
+    return f"{target!r}: a notify target is 'slack:CHANNEL_ID' or 'email:ADDRESS'"
+
+
+def slack_targets(notify: tuple[str, ...]) -> list[str]:
+    """The Slack channel ids among notify targets."""
+    return [t.removeprefix(SLACK_TARGET) for t in notify if t.startswith(SLACK_TARGET)]
+
+
+def email_targets(notify: tuple[str, ...]) -> list[str]:
+    """The addresses among notify targets (lower-cased)."""
+    return [t.removeprefix(EMAIL_TARGET).lower() for t in notify if t.startswith(EMAIL_TARGET)]
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """`[[triggers]]`: when `on` happens on GitHub, ask to deploy `service` to `environment`."""
+
+    on: Kind
+    service: str
+    environment: str
+    notify: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """`[[schedules]]`: at every `cron` occurrence (in `timezone`), start a thread saying `message`."""
+
+    cron: str
+    timezone: str
+    message: str
+    notify: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        """Names the schedule in the store. Derived from all of it: an edited schedule is a
+        new one, counted from when it is first seen."""
+        blob = json.dumps([self.cron, self.timezone, self.message, list(self.notify)])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """How threads name who asked: the schedule itself."""
+        return f"schedule {self.cron} ({self.timezone})"
+
+
+@dataclass(frozen=True)
+class Happened:
+    """What a GitHub delivery says happened, as far as triggers care."""
+
+    kind: Kind
+    ref: str  # what to deploy: the tag (release, tag) or the commit (workflow_run)
+    sender: str  # the GitHub login who caused it
+    note: str  # how the thread says it: "release v1.4.0 published by octocat"
+
+
+@dataclass(frozen=True)
+class Start:
+    """A thread to start: its first message, who it is said by, and where it is posted."""
+
+    text: str
+    sender: str
+    notify: tuple[str, ...]
+
+
+def _text(value: Any, limit: int = 200) -> str | None:
+    return value.strip()[:limit] if isinstance(value, str) and value.strip() else None
+
+
+def _get(payload: Mapping[str, Any], *path: str) -> Any:
+    value: Any = payload
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def happened(event: str, payload: Mapping[str, Any]) -> Happened | None:
+    """The trigger-worthy thing in one delivery (`X-GitHub-Event` and its JSON body), or
+    None: any other event or action, a draft release, a deleted tag, a failed run, a run
+    off the default branch, a payload missing what it should have."""
+    sender = _text(_get(payload, "sender", "login")) or "someone"
+    if event == "release" and payload.get("action") == "published":
+        tag = _text(_get(payload, "release", "tag_name"))
+        if tag is None or _get(payload, "release", "draft") is True:
+            return None
+        return Happened("release", tag, sender, wording.release_published(tag, sender))
+    if event == "push":
+        ref = _text(payload.get("ref"))
+        if ref is None or not ref.startswith("refs/tags/") or payload.get("deleted") is True:
+            return None
+        if payload.get("created") is not True:
+            return None  # a tag moved (force-pushed): not a new tag
+        tag = ref.removeprefix("refs/tags/")
+        return Happened("tag", tag, sender, wording.tag_pushed(tag, sender))
+    if event == "workflow_run" and payload.get("action") == "completed":
+        run = payload.get("workflow_run")
+        if not isinstance(run, Mapping) or run.get("conclusion") != "success":
+            return None
+        branch, default = _text(run.get("head_branch")), _text(_get(payload, "repository", "default_branch"))
+        sha, name = _text(run.get("head_sha")), _text(run.get("name")) or "workflow"
+        if branch is None or branch != default or sha is None:
+            return None
+        return Happened("workflow_run", sha, sender, wording.workflow_succeeded(name, branch, sha, sender))
+    return None
+
+
+def starts(what: Happened, triggers: tuple[Trigger, ...]) -> list[Start]:
+    """One Start per trigger `what` matches (none: the delivery is acknowledged and ignored)."""
+    return [
+        Start(wording.triggered_deploy(t.service, what.ref, t.environment, what.note), what.sender, t.notify)
+        for t in triggers if t.on == what.kind
+    ]

@@ -1,0 +1,52 @@
+"""Thread -> the JSON shapes the API and the CLI print.
+
+Callers with a clock pass `now`, so that a thread whose approval request has expired shows
+as "waiting_for_human" with no pending approval, and names the expired one instead.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bot.core import wording
+from bot.core.events import ApprovalRequested, principal_of
+from bot.core.thread import Thread
+
+
+def thread_json(thread: Thread, now: datetime | None = None) -> dict[str, Any]:
+    pending = thread.pending_approval(now)
+    expired = thread.expired_approval(now) if now is not None else None
+    return {
+        "id": thread.id,
+        "status": thread.status(now),
+        "version": thread.version,
+        "origin": thread.origin.model_dump(exclude_none=True),
+        "pending_approval": _pending(thread, pending) if pending else None,
+        "expired_approval": expired.model_dump(mode="json") if expired else None,
+        "events": [e.model_dump(mode="json") for e in thread.events],
+    }
+
+
+def _pending(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
+    """The request, with how far it got: approvals so far (one per person), how many it
+    needs, and whether (and to whom) it was escalated."""
+    given = thread.approvals_for(request.approval_id)
+    escalation = thread.escalation(request.approval_id)
+    return {
+        **request.model_dump(mode="json"),
+        "approvals": [{"by": principal_of(a), "via": a.via or a.channel, "at": a.at.isoformat()} for a in given],
+        "progress": wording.approval_progress([principal_of(a) for a in given], request.required),
+        "escalated_to": escalation.to if escalation else [],
+    }
+
+
+def summary_json(thread: Thread, now: datetime | None = None) -> dict[str, Any]:
+    first = thread.events[0] if thread.events else None
+    return {
+        "id": thread.id,
+        "status": thread.status(now),
+        "version": thread.version,
+        "updated_at": thread.events[-1].at.isoformat() if thread.events else None,
+        "title": getattr(first, "text", "")[:100],
+    }

@@ -1,0 +1,802 @@
+"""Every sentence deploybot says to people, in one place. Pure: no I/O.
+
+One small function per message, named for what it says. Which message applies is decided
+by the module that calls it (agent, steps, deploying, service, policy, notices); only the
+words live here. Dates are always shown in UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only a type here: events imports people, which imports wording
+    from bot.core.events import Change, GitTag
+
+
+def _exit_code(code: int | None) -> str:
+    return f" (exit code {code})" if code is not None else ""
+
+
+# --- asking: when the bot needs a human ----------------------------------------------
+
+
+def no_llm(examples: Iterable[str]) -> str:
+    return (
+        "I can only follow exact commands because no LLM is configured. "
+        "Try: " + "; ".join(f'"{c}"' for c in examples) + ". "
+        "To let me understand free text, set LLM_PROVIDER (openai, anthropic or openai-generic), "
+        "LLM_MODEL and LLM_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY), "
+        "plus LLM_BASE_URL for an OpenAI-compatible server."
+    )
+
+
+def too_many_steps(max_steps: int) -> str:
+    return (
+        f"I have taken {max_steps} steps without finishing, so I am stopping here. "
+        "What would you like me to do?"
+    )
+
+
+def too_many_errors(count: int, last: str) -> str:
+    return (
+        f"I ran into {count} errors in a row and stopped instead of trying again. "
+        f"The last one: {last} How should I proceed?"
+    )
+
+
+def interrupted_ask(what: str, deploy_id: str) -> str:
+    return (
+        f"I was interrupted while deploying {what} (deploy id {deploy_id}) and do "
+        "not know whether it finished. Please check, then tell me whether to try again."
+    )
+
+
+# --- approvals: who may decide, and whether an approval still holds -------------------
+
+
+def rejected(user: str, text: str) -> str:
+    return f"Not deployed: {user} rejected it ({text})."
+
+
+def bot_cannot(what: str) -> str:
+    return f"the bot cannot {what}"
+
+
+def shared_token_cannot(what: str) -> str:
+    return f"the shared API token cannot {what}: use a personal token"
+
+
+def use_your_personal_token(person: str) -> str:
+    return (
+        f"{person} is a person of deploybot.toml: use your personal token (`python -m bot tokens create "
+        f"{person}`) or sign in; the shared API token speaks for nobody in particular"
+    )
+
+
+def not_an_approver_here(who: str, where: str, approvers: str) -> str:
+    return f"{who} is not an approver for {where}; {approvers} may approve"
+
+
+def may_not_lock(who: str, where: str, lockers: str) -> str:
+    return f"{who} may not lock {where}; {lockers} may"
+
+
+def requester_cannot_approve(user: str) -> str:
+    return f"{user} asked for this deploy and cannot also approve it"
+
+
+def approved_in_another_thread() -> str:
+    return "the approval was given in another thread (this one was forked); asking again"
+
+
+def approval_does_not_match() -> str:
+    return "the approved deploy does not match the step it guards"
+
+
+def approval_expired(expires_at: datetime) -> str:
+    return f"the approval expired at {expires_at:%Y-%m-%d %H:%M} UTC"
+
+
+# --- deploys: what was asked for, and how it went --------------------------------------
+
+
+def what_to_deploy(service: str, tag: str, environment: str) -> str:
+    return f"{service} {tag} to {environment}"
+
+
+def what_at_commit(service: str, tag: str, commit: str, environment: str) -> str:
+    return f"{service} {tag} ({commit[:7]}) to {environment}"
+
+
+def unknown_environment(environment: str, known: Iterable[str]) -> str:
+    return f"unknown environment {environment!r}; known environments: {', '.join(sorted(known))}"
+
+
+def invalid_tag(tag: str) -> str:
+    return f"{tag!r} is not a valid git tag name"
+
+
+def no_such_tag(tag: str, newest: Sequence[str]) -> str:
+    return f"tag {tag!r} does not exist; newest tags: {', '.join(newest) or 'none'}"
+
+
+def tag_lookup_failed(tag: str, error: object) -> str:
+    return f"looking up tag {tag} failed: {error}"
+
+
+def listing_tags_failed(error: object) -> str:
+    return f"listing tags failed: {error}"
+
+
+def newest_tags(tags: Sequence[GitTag]) -> str:
+    return "Tags, newest first: " + ", ".join(f"{t.name} ({t.commit[:7]})" for t in tags)
+
+
+def no_tags() -> str:
+    return "This repository has no tags."
+
+
+def not_deploying(why: str) -> str:
+    return f"not deploying: {why}"
+
+
+def tag_moved(tag: str, commit: str, approved_commit: str) -> str:
+    return f"tag {tag} now points to {commit[:7]}, but {approved_commit[:7]} was approved"
+
+
+def deploy_could_not_run(error: object) -> str:
+    return f"the deploy could not run: {error}"
+
+
+def deployer_broke(error: BaseException) -> str:
+    return (
+        f"the deployer failed while deploying ({type(error).__name__}: {error}); whether anything "
+        "was deployed is unknown, so it was not tried again: please check"
+    )
+
+
+def interrupted_deploy(what: str, deploy_id: str) -> str:
+    return (
+        f"the deploy of {what} (deploy id {deploy_id}) was interrupted before "
+        "its result was recorded; its outcome is unknown, so it was not run again"
+    )
+
+
+def deployed(what: str, url: str = "") -> str:
+    return f"Deployed {what}." + (f" {url}" if url else "")
+
+
+def deploy_failed(what: str, exit_code: int | None) -> str:
+    return f"Deploying {what} failed{_exit_code(exit_code)}."
+
+
+def deploy_failed_saying(what: str, exit_code: int | None, output: str) -> str:
+    return f"Deploying {what} failed{_exit_code(exit_code)}: {output}"
+
+
+def stopped(message: str) -> str:
+    return f"Stopped: {message}"
+
+
+def done() -> str:
+    return "Done."
+
+
+# --- locks and "what's on" --------------------------------------------------------------
+
+
+def deploy_lock_reason(service: str, tag: str) -> str:
+    return f"deploying {service} {tag}"
+
+
+def locked_by(who: str, since: datetime, reason: str) -> str:
+    return f"by {who} since {since:%Y-%m-%d %H:%M} UTC: {reason}"
+
+
+def lock_target(environment: str, service: str) -> str:
+    return f"{service} in {environment}" if service else environment
+
+
+def is_locked(environment: str, by: str) -> str:
+    return f"{environment} is locked {by}"
+
+
+def no_such_environment(environment: str, known: Iterable[str]) -> str:
+    return f"There is no environment {environment!r} (known: {', '.join(sorted(known))})."
+
+
+def already_locked(holder_description: str) -> str:
+    return f"Already locked: {holder_description}."
+
+
+def locked(environment: str, reason: str) -> str:
+    return f"Locked {environment}: {reason}. No deploy to {environment} starts until it is unlocked."
+
+
+def not_locked_by(why: str) -> str:
+    return f"Not locked: {why}."
+
+
+def not_locked(environment: str) -> str:
+    return f"{environment} is not locked."
+
+
+def not_unlocked(why: str) -> str:
+    return f"Not unlocked: {why}."
+
+
+def unlock_not_allowed(who: str, target: str, who_can: str, locked_by: str = "") -> str:
+    """Whoever locked it unlocks plainly; anyone else who may lock takes it over only with
+    --force and a reason, so the refusal says that command, not just who."""
+    held = f" (locked {locked_by})" if locked_by else ""
+    if who_can == "nobody":
+        return f"{who} may not unlock {target}{held}; only whoever locked it may"
+    return (
+        f"{who} may not unlock {target}{held}; whoever locked it may, and {who_can} may take it over: "
+        f'"unlock {target} --force: REASON"'
+    )
+
+
+def unlocked(environment: str, locked_by: str) -> str:
+    return f"Unlocked {environment}; it had been locked {locked_by}."
+
+
+def whats_on_line(
+    service: str, tag: str, commit: str, at: datetime, approved_by: str | None, url: str | None
+) -> str:
+    """One service's line in "what's on"."""
+    return (
+        f"{service} {tag} ({commit[:7]}), deployed {at:%Y-%m-%d %H:%M} UTC"
+        + (f", approved by {approved_by}" if approved_by else "")
+        + (f", {url}" if url else "")
+    )
+
+
+def whats_on(environment: str, lines: Sequence[str]) -> str:
+    return f"On {environment}: " + "; ".join(lines) + "."
+
+
+def nothing_deployed(environment: str) -> str:
+    return f"Nothing has been deployed to {environment} by deploybot yet."
+
+
+def lock_note(holder_description: str) -> str:
+    return f"Note: {holder_description}."
+
+
+# --- refusals: raised as service.Refused, shown to whoever asked -------------------------
+
+
+def empty_message() -> str:
+    return "message must not be empty"
+
+
+def empty_text() -> str:
+    return "text must not be empty"
+
+
+def no_thread(thread_id: str) -> str:
+    return f"no thread {thread_id}"
+
+
+def bad_status(statuses: Iterable[str]) -> str:
+    return f"status must be one of {', '.join(statuses)}"
+
+
+def bad_cursor() -> str:
+    return "cursor is not one this listing gave (pass back next_cursor as it came)"
+
+
+def already_cancelled() -> str:
+    return "the thread is already cancelled"
+
+
+def thread_cancelled() -> str:
+    return "the thread was cancelled"
+
+
+def fork_out_of_range(version: int) -> str:
+    return f"at must be between 1 and {version}"
+
+
+def fork_mid_deploy() -> str:
+    return "cannot fork in the middle of a deploy; fork before it started or after its result"
+
+
+def not_the_pending_approval(approval_id: str) -> str:
+    return f"approval {approval_id} is not the pending one"
+
+
+def reply_cannot_approve() -> str:
+    return (
+        "a reply cannot approve a deploy; use the Approve button, reply to the approval "
+        "email, or send approve=true with the approval_id"
+    )
+
+
+def approval_id_required() -> str:
+    return "approval_id is required with approve"
+
+
+def no_such_approval(approval_id: str) -> str:
+    return f"there is no approval {approval_id} in this thread"
+
+
+def already_decided(approved: bool, user: str, at: datetime) -> str:
+    verb = "approved" if approved else "rejected"
+    return f"already {verb} by {user} at {at:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def no_longer_pending(approval_id: str) -> str:
+    return f"approval {approval_id} is no longer pending"
+
+
+def approval_expired_ask_again(approval_id: str, expires_at: datetime) -> str:
+    return (
+        f"approval {approval_id} expired at {expires_at:%Y-%m-%d %H:%M} UTC; "
+        "reply with feedback and the bot will propose the deploy again"
+    )
+
+
+# --- notices: what channels say as events are recorded ("{who}": the channel names them) --
+
+
+def deploying(what: str) -> str:
+    return f"Deploying {what}…"
+
+
+def deploying_something() -> str:
+    return "Deploying…"
+
+
+def cancelled_by_who(reason: str) -> str:
+    return "Cancelled by {who}" + (f": {reason}" if reason else ".")
+
+
+# --- services, rollback, change preview, CI checks --------------------------------------
+
+
+def unknown_service(service: str, known: Iterable[str]) -> str:
+    return f"unknown service {service!r}; known services: {', '.join(sorted(known))}"
+
+
+def service_not_in(service: str, environment: str, environments: Sequence[str]) -> str:
+    return f"{service} is not deployed to {environment}; it deploys to {', '.join(environments)}"
+
+
+def tags_of(service: str, tags: Sequence[GitTag]) -> str:
+    return f"{service}: " + (", ".join(t.name for t in tags) if tags else "no tags")
+
+
+def nothing_to_roll_back(service: str, environment: str) -> str:
+    return (
+        f"There is nothing to roll {service} in {environment} back to: no earlier deploy there "
+        "succeeded, is not marked faulty, and has a tag that still points to the same commit."
+    )
+
+
+def never_deployed(service: str, environment: str) -> str:
+    return f"{service} has never been deployed to {environment} by deploybot, so there is nothing to roll back."
+
+
+def no_rollback_of_rollback(service: str, environment: str, tag: str) -> str:
+    return (
+        f"{service} {tag} on {environment} is itself a rollback; I do not roll back a rollback. "
+        f"Roll forward instead: deploy {service} TAG to {environment}."
+    )
+
+
+def rollback_overtaken(service: str, tag: str, environment: str, rolled_back: str) -> str:
+    return (
+        f"{service} {tag} was deployed to {environment} after this rollback was planned; it rolled "
+        f"back {rolled_back}. Ask again: roll back {service} in {environment}"
+    )
+
+
+def rollback_reason(tag: str, current: str) -> str:
+    return f"roll back from {current} to {tag}"
+
+
+def rolled_back_lock_reason(tag: str, person: str) -> str:
+    return f"rolled back from {tag} by {person}"
+
+
+def rolled_back(what: str) -> str:
+    return (
+        f"Rolled back: deployed {what}. The deploy it replaced is marked faulty and will never be "
+        "a rollback target again."
+    )
+
+
+def goes(change_ahead: int, change_behind: int) -> str:
+    """How far a deploy moves, in plain words."""
+    if change_ahead and change_behind:
+        return f"{_commits(change_ahead)} ahead and {_commits(change_behind)} behind what is deployed (diverged)"
+    if change_behind:
+        return f"goes back {_commits(change_behind)}"
+    if change_ahead:
+        return f"{_commits(change_ahead)} ahead"
+    return "the same commit as deployed now"
+
+
+def _commits(n: int) -> str:
+    return f"{n} commit" if n == 1 else f"{n} commits"
+
+
+def change_headline(from_tag: str, from_commit: str, to_commit: str, ahead: int, behind: int) -> str:
+    if not from_commit:
+        return f"nothing deployed there yet; {to_commit[:7]} would be the first"
+    return f"from {from_tag or '?'} ({from_commit[:7]}) to {to_commit[:7]}: {goes(ahead, behind)}"
+
+
+def change_unknown(why: str) -> str:
+    return f"what it changes is unknown: {why}"
+
+
+def more_commits(n: int) -> str:
+    return f"… and {_commits(n)} more"
+
+
+def checks_failing(commit: str, failing: Sequence[str], pending: Sequence[str]) -> str:
+    parts = []
+    if failing:
+        parts.append(f"failing: {', '.join(failing)}")
+    if pending:
+        parts.append(f"still running: {', '.join(pending)}")
+    return (
+        f"CI checks on {commit[:7]} are not all green ({'; '.join(parts)}). An approver may deploy "
+        'anyway with "deploy anyway: REASON".'
+    )
+
+
+def checks_unreadable(commit: str, why: object) -> str:
+    return f"could not read the CI checks on {commit[:7]}: {why}"
+
+
+def nothing_to_force() -> str:
+    return "There is no blocked deploy in this thread to deploy anyway."
+
+
+def may_not_force(who: str, environment: str) -> str:
+    return f"{who} may not deploy past the checks to {environment}: only its approvers may."
+
+
+def forced_note(reason: str, by: str) -> str:
+    return f"deployed anyway by {by}: {reason}"
+
+
+def change_lines(change: Change) -> list[str]:
+    """A change preview for people: a headline, then a line per commit ("abc1234 subject
+    (author)"), newest first. Every channel renders these lines, escaping them its way."""
+    if change.unknown:
+        return [change_unknown(change.unknown)]
+    lines = [change_headline(change.from_tag, change.from_commit, change.to_commit, change.ahead, change.behind)]
+    if change.commits:
+        lines.append("commits removed:" if change.behind and not change.ahead else "commits added:")
+        lines += [f"{c.sha[:7]} {c.subject}" + (f" ({c.author})" if c.author else "") for c in change.commits]
+        hidden = (change.behind if change.behind and not change.ahead else change.ahead) - len(change.commits)
+        if hidden > 0:
+            lines.append(more_commits(hidden))
+    return lines
+
+
+# --- triggers and schedules: threads started by events, not people (bot/core/triggers.py) -------
+
+
+def release_published(tag: str, sender: str) -> str:
+    return f"release {tag} published by {sender}"
+
+
+def tag_pushed(tag: str, sender: str) -> str:
+    return f"tag {tag} pushed by {sender}"
+
+
+def workflow_succeeded(name: str, branch: str, sha: str, sender: str) -> str:
+    return f"{name} succeeded on {branch} at {sha[:7]}, run by {sender}"
+
+
+def triggered_deploy(service: str, ref: str, environment: str, note: str) -> str:
+    """The first message of a thread a GitHub delivery starts, as if its sender had asked."""
+    return f"deploy {service} {ref} to {environment} ({note})"
+
+
+def started_by(source: str, who: str, text: str) -> str:
+    """The message a notify target gets when a trigger or schedule starts a thread."""
+    return f"{who} ({source}): {text}"
+
+
+def slash_command_help(command: str, examples: Iterable[str]) -> str:
+    return (
+        f"`{command} ...` asks deploybot in this channel, like a mention. Try: "
+        + "; ".join(f"`{command} {c.removeprefix('deploy ')}`" if c.startswith("deploy ") else f"`{command} {c}`"
+                    for c in examples)
+        + f"; `{command} status` lists what is running or waiting here."
+    )
+
+
+def slash_command_status(count: int) -> str:
+    """The heading of `/deploy status`; the channel lists the threads under it (status_line)."""
+    if not count:
+        return "Nothing is running or waiting for anyone right now."
+    return f"Running or waiting ({count}, newest first):"
+
+
+def status_line(thread_id: str, status: str, text: str) -> str:
+    return f"• {text} ({status.replace('_', ' ')}, thread {thread_id})"
+
+
+def delivery_kept_failing(url: str, attempts: int, error: str) -> str:
+    return f"the webhook {url} failed {attempts} times: {error}"
+
+
+# --- approvals over time: reminders, expiry, escalation, several approvers, the queue -------
+
+
+def take_with_force(target: str, locked_by: str) -> str:
+    return (
+        f"{target} is locked {locked_by}. To take someone else's lock, give a reason: "
+        f'"unlock {target} --force: REASON" (they are told).'
+    )
+
+
+def lock_taken(target: str, locked_by: str, reason: str) -> str:
+    return f"Unlocked {target}, taking the lock held {locked_by}: {reason}. They have been told."
+
+
+def lock_taken_from_you(target: str, by: str, reason: str) -> str:
+    return f"{by} lifted your lock on {target}: {reason}"
+
+
+def undeclared_environment(environment: str, known: Iterable[str], file_name: str, file_names_them: bool) -> str:
+    """A service names an environment deploybot does not know: say where environments come
+    from (the file's [environments.*] once it has any, else ENVIRONMENTS)."""
+    how = (
+        f"declare it with [environments.{environment}] in {file_name}" if file_names_them
+        else f"list it in ENVIRONMENTS or declare it with [environments.{environment}] in {file_name}"
+    )
+    return f"unknown environment {environment!r} (known: {', '.join(sorted(known))}); {how}"
+
+
+def approvals_need_people(environment: str, required: int) -> str:
+    return (
+        f"{environment} needs {required} approvals from different people, so its approvers must be people "
+        "of deploybot.toml, or come from one channel only (all Slack ids in APPROVERS, or all addresses in "
+        "APPROVER_EMAILS): not '*', nor Slack ids and addresses together, which could be one person twice"
+    )
+
+
+def freeze_scope(scope: str) -> str:
+    return "every environment" if scope == "*" else scope
+
+
+def _until(until: datetime | None) -> str:
+    return f"until {until:%Y-%m-%d %H:%M} UTC" if until else "until someone resumes them"
+
+
+def deploys_stopped(where: str, reason: str, until: datetime | None) -> str:
+    return f"Stopped all deploys to {where} {_until(until)}: {reason}. Deploys already running finish."
+
+
+def deploys_resumed(where: str) -> str:
+    return f"Deploys to {where} may start again."
+
+
+def not_stopped_now(where: str) -> str:
+    return f"Deploys to {where} were not stopped (a scheduled freeze in deploybot.toml ends by itself)."
+
+
+def not_stopped(why: str) -> str:
+    return f"Not stopped: {why}."
+
+
+def cannot_stop_here() -> str:
+    return "Stopping deploys is not possible from here."
+
+
+def until_in_the_past(until: datetime) -> str:
+    return f"{until:%Y-%m-%d %H:%M} UTC has passed already; give a time to come, or none."
+
+
+def frozen(environment: str, reason: str, until: datetime | None, source: str) -> str:
+    return (
+        f"{environment} is frozen {_until(until)} ({source}): {reason}. An approver may deploy anyway "
+        '("deploy anyway: REASON").'
+    )
+
+
+def frozen_waits(environment: str, reason: str, until: datetime | None) -> str:
+    return f"{environment} is frozen {_until(until)}: {reason}"
+
+
+def waiting_for_turn(position: int) -> str:
+    return f"{position - 1} earlier deploy{'s' if position != 2 else ''} waiting for their turn"
+
+
+def expired_not_deployed(expires_at: datetime) -> str:
+    return f"this approval expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed"
+
+
+def already_approved_by_you(count: int, required: int) -> str:
+    more = max(required - count, 1)
+    return f"you have approved already; it needs {more} more approval{'s' if more != 1 else ''} from someone else"
+
+
+def approval_progress(given: Sequence[str], required: int) -> str:
+    """"1 of 2: approved by bob": how far a request that needs several approvals got."""
+    return f"{len(given)} of {required}: approved by {', '.join(given)}" if given else f"0 of {required} approvals"
+
+
+def approval_expired_notice(what: str, expires_at: datetime) -> str:
+    return f"The approval to deploy {what} expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed."
+
+
+def not_asking_again(what: str, expires_at: datetime) -> str:
+    return (
+        f"{approval_expired_notice(what, expires_at)} I am not asking for it again by myself: "
+        "ask me again if it should still be deployed."
+    )
+
+
+def reminder(what: str, deciders: str, expires_at: datetime) -> str:
+    return (
+        f"Reminder: deploying {what} still waits for approval from {deciders}. It expires at "
+        f"{expires_at:%Y-%m-%d %H:%M} UTC."
+    )
+
+
+def escalated(what: str, to: str) -> str:
+    return f"Nobody has decided on deploying {what} yet, so I have asked {to} too."
+
+
+def queued(what: str, behind: str, position: int) -> str:
+    return f"Approved; deploying {what} waits in line (number {position}): {behind}. It starts when it is its turn."
+
+
+# --- channels: approvals over time -------------------------------------------------------
+
+
+def one_of(pending: Sequence[str]) -> str:
+    """["bob", "carol", "erin"] -> "bob, carol or erin": who may still decide."""
+    if not pending:
+        return "nobody"
+    return pending[0] if len(pending) == 1 else f"{', '.join(pending[:-1])} or {pending[-1]}"
+
+
+def approval_still_open(given: Sequence[str], required: int) -> str:
+    """A request that needs several approvals, after one that was not the last."""
+    more = max(required - len(given), 1)
+    return (
+        f"{approval_progress(given, required)}; it needs {more} more approval{'s' if more != 1 else ''} "
+        "from someone else."
+    )
+
+
+def approved_by_so_far(who: str, given: Sequence[str], required: int) -> str:
+    """The requester's update after an approval that did not yet decide."""
+    return f"Approved by {who}. {approval_still_open(given, required)}"
+
+
+def approved_by_all(who: str, given: Sequence[str], required: int) -> str:
+    """The requester's update after the approval that made the number needed."""
+    return f"Approved by {who}. {approval_progress(given, required)}."
+
+
+def expired_in_place(expires_at: datetime) -> str:
+    """What an approval message says once it lapsed (its buttons are gone)."""
+    return f"Expired at {expires_at:%Y-%m-%d %H:%M} UTC, not deployed: nobody decided in time."
+
+
+def escalated_to_you(what: str, expires_at: datetime) -> str:
+    """The top of the approval message (a Slack DM, an email) someone gets when asked too."""
+    return (
+        f"Nobody has decided on deploying {what} yet, so you are asked too. The request expires at "
+        f"{expires_at:%Y-%m-%d %H:%M} UTC."
+    )
+
+
+def reply_to_decide() -> str:
+    """The end of a follow-up mail in an approval email thread (a reminder, progress)."""
+    return "Reply APPROVE to this email to deploy, or reply with what should change."
+
+
+def no_longer_asked(what: str) -> str:
+    """A follow-up mail to an approver once the request is closed by expiry."""
+    return f"You need not decide on deploying {what} any more."
+
+
+def the_approvers() -> str:
+    """Who a reminder names when the channel does not know them one by one."""
+    return "the approvers"
+
+
+# --- an unproven email sender: "Did you send this?" ---------------------------------------
+
+
+def confirm_sender_question(expires_at: datetime) -> str:
+    """The top of the mail that asks whoever an email named whether they sent it."""
+    return (
+        "Did you send this? deploybot got the request below in your name, and nothing proved "
+        "it came from you, so nothing is done until you confirm. "
+        f"Reply YES to confirm it before {expires_at:%Y-%m-%d %H:%M} UTC; if you did not send it, "
+        "ignore this email and nothing will be done."
+    )
+
+
+def sender_confirmation_pending(address: str, expires_at: datetime) -> str:
+    return (
+        f"Waiting for {address} to confirm they sent this (a reply to the confirmation email); "
+        f"nothing is done until then. It expires at {expires_at:%Y-%m-%d %H:%M} UTC."
+    )
+
+
+def sender_confirmed() -> str:
+    return "Confirmed: you sent this request. I am on it."
+
+
+def sender_not_confirmed() -> str:
+    return "the request is not confirmed: to confirm it, reply YES (and nothing else) to the confirmation email"
+
+
+def sender_confirmation_closed(confirmed: bool) -> str:
+    return "this request was confirmed already" if confirmed else \
+        "this confirmation expired; nothing was done: send the request again"
+
+
+def sender_confirmation_expired(expires_at: datetime) -> str:
+    return (
+        f"Nobody confirmed sending this request by {expires_at:%Y-%m-%d %H:%M} UTC, "
+        "so it was dropped; nothing was done."
+    )
+
+
+# --- agents (MCP): AI agents that may ask for deploys, never approve them -------------------
+
+
+def agent_name(name: str, owner: str | None) -> str:
+    """How people see an agent: `claude-code (agent of alice)`."""
+    return f"{name} (agent of {owner})" if owner else f"{name} (agent)"
+
+
+def agent_asks_to_deploy(asker: str, service: str, tag: str, environment: str) -> str:
+    return f"{asker} asks to deploy {service} {tag} to {environment}"
+
+
+def agent_cannot(name: str, what: str) -> str:
+    return f"{name} is an agent: agents may ask for deploys but cannot {what}; a person must"
+
+
+def agent_environment_not_allowed(name: str, environment: str, allowed: Iterable[str]) -> str:
+    listed = ", ".join(sorted(allowed)) or "none"
+    return f"{name} may not ask for deploys to {environment} (its environments in deploybot.toml: {listed})"
+
+
+def agent_too_many_open(name: str, open_now: int, limit: int) -> str:
+    return (
+        f"{name} already has {open_now} open requests, its limit (max_open = {limit}): wait for one to "
+        "finish, or cancel one (cancel_thread)"
+    )
+
+
+def agent_too_many_per_hour(name: str, made: int, limit: int) -> str:
+    return f"{name} made {made} requests in the last hour, its limit (max_per_hour = {limit}): try again later"
+
+
+def agent_not_its_thread(name: str, thread_id: str) -> str:
+    return f"thread {thread_id} was not started by {name}: an agent may cancel only its own threads"
+
+
+def agent_unknown_service(service: str, services: Iterable[str]) -> str:
+    return f"unknown service {service!r}; services: {', '.join(sorted(services)) or 'none'}"
+
+
+def mcp_needs_agent_token() -> str:
+    return (
+        "the MCP endpoint needs an agent's token (Authorization: Bearer dbt_...): "
+        "`python -m bot tokens create --agent NAME`"
+    )
+
+
+def tool_called(tool: str, agent: str) -> str:
+    return f"{agent} called {tool}"

@@ -1,0 +1,569 @@
+"""The deploy path, top to bottom, in one place.
+
+    ask_approval   a protected deploy: check it, then ask (the approval binds the commit)
+    run            preflight -> lock -> record deploy_started -> execute -> record result
+    resume         after a crash between deploy_started and its result
+
+`deploy_started` is recorded (compare-and-set, fenced by the run's lease) before the
+deployer is called, so exactly one run ever starts a given deploy, and a crash after it
+is never mistaken for "not deployed yet". The environment lock is held, and renewed,
+from before `deploy_started` until the result is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from bot.core import wording
+from bot.core.control import Interrupted, RunDeploy
+from bot.core.events import (
+    DEPLOY_STEPS,
+    PREVIEW_COMMITS,
+    ApprovalRequested,
+    Change,
+    Deploy,
+    DeployQueued,
+    DeployResult,
+    DeployStarted,
+    Error,
+    Event,
+    HumanResponse,
+    RequestMoreInformation,
+    UserMessage,
+)
+from bot.core.freeze_windows import Freeze, FreezeHit, active
+from bot.core.policy import Policy, args_hash, lock_owner
+from bot.core.prompt import redact
+from bot.core.thread import NOBODY, Thread
+from bot.runtime.ports import (
+    Deployer,
+    DeployerError,
+    DeployQueue,
+    DeployRecord,
+    DeployRequest,
+    FreezeStore,
+    History,
+    Lock,
+    Locks,
+)
+
+log = logging.getLogger(__name__)
+
+LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
+
+
+def deploy_id(thread_id: str, step_id: str) -> str:
+    """The idempotency key of one deploy step; also the owner of its environment lock."""
+    return f"{thread_id}-{step_id}"
+
+
+def thread_of(deploy: str) -> str:
+    """The thread a deploy id belongs to (ids hold no '-')."""
+    return deploy.partition("-")[0]
+
+
+def started_here(thread: Thread, started: DeployStarted) -> bool:
+    """False for a deploy copied into a fork: it belongs to the thread it was started in,
+    so the fork must never resume or repeat it."""
+    return started.deploy_id.startswith(f"{thread.id}-")
+
+
+class Journal(Protocol):
+    """How a run records what it does."""
+
+    async def decide(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """Append a decision: raises Conflict if the thread moved since it was read, and
+        LeaseLost if the run no longer holds the thread."""
+        ...
+
+    async def fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """Append what already happened: it lands whatever else was appended meanwhile."""
+        ...
+
+
+@dataclass
+class Deploying:
+    deployers: Mapping[str, Deployer]  # each service's (backend and frontend may share one)
+    locks: Locks
+    history: History
+    policy: Policy
+    secrets: tuple[str, ...] = ()  # redacted from deploy output, which people and the model read
+    queue: DeployQueue | None = None  # approved deploys wait here for a lock (None: they fail)
+    freezes: FreezeStore | None = None  # stop-the-line freezes people set
+    wake: Callable[[str], Awaitable[None]] | None = None  # hands a thread to a worker
+
+    # --- before: asking for approval ------------------------------------------------
+
+    async def ask_approval(self, thread: Thread, step: Deploy, now: datetime) -> Event:
+        checked = await self._check(step, thread)
+        if isinstance(checked, Error):
+            return checked
+        holder = await self.locks.holder(step.environment, step.service)  # don't ask for what cannot start
+        if holder:
+            return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
+        gated = await self._gate(thread, step, checked, await self.frozen(step.environment, now))
+        if gated:
+            return gated
+        instruction = thread.latest_instruction()
+        return ApprovalRequested(
+            step_id=step.id,
+            thread_id=thread.id,
+            args_hash=args_hash(step.service, step.tag, step.environment),
+            service=step.service,
+            tag=step.tag,
+            commit=checked,
+            environment=step.environment,
+            requested_by=instruction.principal if instruction else "",
+            asked_by=self.policy.directory.display(instruction.principal) if instruction else "",
+            requesters=thread.requesters(),
+            reason=step.reason,
+            expires_at=now + self.policy.approval_ttl,
+            change=await self.change(step, checked),
+            required=self.policy.timing_for(step.environment).required,
+            rollback_of=_field(step, "rollback_of"),
+            force=_field(step, "force"),
+            forced_by=_field(step, "forced_by"),
+        )
+
+    async def current(self, step: Deploy) -> DeployRecord | None:
+        """What is deployed now for the step's service in its environment: its newest deploy
+        there that succeeded."""
+        records = await self.history.recent(step.environment, 1000, service=step.service)
+        return next((r for r in records if r.ok), None)
+
+    async def change(self, step: Deploy, commit: str) -> Change:
+        """What deploying `commit` changes against what is deployed there now."""
+        current = await self.current(step)
+        if current is None:
+            return Change(to_commit=commit)
+        base = Change(from_tag=current.tag, from_commit=current.commit, to_commit=commit)
+        try:
+            found = await self.deployers[step.service].compare(current.commit, commit, PREVIEW_COMMITS)
+        except DeployerError as e:
+            return base.model_copy(update={"unknown": str(e)[:300]})
+        commits = found.added if found.ahead else found.removed
+        return base.model_copy(update={"ahead": found.ahead, "behind": found.behind, "commits": list(commits)})
+
+    async def _gate(self, thread: Thread, step: Deploy, commit: str, hit: FreezeHit | None) -> Error | None:
+        """What stops a deploy besides its approval and the lock: the freeze that holds
+        (`hit`), and, where the environment has required_checks, CI checks that are not all
+        green. An approver may deploy anyway (the step's `force`, given by `forced_by`):
+        recorded and flagged."""
+        if _field(step, "force"):
+            why = self._may_force(thread, step)
+            if why:
+                return Error(kind="validation", step_id=step.id, message=why)
+            # A stop-the-line set after the "deploy anyway" was said is not what it overrode.
+            later = [f for f in (hit.freezes if hit else ()) if f.kind == "stop-the-line" and _since(f) > step.at]
+            if hit is not None and later:
+                message = wording.frozen(step.environment, later[0].reason, hit.until, later[0].source)
+                return Error(kind="frozen", step_id=step.id, message=message)
+            return None
+        if hit is not None:
+            message = wording.frozen(step.environment, hit.reason, hit.until, hit.source)
+            return Error(kind="frozen", step_id=step.id, message=message)
+        if step.environment not in self.policy.required_checks:
+            return None
+        try:
+            checks = await self.deployers[step.service].checks(commit)
+        except DeployerError as e:
+            return Error(kind="checks", step_id=step.id, message=wording.checks_unreadable(commit, e))
+        if checks is None:  # a local repository: no CI to ask (see the README)
+            return None
+        failing = sorted(c.name for c in checks if c.state == "failure")
+        pending = sorted(c.name for c in checks if c.state == "pending")
+        if failing or pending:
+            return Error(kind="checks", step_id=step.id, message=wording.checks_failing(commit, failing, pending))
+        return None
+
+    def _may_force(self, thread: Thread, step: Deploy) -> str | None:
+        """Why the step's "deploy anyway" does not hold: it must come from the newest
+        instruction before the step (the one that asked for it: what people say while its
+        approval waits changes nothing), by someone who may approve there."""
+        index = next((i for i, e in enumerate(thread.events) if e.id == step.id), len(thread.events))
+        instruction = Thread(thread.id, thread.events[:index], thread.origin).latest_instruction()
+        if instruction is None or instruction.principal != _field(step, "forced_by"):
+            return wording.nothing_to_force()
+        return self.policy.may_force(thread.authority(instruction), step.environment)
+
+    async def frozen(self, environment: str, now: datetime) -> FreezeHit | None:
+        """The freeze that holds for `environment` now: deploybot.toml's, or a stop-the-line."""
+        held = list(self.policy.freezes)
+        if self.freezes is not None:
+            held += await self.freezes.current()
+        return active(held, environment, now)
+
+    # --- the deploy ------------------------------------------------------------------
+
+    async def run(self, thread: Thread, action: RunDeploy, journal: Journal, now: datetime) -> Thread:
+        step = action.step
+        checked = await self._preflight(thread, action, now)
+        if isinstance(checked, DeployQueued):
+            blocked: Error | DeployQueued | None = checked
+        elif isinstance(checked, DeployStarted):
+            blocked = await self._lock(thread, step, now, waits=action.decision is not None)
+            if blocked is None and (stale := await self._stale_rollback(step)):
+                # Looked at again under the lock: a deploy that finished while this one waited
+                # for it is what a rollback would now replace.
+                await self.locks.release(step.environment, checked.deploy_id, step.service)
+                blocked = Error(kind="recheck", step_id=step.id, message=wording.not_deploying(stale))
+        else:
+            blocked = None
+        if blocked is not None:
+            if isinstance(blocked, DeployQueued):
+                said = thread.queued(step.id)
+                if said and (said.position, said.behind) == (blocked.position, blocked.behind):
+                    return thread  # still waiting, nothing new to say
+                return await journal.decide(thread, [blocked])
+            checked = blocked
+        try:
+            # Only the run whose deploy_started wins the compare-and-set may deploy.
+            thread = await journal.decide(thread, [checked])
+        except BaseException:
+            if isinstance(checked, DeployStarted):
+                await self.locks.release(step.environment, checked.deploy_id, step.service)
+            raise
+        if not isinstance(checked, DeployStarted):
+            return thread
+        await self._started(step, checked.deploy_id)
+        return await self._execute(thread, action, checked, journal)
+
+    async def _started(self, step: Deploy, deploy_id: str) -> None:
+        """A deploy whose start is recorded leaves the line it may have waited in."""
+        if self.queue is None:
+            return
+        try:
+            await self.queue.leave(step.environment, step.service, deploy_id)
+        except Exception:  # the run's end leaves it again (Runner._paused); the deploy goes on
+            log.exception("deploy %s: leaving the line failed", deploy_id)
+
+    async def resume(self, thread: Thread, action: Interrupted, journal: Journal, now: datetime) -> Thread:
+        """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
+        it, if it never got going) instead of starting a second one. Any other deploy's
+        outcome is unknown: it is reported, never run again."""
+        deployer = self.deployers.get(action.step.service)
+        if not (deployer is not None and deployer.resumable and started_here(thread, action.started)):
+            return await journal.decide(thread, _interrupted(action))
+        locked = await self._lock(thread, action.step, now)
+        if locked:
+            return await journal.decide(thread, [locked])
+        return await self._execute(thread, action, action.started, journal)
+
+    async def _wait(self, thread: Thread, step: Deploy, now: datetime, behind: str) -> DeployQueued:
+        position = 1
+        if self.queue is not None:
+            position = await self.queue.join(step.environment, step.service, deploy_id(thread.id, step.id), now)
+        return DeployQueued(step_id=step.id, position=position, behind=behind)
+
+    async def _preflight(
+        self, thread: Thread, action: RunDeploy, now: datetime
+    ) -> Error | DeployStarted | DeployQueued:
+        """Everything that must still hold right before a deploy starts, but the environment
+        lock: taking that names any other holder."""
+        step, request = action.step, action.request
+        if request and action.decision:
+            why = self.policy.recheck(thread.id, step, request, action.decision, now)
+            if why:
+                return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(why))
+        stale = await self._stale_rollback(step)
+        if stale:
+            return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(stale))
+        checked = await self._check(step, thread)
+        if isinstance(checked, Error):
+            return checked
+        if request and checked != request.commit:
+            return Error(
+                kind="recheck",
+                step_id=step.id,
+                message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
+            )
+        hit = await self.frozen(step.environment, now)
+        gated = await self._gate(thread, step, checked, hit)  # again, right before running
+        if isinstance(gated, Error) and gated.kind == "frozen" and request and action.decision:
+            if hit is not None and hit.until is not None and hit.until < request.expires_at:
+                # Approved, and the freeze ends before the approval does: wait in line for it.
+                behind = wording.frozen_waits(step.environment, hit.reason, hit.until)
+                return await self._wait(thread, step, now, behind)
+        if gated:
+            return gated
+        return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked)
+
+    async def _stale_rollback(self, step: Deploy) -> str | None:
+        """Why a rollback must not run now: the deploy it rolls back is no longer what is on
+        (someone deployed since it was planned and approved), so it would replace a deploy
+        nobody asked it to, and mark faulty one that is not on. None when it is still on."""
+        rolled_back = _field(step, "rollback_of")
+        if rolled_back is None:
+            return None
+        current = await self.current(step)
+        if current is None or current.deploy_id == rolled_back:
+            return None
+        return wording.rollback_overtaken(
+            step.service, current.tag, step.environment, _field(step, "rollback_from") or "an older deploy"
+        )
+
+    async def _lock(
+        self, thread: Thread, step: Deploy, now: datetime, waits: bool = False
+    ) -> Error | DeployQueued | None:
+        """Take the service's lock in the environment for this deploy. An approved deploy
+        (`waits`) that meets a lock, or others waiting before it, waits in line instead of
+        failing: it starts when it is first and the lock is free."""
+        env, service = step.environment, step.service
+        owner = deploy_id(thread.id, step.id)
+        queue = self.queue if waits else None
+        if queue is not None:
+            first = await queue.first(env, service)
+            if first is not None and first != owner:
+                position = await queue.join(env, service, owner, now)
+                return DeployQueued(step_id=step.id, position=position, behind=wording.waiting_for_turn(position))
+        reason = wording.deploy_lock_reason(service, step.tag)
+        holder = await self.locks.acquire(Lock(env, owner, reason, now, service), LOCK_TTL_MS)
+        if holder is None:
+            # It keeps its place in line until its deploy_started is recorded (see `run`): a
+            # run that loses that race decides again, and must still be first.
+            return None
+        if queue is not None:
+            position = await queue.join(env, service, owner, now)
+            return DeployQueued(step_id=step.id, position=position, behind=holder.describe())
+        return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
+
+    async def leave_queue(self, thread: Thread) -> None:
+        """A thread that no longer waits (it deployed, was cancelled, its approval expired)
+        leaves every line it stood in, and the next in line is woken."""
+        if self.queue is None:
+            return
+        # Every deploy step that may have taken a place: one approved (its place may have
+        # been taken before a crash or a lost race kept deploy_queued from being recorded).
+        for step in (e for e in thread.events if isinstance(e, DEPLOY_STEPS)):
+            if thread.queued(step.id) is None and thread.approval_for(step.id) is None:
+                continue
+            if await self.queue.leave(step.environment, step.service, deploy_id(thread.id, step.id)):
+                await self.wake_next(step.environment, step.service)
+
+    async def wake_next(self, environment: str, service: str) -> None:
+        """Hand the first deploy waiting for `service` in `environment` to a worker."""
+        if self.queue is None or self.wake is None:
+            return
+        first = await self.queue.first(environment, service)
+        if first is not None:
+            await self.wake(thread_of(first))
+
+    async def _execute(
+        self, thread: Thread, action: RunDeploy | Interrupted, started: DeployStarted, journal: Journal
+    ) -> Thread:
+        """Run a recorded deploy while holding, and renewing, its environment's lock."""
+        step = action.step
+        renewing = asyncio.create_task(keep_renewing(
+            lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS, step.service), LOCK_TTL_MS,
+            f"the lock on {step.service} in {step.environment} for {started.deploy_id}",
+        ))
+        approvers = _approvers(thread, action)
+        deploying = asyncio.ensure_future(self._deploy(step, started, approvers))
+        stopping = False
+        try:
+            while True:
+                try:
+                    result = await asyncio.shield(deploying)
+                    break
+                except asyncio.CancelledError:
+                    # A worker stopping (SIGTERM) never abandons a deploy: handing it to another
+                    # worker would only get it reported as interrupted. It finishes, is
+                    # recorded, and then the run stops.
+                    stopping = True
+                    if deploying.done():
+                        result = deploying.result()
+                        break
+                    log.warning("thread %s: stopping after deploy %s finishes", thread.id, started.deploy_id)
+            thread = await journal.fact(thread, [result])
+        except BaseException:
+            # The outcome is unknown or unrecorded: the lock stays until it expires (within
+            # LOCK_TTL_MS), so nobody deploys there before someone has looked.
+            renewing.cancel()
+            log.error("thread %s: deploy %s ended without a recorded result", thread.id, started.deploy_id)
+            raise
+        # Held until the result is recorded, and in the history (which rollbacks and the
+        # change preview read), so nobody deploys there before it is known.
+        renewing.cancel()
+        recorded = next(e for e in reversed(thread.events) if e.id == result.id)
+        handed_over = False
+        if isinstance(recorded, DeployResult):
+            await self._remember(thread, recorded)
+            if recorded.ok and recorded.rollback_of:
+                handed_over = await self._rolled_back(thread, step, recorded, started.deploy_id)
+        try:
+            if not handed_over:
+                await self.locks.release(step.environment, started.deploy_id, step.service)
+                await self.wake_next(step.environment, step.service)
+        except Exception:  # it expires by itself within LOCK_TTL_MS
+            log.exception("thread %s: releasing the lock on %s failed", thread.id, step.environment)
+        if stopping:
+            raise asyncio.CancelledError
+        return thread
+
+    async def _rolled_back(self, thread: Thread, step: Deploy, result: DeployResult, owner: str) -> bool:
+        """A rollback that succeeded: the deploy it replaced is faulty (never a target again),
+        and, unless the environment says otherwise, the service stays locked there so nobody
+        deploys the faulty version again before someone has looked: the deploy's own lock
+        (`owner`) is handed over, in one step, to a lock in the requester's name. True when it
+        was (the deploy's lock is then gone)."""
+        assert result.rollback_of is not None
+        try:
+            await self.history.mark_faulty(result.environment, result.rollback_of)
+        except Exception:
+            log.exception("thread %s: could not mark %s faulty", thread.id, result.rollback_of)
+        if result.environment in self.policy.no_lock_after_rollback:
+            return False
+        who = thread.authority(thread.latest_instruction())
+        if who == NOBODY:  # a fork replaying someone's request: no lock in their name
+            return False
+        reason = wording.rolled_back_lock_reason(_field(step, "rollback_from") or "?", who.label)
+        lock = Lock(result.environment, lock_owner(who), reason, result.at, result.service, thread.id)
+        try:
+            return await self.locks.hand_over(lock, owner)
+        except Exception:
+            log.exception("thread %s: could not lock %s after the rollback", thread.id, lock.target)
+            return False
+
+    async def _deploy(self, step: Deploy, started: DeployStarted, approvers: str | None) -> Event:
+        request = DeployRequest(started.deploy_id, step.service, step.tag, step.environment, started.commit)
+        try:
+            outcome = await self.deployers[step.service].deploy(request)
+        except DeployerError as e:
+            return Error(kind="deployer", step_id=step.id, message=wording.deploy_could_not_run(e))
+        except Exception as e:  # a bug in a deployer: it may have started something, so say so
+            log.exception("deploy %s: the deployer failed", started.deploy_id)
+            return Error(kind="deployer", step_id=step.id, message=wording.deployer_broke(e))
+        return DeployResult(
+            step_id=step.id,
+            deploy_id=started.deploy_id,
+            service=step.service,
+            tag=step.tag,
+            environment=step.environment,
+            commit=started.commit,
+            ok=outcome.ok,
+            exit_code=outcome.exit_code,
+            output=redact(outcome.output, self.secrets),  # shown in chat, email and the API
+            approved_by=approvers,
+            url=outcome.url,
+            rollback_of=_field(step, "rollback_of"),
+            force=_field(step, "force"),
+            forced_by=_field(step, "forced_by"),
+        )
+
+    async def _remember(self, thread: Thread, result: DeployResult) -> None:
+        record = DeployRecord(
+            result.environment, result.service, result.tag, result.commit, result.ok, result.at,
+            result.approved_by, thread.id, result.deploy_id, result.url,
+            rollback_of=result.rollback_of, force=result.force, forced_by=result.forced_by,
+            **audit_trail(thread, result, self.secrets),
+        )
+        try:
+            await self.history.record(record)
+        except Exception:  # the result is in the thread; the index can be rebuilt from it
+            log.exception("thread %s: could not add %s to the deploy history", thread.id, result.deploy_id)
+
+    async def _check(self, step: Deploy, thread: Thread) -> str | Error:
+        """The commit the step's tag points to, or the error that stops it (an agent asking
+        for an environment its entry does not list, too)."""
+        asker = thread.authority(thread.latest_instruction())
+        invalid = self.policy.invalid_deploy(step) or self.policy.may_request(asker, step.environment)
+        if invalid:
+            return Error(kind="validation", step_id=step.id, message=invalid)
+        deployer = self.deployers.get(step.service)
+        if deployer is None:  # in the policy's catalog, but not built (a thread older than it)
+            unknown = wording.unknown_service(step.service, self.deployers)
+            return Error(kind="validation", step_id=step.id, message=unknown)
+        try:
+            commit = await deployer.resolve(step.tag)
+            if commit:
+                return commit
+            newest = [t.name for t in (await deployer.list_tags())[:5]]
+        except DeployerError as e:
+            return Error(kind="deployer", step_id=step.id, message=wording.tag_lookup_failed(step.tag, e))
+        return Error(kind="validation", step_id=step.id, message=wording.no_such_tag(step.tag, newest))
+
+
+def _approvers(thread: Thread, action: RunDeploy | Interrupted) -> str | None:
+    """Who approved, as the channels named them: everyone whose approval counted where it
+    took several (N-of-M), else the one decision."""
+    if action.request is None or action.decision is None:
+        return None
+    given = thread.approvals_for(action.request.approval_id)
+    if action.request.required > 1 and given:
+        return ", ".join(a.user for a in given[: action.request.required])
+    return action.decision.user
+
+
+OUTPUT_TAIL_LINES = 20  # of a deploy's output, kept in its history record
+
+
+def audit_trail(thread: Thread, result: DeployResult, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What the deploy's history record keeps of its thread, which goes after
+    THREAD_RETENTION while the record stays: the request (what was asked, by whom, how, with
+    what evidence), the proposal, the approval and its decision, the run and its output's tail.
+    DeployRecord's audit fields, by name."""
+    position, step = next(((i, e) for i, e in enumerate(thread.events) if e.id == result.step_id), (0, None))
+    request = next(
+        (e for e in reversed(thread.events[:position])
+         if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text)),
+        None,
+    )
+    trail: dict[str, Any] = {}
+    if isinstance(request, UserMessage | HumanResponse):
+        trail.update(
+            requested_by=request.person or request.user, request=request.text, requested_via=request.via,
+            requested_channel=request.channel, request_evidence=request.evidence, requested_at=request.at,
+        )
+    if step is not None:
+        trail.update(proposed_by=getattr(step, "source", ""), proposal_reason=getattr(step, "reason", None) or "",
+                     proposed_at=step.at)
+    approval = thread.approval_for(result.step_id)
+    if approval is not None:
+        trail.update(approval_id=approval.approval_id, approval_asked_at=approval.at,
+                     approval_expires_at=approval.expires_at)
+        made = thread.decision_for(approval.approval_id)
+        if made is not None:
+            trail.update(decided_by=made.person or made.user, decided_via=made.via, decided_channel=made.channel,
+                         decision_evidence=made.evidence, decided_at=made.at)
+    started = thread.started(result.step_id)
+    tail = "\n".join(result.output.splitlines()[-OUTPUT_TAIL_LINES:])
+    trail.update(started_at=started.at if started else None, exit_code=result.exit_code,
+                 output_tail=redact(tail, secrets))
+    return trail
+
+
+def _since(freeze: Freeze) -> datetime:
+    since = getattr(freeze.window, "since", None)
+    return since if isinstance(since, datetime) else datetime.min.replace(tzinfo=UTC)
+
+
+def _field(step: Deploy, name: str) -> str | None:
+    """A field only deploys of the catalog have (a thread's older steps lack it)."""
+    value = getattr(step, name, None)
+    return value if isinstance(value, str) and value else None
+
+
+def _interrupted(action: Interrupted) -> list[Event]:
+    step, deploy_id = action.step, action.started.deploy_id
+    what = wording.what_to_deploy(step.service, step.tag, step.environment)
+    return [
+        Error(kind="interrupted", step_id=step.id, message=wording.interrupted_deploy(what, deploy_id)),
+        RequestMoreInformation(source="bot", message=wording.interrupted_ask(what, deploy_id)),
+    ]
+
+
+async def keep_renewing(renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:
+    """Renew at a third of the TTL until cancelled; a failed renewal is logged, not fatal,
+    so a Redis blip does not end the renewals for good."""
+    while True:
+        await asyncio.sleep(ttl_ms / 3000)
+        try:
+            if not await renew():
+                log.error("lost %s to someone else", what)
+        except Exception:
+            log.exception("renewing %s failed", what)

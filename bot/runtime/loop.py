@@ -1,0 +1,254 @@
+"""run(thread_id): load -> next action -> carry it out -> append -> repeat, until a pause.
+
+Nothing lives in memory between runs: any process can run any thread at any time. Every
+decision is appended with compare-and-set, so a run that lost a race re-reads and
+decides again instead of overwriting. The loop only sequences: what an action does lives
+in agent.py (deciding), steps.py (tags, locks) and deploying.py (deploys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bot.core import prompt
+from bot.core.control import (
+    Action,
+    AskApproval,
+    Decide,
+    Escalate,
+    EscalateApproval,
+    Expire,
+    ExpireSenderConfirmation,
+    Finish,
+    Interrupted,
+    PlanRollback,
+    Remind,
+    RunCommand,
+    RunDeploy,
+    RunTags,
+    Stop,
+    next_action,
+    next_due,
+)
+from bot.core.events import (
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalReminded,
+    CommandResult,
+    CommandStep,
+    DoneForNow,
+    Error,
+    Event,
+    RequestMoreInformation,
+    ResumeDeploys,
+    SenderConfirmationExpired,
+    UnlockEnvironment,
+    new_id,
+    stamped,
+)
+from bot.core.policy import Policy
+from bot.core.prompt import redact
+from bot.core.thread import Thread
+from bot.runtime import agent, steps
+from bot.runtime.clock import utcnow
+from bot.runtime.deploying import Deploying, keep_renewing
+from bot.runtime.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore, Timers
+from bot.runtime.retry import retrying
+
+log = logging.getLogger(__name__)
+
+LEASE_TTL_MS = 4_000  # a thread whose runner died can be taken over after this
+FACT_RETRY_WAITS = (0.1, 0.2, 0.5, 1, 2, 2, 2, 2, 2, 2)  # about 14 s, then give up
+
+
+@dataclass
+class Runner:
+    store: ThreadStore
+    deploying: Deploying
+    llm: NextStepModel | None
+    notifier: Notifier
+    policy: Policy
+    secrets: tuple[str, ...] = ()
+    context_budget: int = prompt.CONTEXT_BUDGET  # estimated tokens the model is shown
+    # Errors of the store's connection (Redis restarting): the run stops and is retried
+    # later, instead of the thread being marked failed by a fault that is not its own.
+    transient: tuple[type[Exception], ...] = ()
+    clock: Callable[[], datetime] = utcnow
+    name: str = field(default_factory=lambda: f"runner-{new_id()}")
+    timers: Timers | None = None  # when each thread is next due (reminders, expiry, the queue)
+
+    async def run(self, thread_id: str) -> Thread | None:
+        """Advance the thread until it pauses. None if another runner holds it right now:
+        only one runner at a time may advance a thread, so none of them ever mistakes a deploy
+        another one is running for an interrupted one."""
+        owner = f"{self.name}:{new_id()}"  # per run: two runs in one process exclude each other too
+        while True:
+            claimed = await self.store.claim(thread_id, owner, LEASE_TTL_MS)
+            if claimed is None:
+                return None
+            renewing = asyncio.create_task(keep_renewing(
+                lambda: self.store.lease(thread_id, owner, LEASE_TTL_MS), LEASE_TTL_MS,
+                f"the lease on thread {thread_id}",
+            ))
+            thread = claimed
+            try:
+                thread = await self._run(claimed, RunJournal(self, owner))
+                # While the lease is held: a run that claims the thread after ours sets its
+                # own due time later, never overwritten by ours.
+                await self._paused(thread)
+            except LeaseLost:
+                log.error("thread %s: lost its lease to another run; this run stops", thread_id)
+                return None
+            finally:
+                renewing.cancel()
+                latest = await self.store.release(thread, owner)
+            # Whoever appended while we held the lease could not run the thread: look again.
+            if latest.version == thread.version:
+                return thread
+
+    async def _tell(self, thread_id: str, event: Event) -> None:
+        """Record a fact in another thread (whose lock was taken) and let its channel say so.
+        Never fails the run that does it: the lock is lifted either way."""
+        try:
+            other = await self.store.load(thread_id)
+            [recorded] = stamped([event], self.clock())
+            other = await self.store.append_fact(other, [recorded])
+            await self.notifier.publish(other, [recorded])
+        except Exception:
+            log.exception("thread %s: could not tell it about %s", thread_id, event.type)
+
+    async def _wake_waiting(self, step: CommandStep) -> None:
+        """After an unlock or a resume, the first deploy waiting in each line it freed may go."""
+        services = self.policy.catalog.names
+        match step:
+            case UnlockEnvironment():
+                freed = [(step.environment, s) for s in ([step.service] if step.service else services)]
+            case ResumeDeploys():
+                envs = sorted(self.policy.environments) if step.environment == "*" else [step.environment]
+                freed = [(env, s) for env in envs for s in services]
+            case _:
+                return
+        for environment, service in freed:
+            await self.deploying.wake_next(environment, service)
+
+    async def _paused(self, thread: Thread) -> None:
+        """What a paused thread leaves behind: when it is next due, and no place in a line
+        it no longer waits in."""
+        if thread.status() != "waiting_for_lock":
+            await self.deploying.leave_queue(thread)
+        if self.timers is not None:
+            await self.timers.set(thread.id, next_due(thread, self.policy, self.clock()))
+
+    async def _run(self, thread: Thread, journal: RunJournal) -> Thread:
+        # A backstop only: the policy's step limit pauses a run long before this.
+        for _ in range(4 * self.policy.max_steps + 20):
+            action = next_action(thread, self.policy, self.clock())
+            if isinstance(action, Stop):
+                return thread
+            try:
+                thread = await self._advance(thread, action, journal)
+                if isinstance(action, RunDeploy) and thread.status() == "waiting_for_lock":
+                    return thread  # in line: woken when its turn may have come
+            except Conflict:
+                thread = await self.store.refresh(thread)
+            except LeaseLost:
+                raise
+            except self.transient:
+                raise
+            except Exception as e:  # a bug must pause the thread visibly, not kill the process
+                log.exception("thread %s: %s failed", thread.id, type(action).__name__)
+                error = Error(kind="internal", message=f"internal error: {type(e).__name__}: {e}")
+                return await journal.fact(thread, [error])
+        return thread
+
+    async def _advance(self, thread: Thread, action: Action, journal: RunJournal) -> Thread:
+        now = self.clock()
+        deploying = self.deploying
+        match action:
+            case Decide():
+                step = await agent.decide(thread, self.llm, self.secrets, self.context_budget, self.policy.catalog)
+                return await journal.decide(thread, [step])
+            case RunTags():
+                return await journal.decide(thread, await steps.list_tags(action.step, deploying.deployers))
+            case PlanRollback():
+                planned = await steps.plan_rollback(action.step, deploying.history, deploying.deployers, self.policy)
+                return await journal.decide(thread, [planned])
+            case RunCommand():
+                result = await steps.run_command(
+                    action.step, thread, deploying.locks, deploying.history, self.policy, now, deploying.freezes,
+                    tell=self._tell,
+                )
+                thread = await journal.fact(thread, [result])
+                if isinstance(result, CommandResult) and result.ok:
+                    await self._wake_waiting(action.step)
+                return thread
+            case AskApproval():
+                return await journal.decide(thread, [await deploying.ask_approval(thread, action.step, now)])
+            case Interrupted():
+                return await deploying.resume(thread, action, journal, now)
+            case RunDeploy():
+                return await deploying.run(thread, action, journal, now)
+            case Escalate():
+                return await journal.decide(thread, [RequestMoreInformation(source="bot", message=action.message)])
+            case Finish():
+                return await journal.decide(thread, [DoneForNow(source="bot", message=action.message)])
+            case Remind():
+                return await journal.decide(thread, [ApprovalReminded(approval_id=action.request.approval_id,
+                                                                      count=action.count)])
+            case EscalateApproval():
+                escalated = ApprovalEscalated(approval_id=action.request.approval_id, to=sorted(action.to))
+                return await journal.decide(thread, [escalated])
+            case ExpireSenderConfirmation():
+                asked = action.request
+                dropped = SenderConfirmationExpired(confirmation_id=asked.confirmation_id, expires_at=asked.expires_at)
+                return await journal.decide(thread, [dropped])
+            case Expire():
+                request = action.request
+                expired = ApprovalExpired(approval_id=request.approval_id, step_id=request.step_id,
+                                          expires_at=request.expires_at)
+                return await journal.decide(thread, [expired])
+        raise TypeError(f"unknown action {action!r}")
+
+
+@dataclass
+class RunJournal:
+    """Records for one run: every event is stamped with the runner's clock, error messages
+    are redacted (a deployer's or a bug's text can hold a secret, and it is shown in chat, the
+    API and the model's context), decisions are fenced by the run's lease (`owner`), and the
+    channels hear of each event once stored."""
+
+    runner: Runner
+    owner: str
+
+    def _recorded(self, events: Sequence[Event]) -> list[Event]:
+        clean = [
+            e.model_copy(update={"message": redact(e.message, self.runner.secrets)}) if isinstance(e, Error) else e
+            for e in events
+        ]
+        return stamped(clean, self.runner.clock())
+
+    async def decide(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        events = self._recorded(events)
+        thread = await self.runner.store.append(thread, events, self.owner)
+        await self._publish(thread, events)
+        return thread
+
+    async def fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """It must land whatever else did, so it waits out a store that is briefly
+        unreachable (appending is idempotent: a resent append recognises itself)."""
+        events = self._recorded(events)
+        async for attempt in retrying(FACT_RETRY_WAITS, self.runner.transient, f"recording {events[0].type}"):
+            with attempt:
+                thread = await self.runner.store.append_fact(thread, events)
+        await self._publish(thread, events)
+        return thread
+
+    async def _publish(self, thread: Thread, events: Sequence[Event]) -> None:
+        try:
+            await self.runner.notifier.publish(thread, events)
+        except Exception:  # the events are stored; a channel outage must not stop the run
+            log.exception("thread %s: notifying its channel failed", thread.id)
