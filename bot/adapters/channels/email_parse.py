@@ -410,12 +410,18 @@ _HEADER_LINE = re.compile(
 )
 _SIGNATURE = re.compile(
     r"--|—|__"
-    r"|(?:sent from my|sent from (?:yahoo|mail for|outlook|samsung|proton)|sent with|get outlook for"
+    r"|(?:sent from my|sent from (?:yahoo|mail|mailbox|outlook|samsung|proton|typeapp)|sent with|get outlook for"
+    r"|download outlook for|télécharger outlook pour"  # Outlook's mobile apps (crisp-oss fixtures)
     r"|gesendet von|von meinem|envoyé de mon|envoyé depuis|enviado desde mi|enviado do meu"
     r"|отправлено с|wysłane z|wysłano z|skickat från|verzonden (?:vanaf|met)|verstuurd vanaf"
-    r"|inviato da|sendt fra)\b.{0,60}",
+    r"|inviato da|sendt fra"
+    # the same in more languages, as EdgeTier/email-reply-parser's fixtures have them
+    r"|envoyé à partir de mon|enviado do iphone|verzonden vanuit|trimis de pe|lähetetty iphonesta"
+    r"|az iphone-omról küldve|أُرسلت من)\b.{0,60}",
     re.I,
 )
+
+_LINK = re.compile(r"<https?://[^\s>]*>")  # "Sent from Mail<https://go.microsoft.com/...> for Windows 10"
 
 
 def new_text(text: str) -> str:
@@ -454,7 +460,7 @@ def new_text(text: str) -> str:
                 i = following
                 continue
             break  # the original follows unquoted: all of it is history
-        if _SIGNATURE.fullmatch(line.strip()):
+        if _SIGNATURE.fullmatch(_LINK.sub("", line.strip())) or _list_footer(lines, i):
             signature = True
         elif not signature:
             pieces[-1].append(line)
@@ -465,6 +471,15 @@ def new_text(text: str) -> str:
 
 def _quoted(line: str) -> bool:
     return line.lstrip().startswith(">")
+
+
+def _list_footer(lines: list[str], i: int) -> bool:
+    """Line i starts the footer a mailing list adds (Mailman's rule, then "<list> mailing
+    list"): it is no more the person's text than a signature is."""
+    return (
+        bool(re.fullmatch(r"_{10,}", lines[i].strip()))
+        and i + 1 < len(lines) and lines[i + 1].strip().lower().endswith("mailing list")
+    )
 
 
 def _next_text(lines: list[str], i: int) -> int:
@@ -498,7 +513,9 @@ def _attribution(lines: list[str], i: int) -> tuple[str, int] | None:
             if len(candidate) <= _MAX_ATTRIBUTION and (quote_follows or re.search(r"\d", candidate)) and (
                 _ATTRIBUTION.fullmatch(candidate) or _dated_address(candidate)
             ):
-                lead = joined[:start].strip()
+                # Yahoo's "--- On ..., bob wrote:" and Zimbra's "- Le ..., bob a écrit :" start with
+                # dashes: they are the attribution's, not the reply's.
+                lead = re.sub(r"-+$", "", joined[:start].strip()).strip()
                 return ("" if _OPENER_WORD.fullmatch(lead) else lead), last
     return None
 
