@@ -1,4 +1,4 @@
-"""python -m bot serve | worker | chat MESSAGE | threads ... | lock | unlock | rollback | deploys | tokens ... |
+"""python -m bot serve | worker | mcp | chat MESSAGE | threads ... | lock | unlock | rollback | deploys | tokens ... |
 login-link PERSON | gc | redis-stop"""
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ def parser() -> argparse.ArgumentParser:
         help="only record events and hand threads over: `python -m bot worker` runs them",
     )
     sub.add_parser("worker", help="run threads handed over by `serve` (any number of these)")
+    mcp = sub.add_parser("mcp", help="an MCP server on stdin/stdout for the agent whose token is in DEPLOYBOT_TOKEN")
+    mcp.add_argument("--worker", action="store_true",
+                     help="also run threads in this process (when no `serve` or `worker` shares its Redis)")
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("message")
     chat.add_argument("--user", default=_me())
@@ -115,7 +118,8 @@ def _credentials_commands(sub: Commands) -> None:
         dest="action", required=True
     )
     create = tokens.add_parser("create", help="a new token for a person of deploybot.toml, printed once")
-    create.add_argument("person")
+    create.add_argument("person", nargs="?")
+    create.add_argument("--agent", help="a token for this agent of deploybot.toml's [agents] instead of a person")
     create.add_argument("--name", default="api", help="what the token is for (laptop, ci, ...)")
     tokens.add_parser("list", help="every token: id, person, name, created, last used").add_argument("--person")
     tokens.add_parser("revoke", help="a token stops working at once").add_argument("id")
@@ -161,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "redis-stop":
         print("stopped" if embedded_redis.stop(settings.data_dir) else "not running")
         return 0
+    if args.command == "mcp":
+        return asyncio.run(_mcp(settings, args.worker))
     if args.command in ("tokens", "login-link"):
         return asyncio.run(_credentials(settings, args))
     if args.command == "gc":
@@ -227,6 +233,9 @@ async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
     from bot.wiring.app import redis_client, sign_in_linker
 
     person = getattr(args, "person", None)
+    agent = getattr(args, "agent", None)
+    if agent is not None or (getattr(args, "action", "") == "create" and person is None):
+        return await _agent_token(settings, person, agent)
     if args.command == "login-link" or getattr(args, "action", "") == "create":
         people = settings.directory().people
         if person not in people:
@@ -260,6 +269,57 @@ async def _credentials(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         await redis.aclose()
     return 0
+
+
+async def _agent_token(settings: Settings, person: str | None, agent: str | None) -> int:
+    """`tokens create --agent NAME`: the token is held by the agent's principal (agent:NAME)."""
+    from bot.core.people import AGENT
+
+    agents = settings.directory().agents
+    if person is not None or agent is None:
+        print("refused: name a person or --agent NAME, not both (nor neither)", file=sys.stderr)
+        return 2
+    if agent not in agents:
+        known = ", ".join(sorted(agents)) or "none: deploybot.toml has no [agents.NAME]"
+        print(f"refused: {agent!r} is not an agent in deploybot.toml (agents: {known})", file=sys.stderr)
+        return 2
+    return await _create_token(settings, f"{AGENT}:{agent}", "mcp")
+
+
+async def _create_token(settings: Settings, holder: str, name: str) -> int:
+    from bot.adapters.redis.credentials import RedisCredentials
+    from bot.wiring.app import redis_client
+
+    redis = redis_client(settings)
+    try:
+        token_id, token = await RedisCredentials(redis).create(holder, name)
+    finally:
+        await redis.aclose()
+    print(token)
+    print(f"token {token_id} for {holder} ({name}): shown this once, keep it secret; give it to the agent as "
+          "DEPLOYBOT_TOKEN (stdio) or Authorization: Bearer <token> (HTTP, /mcp)", file=sys.stderr)
+    return 0
+
+
+async def _mcp(settings: Settings, worker: bool) -> int:
+    """`python -m bot mcp`: stdout is the protocol's, so logs go to stderr only."""
+    from bot.adapters.redis.credentials import RedisCredentials
+    from bot.core.people import AGENT
+    from bot.wiring.app import build, mcp_server
+
+    token = settings.deploybot_token.get_secret_value() if settings.deploybot_token else ""
+    app = build(settings)
+    try:
+        info = await RedisCredentials(app.redis).verify(token) if token else None
+        who = app.service.directory.by_token(info.person, info.token_id) if info else None
+        if who is None or who.via != AGENT:
+            print(f"refused: DEPLOYBOT_TOKEN: {wording.mcp_needs_agent_token()}", file=sys.stderr)
+            return 2
+        await app.start(worker=worker, receive=False)
+        await mcp_server(app, token, info.token_id if info else "").run_stdio_async()
+        return 0
+    finally:
+        await app.close()
 
 
 async def _gc(settings: Settings, args: argparse.Namespace) -> int:

@@ -236,6 +236,8 @@ class Settings(BaseSettings):
     allowed_hosts: str = Field(
         "", description="more names the bot answers to (Host), comma-separated; loopback and PUBLIC_URL's host always"
     )
+    # `python -m bot mcp` (stdio): the token of the agent it speaks for (tokens create --agent NAME).
+    deploybot_token: SecretStr | None = Field(None, description="the agent's token for `python -m bot mcp`")
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
@@ -293,6 +295,7 @@ class Settings(BaseSettings):
             clashes = settings_file.conflicts(self._file, self._people_variables())
             clashes += self._service_conflicts(self._file)
             clashes += self._file.freeze_problems(self.policy_environments())
+            clashes += self._file.agent_environment_problems(self.policy_environments())
             if clashes:
                 return clashes
         clashes = self._approval_conflicts(self._file)
@@ -405,13 +408,14 @@ class Settings(BaseSettings):
                     f"{name}: triggers[{i}].environment: {trigger.environment!r} is not an environment "
                     f"deploybot knows ({', '.join(sorted(known))})"
                 )
-        notifies = [("triggers", i, t.notify) for i, t in enumerate(file.triggers)]
-        notifies += [("schedules", i, s.notify) for i, s in enumerate(file.schedules)]
-        for table, i, notify in notifies:
+        notifies = [(f"triggers[{i}]", t.notify) for i, t in enumerate(file.triggers)]
+        notifies += [(f"schedules[{i}]", s.notify) for i, s in enumerate(file.schedules)]
+        notifies += [(f"agents.{agent}", a.notify) for agent, a in file.agents.items()]
+        for where, notify in notifies:
             if slack_targets(notify) and not self.slack_bot_token:
-                lines.append(f"{name}: {table}[{i}].notify: posting to Slack needs SLACK_BOT_TOKEN")
+                lines.append(f"{name}: {where}.notify: posting to Slack needs SLACK_BOT_TOKEN")
             if email_targets(notify) and not (self.smtp_host or self.inbound_email_secret):
-                lines.append(f"{name}: {table}[{i}].notify: sending email needs the email channel (SMTP_HOST, ...)")
+                lines.append(f"{name}: {where}.notify: sending email needs the email channel (SMTP_HOST, ...)")
         return lines
 
     def triggers(self) -> tuple[Trigger, ...]:
@@ -556,6 +560,7 @@ class Settings(BaseSettings):
                 self.api_token, self.redis_password, self.redis_sentinel_password,
                 self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
                 self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
+                self.deploybot_token,
                 self.smtp_password, self.inbound_email_secret, self.email_reply_secret, self.session_secret,
                 self.github_webhook_secret, self.notify_webhook_secret,
             ) if v

@@ -38,7 +38,7 @@ from pydantic import (
 
 from bot.adapters.deployers.command import command_argv
 from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
-from bot.core.people import ANYONE, GROUP, Directory, Person, Written
+from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written
 from bot.core.policy import parse_approvers
 from bot.core.triggers import KINDS, Schedule, Trigger, target_problem
 
@@ -113,6 +113,29 @@ class PersonEntry(BaseModel):
             if not _EMAIL.match(address):
                 raise ValueError(f"{address!r} is not an email address (like alice@example.com)")
         return _unique(addresses)
+
+
+class AgentEntry(BaseModel):
+    """`[agents.claude-code]`: an AI agent that asks for deploys over MCP (bot/adapters/channels/mcp.py)
+    and never decides. `owner`: the person its requests count as for approver_must_differ;
+    `environments`: where it may ask for deploys (unset: anywhere); its limits; `notify`:
+    where its threads are posted for people to decide (`slack:C…`, `email:…`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    owner: str | None = None
+    environments: tuple[str, ...] = ()
+    max_open: int = Field(5, ge=1)
+    max_per_hour: int = Field(20, ge=1)
+    notify: tuple[str, ...] = ()
+
+    @field_validator("notify")
+    @classmethod
+    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
+        return _targets(targets)
+
+    def agent(self, name: str) -> Agent:
+        return Agent(name, self.owner, self.environments, self.max_open, self.max_per_hour, self.notify)
 
 
 class EnvironmentEntry(BaseModel):
@@ -385,6 +408,7 @@ class FileConfig(BaseModel):
     schedules: tuple[ScheduleEntry, ...] = ()
     # Scheduled freezes (bot/core/freeze_windows.py). No key is reserved any more: every unknown key is an error.
     freezes: tuple[FreezeEntry, ...] = ()
+    agents: dict[str, AgentEntry] = Field(default_factory=dict)
 
     _source: Path | None = PrivateAttr(None)
 
@@ -397,7 +421,7 @@ class FileConfig(BaseModel):
     def _consistent(self) -> FileConfig:
         problems = [
             *self._names(), *self._group_problems(), *self._reference_problems(), *self._shared_ids(),
-            *self._repeats(),
+            *self._repeats(), *self._agent_problems(),
         ]
         if problems:
             raise _Problems(problems)
@@ -405,7 +429,8 @@ class FileConfig(BaseModel):
 
     def directory(self) -> Directory:
         people = (Person(name, entry.slack, entry.email) for name, entry in self.people.items())
-        return Directory(people, self.groups)
+        agents = (entry.agent(name) for name, entry in self.agents.items())
+        return Directory(people, self.groups, agents=agents)
 
     def written(self) -> dict[str, Written]:
         return {env: entry.written() for env, entry in self.environments.items()}
@@ -432,10 +457,21 @@ class FileConfig(BaseModel):
             if name != ANYONE and name not in known
         ]
 
+    def agent_environment_problems(self, environments: Iterable[str]) -> list[str]:
+        """The environments agents are given that the bot does not know (as freeze_problems)."""
+        known = list(environments)
+        return [
+            f"{key_path(('agents', name, 'environments', j))}: there is no environment {env!r}"
+            + _did_you_mean(env, known)
+            for name, entry in self.agents.items()
+            for j, env in enumerate(entry.environments)
+            if env not in known
+        ]
+
     # --- checks across entries -----------------------------------------------------------
 
     def _names(self) -> Iterable[str]:
-        for table in ("people", "groups", "environments", "services"):
+        for table in ("people", "groups", "environments", "services", "agents"):
             for name in getattr(self, table):
                 if not _NAME.match(name):
                     yield (
@@ -463,6 +499,13 @@ class FileConfig(BaseModel):
                     why = self._bad_reference(ref)
                     if why:
                         yield f"{key_path(('environments', env, field, i))}: {why}"
+
+    def _agent_problems(self) -> Iterable[str]:
+        for name, entry in self.agents.items():
+            if name in self.people:
+                yield f"{key_path(('agents', name))}: {name} is a person too; name the agent otherwise"
+            if entry.owner is not None and entry.owner not in self.people:
+                yield f"{key_path(('agents', name, 'owner'))}: {_unknown_person(entry.owner, self.people)}"
 
     def _bad_reference(self, ref: str) -> str | None:
         if ref == ANYONE:
@@ -576,7 +619,7 @@ def load(path: Path) -> FileConfig:
 
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): FileConfig, ("people", "*"): PersonEntry, ("environments", "*"): EnvironmentEntry,
-    ("services", "*"): ServiceEntry,
+    ("services", "*"): ServiceEntry, ("agents", "*"): AgentEntry,
     ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry, ("freezes", "*"): FreezeEntry,
 }
 _MESSAGES = {

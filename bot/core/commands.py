@@ -167,6 +167,13 @@ def _until(text: str | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
+def deploy_text(service: str, tag: str, environment: str, note: str = "") -> str:
+    """The exact command a deploy asked for by an agent (bot/adapters/channels/mcp.py) is recorded as;
+    `note` (why) becomes the step's reason, made to fit the command's parentheses."""
+    note = " ".join(note.replace("(", " ").replace(")", " ").split())[:300]
+    return f"deploy {service} {tag} to {environment}" + (f" ({note})" if note else "")
+
+
 def rollback_text(service: str, environment: str) -> str:
     """The exact command a rollback asked for elsewhere (the CLI, the API) is recorded as."""
     return f"roll back {service} in {environment}"

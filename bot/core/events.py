@@ -277,6 +277,13 @@ class ApprovalRequested(_Event):
     rollback_of: str | None = None  # the deploy it rolls back
     force: str | None = None  # why it goes ahead past failing checks, and who said so
     forced_by: str | None = None
+    # How people see who asked, when that is more than the principal: an agent with its
+    # owner ("claude-code (agent of alice)"). Only words: the rules read `requested_by`.
+    asked_by: str = ""
+
+    @property
+    def asker(self) -> str:
+        return self.asked_by or self.requested_by
 
 
 class ApprovalReminded(_Event):
@@ -392,6 +399,17 @@ class LockTaken(_Event):
     reason: str
 
 
+class ToolCalled(_Event):
+    """An agent called an MCP tool about this thread (bot/adapters/channels/mcp.py): a fact for the
+    audit, which changes nothing the reducer decides."""
+
+    type: Literal["tool_called"] = "tool_called"
+    tool: str
+    agent: str  # the agent's principal (agent:NAME)
+    evidence: str = ""  # the token id it came with (stdio)
+    detail: str = ""  # what it said with it (a request's reason)
+
+
 class DeliveryFailed(_Event):
     """A message to a human could not be delivered, even after retries."""
 
@@ -442,6 +460,7 @@ Event = Annotated[
     | DeployStarted
     | DeployResult
     | DeliveryFailed
+    | ToolCalled
     | LockTaken
     | Error,
     Field(discriminator="type"),

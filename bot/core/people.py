@@ -42,6 +42,7 @@ SESSION = "session"  # a signed-in web session; evidence: the session id
 NAME = "name"  # named by someone trusted (a test; the API in open mode); evidence: the name
 API = "api"  # named by the shared API token's `user`, which proves nothing; evidence: the name
 CLI = "cli"  # named with the CLI's --user (it runs where the bot's secrets are); evidence: the name
+AGENT = "agent"  # an AI agent of deploybot.toml's [agents]; evidence: its name (its principal: agent:NAME)
 
 # The bot itself: never decides, locks or unlocks (events it records carry this user).
 BOT_USER = "deploybot"
@@ -63,6 +64,31 @@ class Person:
     name: str
     slack: tuple[str, ...] = ()
     emails: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An AI agent (deploybot.toml's `[agents.NAME]`): it may ask for deploys to
+    `environments` (empty: any), never decide, lock, unlock, stop, resume or deploy anyway.
+    What it asks counts as its `owner`'s where the requester may not approve. At most
+    `max_open` of its requests are open at once, and `max_per_hour` are made in an hour.
+    Its threads are posted to `notify` (`slack:C…`, `email:…`), where people decide."""
+
+    name: str
+    owner: str | None = None
+    environments: tuple[str, ...] = ()
+    max_open: int = 5
+    max_per_hour: int = 20
+    notify: tuple[str, ...] = ()
+
+    @property
+    def principal(self) -> str:
+        return f"{AGENT}:{self.name}"
+
+    @property
+    def label(self) -> str:
+        """How people see it: `claude-code (agent of alice)`."""
+        return wording.agent_name(self.name, self.owner)
 
 
 @dataclass(frozen=True)
@@ -110,6 +136,7 @@ class Directory:
         groups: Mapping[str, Iterable[str]] | None = None,
         *,
         trust_names: bool = False,
+        agents: Iterable[Agent] = (),
     ) -> None:
         by_name: dict[str, Person] = {}
         slack: dict[str, str] = {}
@@ -131,6 +158,7 @@ class Directory:
             if strangers:
                 raise ValueError(f"group {group}: {strangers[0]} is not a person (groups hold people, not groups)")
         self.people: Mapping[str, Person] = MappingProxyType(by_name)
+        self.agents: Mapping[str, Agent] = MappingProxyType(_agents(agents, by_name))
         self.groups: Mapping[str, frozenset[str]] = MappingProxyType(members)
         self._slack = slack
         self._email = email
@@ -159,6 +187,28 @@ class Directory:
                 return identity.person
         return None
 
+    def by_agent(self, name: str) -> Identity | None:
+        """An agent of deploybot.toml's [agents] (None: no such agent): nobody's person, its
+        principal `agent:NAME`, so no approver list can name it."""
+        return Identity(None, AGENT, name) if name in self.agents else None
+
+    def by_token(self, holder: str, token_id: str) -> Identity | None:
+        """Whoever a verified token was made for (`holder`: a person's name, or an agent's
+        principal `agent:NAME`), or None when they are no longer in deploybot.toml."""
+        if holder.startswith(f"{AGENT}:"):
+            return self.by_agent(holder.removeprefix(f"{AGENT}:"))
+        return self.by_name(holder, via=TOKEN, evidence=token_id) if holder in self.people else None
+
+    def agent_of(self, principal: str) -> Agent | None:
+        """The agent whose principal (`agent:NAME`) this is, if any."""
+        via, _, name = principal.partition(":")
+        return self.agents.get(name) if via == AGENT else None
+
+    def display(self, principal: str) -> str:
+        """How people see whoever `principal` is: an agent with its owner, else as it is."""
+        agent = self.agent_of(principal)
+        return agent.label if agent is not None else principal
+
     def expand(self, refs: Iterable[str]) -> frozenset[str]:
         """`["group:sre", "carol", "*"]` -> the people's names, with `*` kept as the marker
         for anyone. A name or group the directory does not know is a ValueError."""
@@ -176,6 +226,19 @@ class Directory:
             else:
                 raise ValueError(f"{ref}: there is no such person")
         return frozenset(names)
+
+
+def _agents(agents: Iterable[Agent], people: Mapping[str, Person]) -> dict[str, Agent]:
+    found: dict[str, Agent] = {}
+    for agent in agents:
+        if not agent.name or agent.name in found or ":" in agent.name or agent.name == ANYONE:
+            raise ValueError(f"{agent.name!r} cannot name an agent (empty, taken, or holds ':' or '*')")
+        if agent.name in people:
+            raise ValueError(f"agent {agent.name}: {agent.name} is a person's name too; name the agent otherwise")
+        if agent.owner is not None and agent.owner not in people:
+            raise ValueError(f"agent {agent.name}: its owner {agent.owner} is not a person")
+        found[agent.name] = agent
+    return found
 
 
 def _plain_name(name: str) -> bool:
@@ -221,6 +284,8 @@ def _no_powers(identity: Identity, what: str) -> str | None:
     shared API token (or a token whose person is gone)."""
     if not _is_someone(identity):
         return wording.bot_cannot(what)
+    if identity.via == AGENT:  # whatever the channel, and whatever `user` it claims
+        return wording.agent_cannot(identity.label, what)
     if identity.via == TOKEN and identity.person is None:
         return wording.shared_token_cannot(what)
     return None

@@ -179,9 +179,10 @@ class Policy:
         """Why `who` may not deploy past failing CI checks or a freeze to `environment`, or
         None: its approvers may (the requester too: forcing is not approving, which still
         follows where the environment is protected)."""
-        if people.may_approve(who, self.rules_for(environment), frozenset()) is None:
+        why = people.may_approve(who, self.rules_for(environment), frozenset())
+        if why is None:
             return None
-        return wording.may_not_force(who.label, environment)
+        return why if who.via == people.AGENT else wording.may_not_force(who.label, environment)
 
     def rules_for(self, environment: str) -> Rules:
         """`environment`'s rules: its entry, else anyone in open mode, else nobody."""
@@ -218,7 +219,18 @@ class Policy:
             for identity in (self.directory.by_slack(user), self.directory.by_email(user)):
                 if identity.person is not None:
                     principals.add(identity.person)
+            agent = self.directory.agent_of(user)
+            if agent is not None and agent.owner:  # what an agent asks, its owner asked
+                principals.add(agent.owner)
         return frozenset(principals)
+
+    def may_request(self, who: Identity, environment: str) -> str | None:
+        """Why `who` may not ask for a deploy to `environment`, or None: anyone may, but an
+        agent only for the environments its [agents.NAME] entry lists (none listed: any)."""
+        agent = self.directory.agent_of(who.principal) if who.via == people.AGENT else None
+        if agent is not None and agent.environments and environment not in agent.environments:
+            return wording.agent_environment_not_allowed(agent.name, environment, agent.environments)
+        return None
 
     def may_decide(
         self, who: Identity, request: ApprovalRequested, escalated_to: Iterable[str] = ()

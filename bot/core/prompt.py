@@ -53,6 +53,7 @@ from bot.core.events import (
     RollBack,
     ShowDeploys,
     StopDeploys,
+    ToolCalled,
     UnlockEnvironment,
     UserMessage,
 )
@@ -308,6 +309,8 @@ class _Context:
                 return tag("error", e.message, tokens, kind=e.kind)
             case DeliveryFailed():
                 return tag("delivery_failed", e.reason, tokens, channel=e.channel, to=e.to)
+            case ToolCalled():
+                return tag("tool_called", tool=e.tool, agent=e.agent)
             case Cancelled():
                 return tag("cancelled", e.reason, tokens, user=e.user)
         raise TypeError(f"no rendering for {type(e).__name__}")  # pragma: no cover

@@ -37,6 +37,7 @@ from bot.core.events import (
     SenderConfirmationRequested,
     SenderConfirmed,
     Step,
+    ToolCalled,
     UserMessage,
     identity_of,
     principal_of,
@@ -308,7 +309,7 @@ class Thread:
                 return "waiting_for_human"
             if isinstance(last[1], DoneForNow):
                 return "done"
-        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed)), None)
+        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed | ToolCalled)), None)
         if isinstance(last_fact, Error) and last_fact.kind == "internal":
             return "failed"
         return "running"

@@ -46,6 +46,7 @@ from bot.core.events import (
     SenderConfirmed,
     ShowDeploys,
     StopDeploys,
+    ToolCalled,
     UnlockEnvironment,
     UserMessage,
 )
@@ -184,7 +185,7 @@ def _line(e: Event, s: _Style) -> str:
             change = "".join(f"; {t(line)}" for line in wording.change_lines(e.change)) if e.change else ""
             return (
                 f"{who('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
-                f"{t(e.environment)}, asked by {t(e.requested_by) or 'unknown'}; expires "
+                f"{t(e.environment)}, asked by {t(e.asker) or 'unknown'}; expires "
                 f"{e.expires_at:%Y-%m-%d %H:%M} UTC; approval id {s.code(e.approval_id)}{change}"
             )
         case LockEnvironment():
@@ -230,6 +231,8 @@ def _line(e: Event, s: _Style) -> str:
             return f"error ({e.kind}): {t(e.message)}"
         case DeliveryFailed():
             return f"could not deliver to {t(e.to)} by {t(e.channel)}: {t(e.reason)}"
+        case ToolCalled():
+            return t(wording.tool_called(e.tool, e.agent.removeprefix("agent:")))
         case Cancelled():
             return f"cancelled by {t(e.user)}" + (f": {t(e.reason)}" if e.reason else "")
     return e.type  # pragma: no cover

@@ -749,3 +749,54 @@ def sender_confirmation_expired(expires_at: datetime) -> str:
         f"Nobody confirmed sending this request by {expires_at:%Y-%m-%d %H:%M} UTC, "
         "so it was dropped; nothing was done."
     )
+
+
+# --- agents (MCP): AI agents that may ask for deploys, never approve them -------------------
+
+
+def agent_name(name: str, owner: str | None) -> str:
+    """How people see an agent: `claude-code (agent of alice)`."""
+    return f"{name} (agent of {owner})" if owner else f"{name} (agent)"
+
+
+def agent_asks_to_deploy(asker: str, service: str, tag: str, environment: str) -> str:
+    return f"{asker} asks to deploy {service} {tag} to {environment}"
+
+
+def agent_cannot(name: str, what: str) -> str:
+    return f"{name} is an agent: agents may ask for deploys but cannot {what}; a person must"
+
+
+def agent_environment_not_allowed(name: str, environment: str, allowed: Iterable[str]) -> str:
+    listed = ", ".join(sorted(allowed)) or "none"
+    return f"{name} may not ask for deploys to {environment} (its environments in deploybot.toml: {listed})"
+
+
+def agent_too_many_open(name: str, open_now: int, limit: int) -> str:
+    return (
+        f"{name} already has {open_now} open requests, its limit (max_open = {limit}): wait for one to "
+        "finish, or cancel one (cancel_thread)"
+    )
+
+
+def agent_too_many_per_hour(name: str, made: int, limit: int) -> str:
+    return f"{name} made {made} requests in the last hour, its limit (max_per_hour = {limit}): try again later"
+
+
+def agent_not_its_thread(name: str, thread_id: str) -> str:
+    return f"thread {thread_id} was not started by {name}: an agent may cancel only its own threads"
+
+
+def agent_unknown_service(service: str, services: Iterable[str]) -> str:
+    return f"unknown service {service!r}; services: {', '.join(sorted(services)) or 'none'}"
+
+
+def mcp_needs_agent_token() -> str:
+    return (
+        "the MCP endpoint needs an agent's token (Authorization: Bearer dbt_...): "
+        "`python -m bot tokens create --agent NAME`"
+    )
+
+
+def tool_called(tool: str, agent: str) -> str:
+    return f"{agent} called {tool}"

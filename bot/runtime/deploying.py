@@ -105,7 +105,7 @@ class Deploying:
     # --- before: asking for approval ------------------------------------------------
 
     async def ask_approval(self, thread: Thread, step: Deploy, now: datetime) -> Event:
-        checked = await self._check(step)
+        checked = await self._check(step, thread)
         if isinstance(checked, Error):
             return checked
         holder = await self.locks.holder(step.environment, step.service)  # don't ask for what cannot start
@@ -124,6 +124,7 @@ class Deploying:
             commit=checked,
             environment=step.environment,
             requested_by=instruction.principal if instruction else "",
+            asked_by=self.policy.directory.display(instruction.principal) if instruction else "",
             requesters=thread.requesters(),
             reason=step.reason,
             expires_at=now + self.policy.approval_ttl,
@@ -279,7 +280,7 @@ class Deploying:
         stale = await self._stale_rollback(step)
         if stale:
             return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(stale))
-        checked = await self._check(step)
+        checked = await self._check(step, thread)
         if isinstance(checked, Error):
             return checked
         if request and checked != request.commit:
@@ -474,9 +475,11 @@ class Deploying:
         except Exception:  # the result is in the thread; the index can be rebuilt from it
             log.exception("thread %s: could not add %s to the deploy history", thread.id, result.deploy_id)
 
-    async def _check(self, step: Deploy) -> str | Error:
-        """The commit the step's tag points to, or the error that stops it."""
-        invalid = self.policy.invalid_deploy(step)
+    async def _check(self, step: Deploy, thread: Thread) -> str | Error:
+        """The commit the step's tag points to, or the error that stops it (an agent asking
+        for an environment its entry does not list, too)."""
+        asker = thread.authority(thread.latest_instruction())
+        invalid = self.policy.invalid_deploy(step) or self.policy.may_request(asker, step.environment)
         if invalid:
             return Error(kind="validation", step_id=step.id, message=invalid)
         versions: Versions | None = self.deployers.get(step.service)

@@ -11,9 +11,9 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from bot.core import wording
+from bot.core import agents, wording
 from bot.core.commands import is_approval
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -25,13 +25,14 @@ from bot.core.events import (
     principal_of,
     stamped,
 )
-from bot.core.people import API, EMAIL, SLACK, Directory, Identity
+from bot.core.people import AGENT, API, EMAIL, SLACK, Directory, Identity
 from bot.core.policy import Policy
-from bot.core.thread import STATUSES, Origin, Thread
+from bot.core.thread import ACTIVE, STATUSES, Origin, Thread
 from bot.runtime.clock import utcnow
 from bot.runtime.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 
 log = logging.getLogger(__name__)
+RELEASE_MARGIN = timedelta(minutes=10)  # a run releases its thread well within this of its last event
 # Threads a page loads at once. Each load holds one pooled Redis connection while it runs, and
 # redis-py refuses a connection past the pool's size outright (MaxConnectionsError, before
 # any retry): a page of any size takes at most this many, whatever is stored.
@@ -130,12 +131,40 @@ class ThreadService:
         if not text.strip():
             raise Invalid(wording.empty_message())
         identity = self.identify(who, channel)
+        await self._within_limits(identity)
         message = UserMessage(text=text, channel=channel, **said_by(identity, evidence))
         events = stamped([message, *then], self.clock())
         thread = await self.store.create(origin or Origin(channel=channel), events, thread_id)
         for event in events:
             await self._publish(thread, event)
         return thread
+
+    async def _within_limits(self, who: Identity) -> None:
+        """An agent starts no thread past its limits (max_open, max_per_hour), whichever
+        channel it comes by (MCP, or the API with its token); people have none."""
+        agent = self.directory.agent_of(who.principal) if who.via == AGENT else None
+        if agent is None:
+            return
+        refused = agents.over_limit(agent, await self._counted(), self.clock())
+        if refused:
+            raise Forbidden(refused)
+
+    async def _counted(self) -> list[Thread]:
+        """Every open thread, and every thread started in the last hour: what the limits count.
+        The open ones from the status index; then the threads most recently created or
+        released, newest first, until one was last written well before the hour began (its
+        place in that order is when it was released, just after its last event, and a thread
+        started within the hour is placed no earlier than that)."""
+        found: list[Thread] = []
+        for status in ACTIVE:
+            found += await self.recent(status, 1000)
+        since = self.clock() - agents.HOUR - RELEASE_MARGIN
+        cursor: str | None = None
+        while True:
+            page, cursor = await self.page(None, 100, cursor)
+            found += page
+            if cursor is None or not page or (page[-1].events and page[-1].events[-1].at < since):
+                return found
 
     async def get(self, thread_id: str) -> Thread:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -26,7 +26,7 @@ from bot.adapters.redis.timers import RedisDeployQueue, RedisTimers
 from bot.adapters.redis.work import RedisWorkQueue
 from bot.config.settings import Settings
 from bot.core.events import Event
-from bot.core.people import OPEN_MODE_NOTICE
+from bot.core.people import AGENT, OPEN_MODE_NOTICE
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 from bot.runtime.clock import utcnow
@@ -40,6 +40,11 @@ from bot.runtime.worker import Worker, worker_name
 from bot.wiring.channels import Parts, body_limits, make_channels
 from bot.wiring.deployers import make_deployers
 from bot.wiring.sign_in import public_base, session_secret, sign_in_linker, sign_in_mailer
+
+if TYPE_CHECKING:  # the MCP SDK is imported only when /mcp or `python -m bot mcp` is served
+    from mcp.server.mcpserver import MCPServer
+
+    from bot.core.people import Identity
 
 log = logging.getLogger(__name__)
 Chore = tuple[float, Callable[[], Awaitable[object]]]  # every so many seconds, this
@@ -274,6 +279,7 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     """The HTTP server's application: body limits and credentials (API_TOKEN, personal
     tokens, session cookies) are checked before the app reads a body (bot.adapters.http.front_door),
     around the routes of bot.adapters.http.api."""
+    from bot.adapters.channels.mcp import WithMcp
     from bot.adapters.http.api import create_app
     from bot.adapters.http.front_door import Auth, HttpLimits, Sessions
 
@@ -295,8 +301,26 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
         mail=sign_in_mailer(settings, app.adapter("email")),
         secure_cookies=public_base(settings).startswith("https://"),
     )
-    return HttpLimits(create_app(app, worker=worker, sign_in=auth), auth, limits=http_limits(settings),
-                      hosts=settings.host_names())
+    web = WithMcp(create_app(app, worker=worker, sign_in=auth), mcp_server(app))  # agents at /mcp
+    return HttpLimits(web, auth, limits=http_limits(settings), hosts=settings.host_names())
+
+
+def mcp_server(app: App, token: str | None = None, token_id: str = "") -> MCPServer:
+    """The MCP server for agents (bot/adapters/channels/mcp.py): at /mcp on the web server (the front
+    door checks each request's token), or on stdio for the agent whose `token` `python -m bot
+    mcp` was given, checked again on every call so a revoked token stops at once."""
+    from bot.adapters.channels.mcp import Tools, server
+
+    credentials = app.credentials or RedisCredentials(app.redis)
+
+    async def agent() -> Identity | None:
+        info = await credentials.verify(token or "")
+        who = app.service.directory.by_token(info.person, info.token_id) if info else None
+        return who if who is not None and who.via == AGENT else None
+
+    tools = Tools(app.service, app.environments, app.runner.deploying.deployers, app.kick, app.secrets,
+                  agent=agent if token is not None else None, token_id=token_id)
+    return server(tools)
 
 
 def http_limits(settings: Settings) -> list[Limit]:

@@ -104,7 +104,7 @@ def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
     assert problems_of(tmp_path, '[peple.alice]\nslack = "U1"\n') == ["peple: unknown key (did you mean people?)"]
     assert problems_of(tmp_path, 'colour = "blue"\n') == [
         "colour: unknown key; expected one of: people, groups, environments, services, triggers, schedules, "
-        "freezes"
+        "freezes, agents"
     ]
 
 
@@ -274,3 +274,14 @@ def test_a_people_only_file_leaves_approvers_to_the_variables(tmp_path):
     assert conflicts(partial, {"PROTECTED_ENVIRONMENTS": "production"}) == [
         "whether production is protected is set in team.toml and by PROTECTED_ENVIRONMENTS; set it in one place"
     ]
+
+
+def test_an_agent_names_a_person_as_its_owner_and_is_not_one(tmp_path):
+    base = '[people.alice]\nslack = "U1"\n'
+    assert problems_of(tmp_path, base + '[agents.bot-one]\nowner = "alise"\n') == [
+        "agents.bot-one.owner: there is no person 'alise' under [people] (did you mean alice?)"
+    ]
+    assert problems_of(tmp_path, base + '[agents.alice]\n') == [
+        "agents.alice: alice is a person too; name the agent otherwise"
+    ]
+    assert problems_of(tmp_path, base + '[agents.bot-one]\nmax_open = 0\n')[0].startswith("agents.bot-one.max_open")

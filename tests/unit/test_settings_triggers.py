@@ -141,6 +141,7 @@ def test_the_same_trigger_or_schedule_twice_is_a_conflict(tmp_path):
 def test_settings_check_environments_the_webhook_secret_and_notify_channels(tmp_path):
     text = GOOD.replace('environment = "staging"', 'environment = "stagin"')
     text += '\n[[schedules]]\ncron = "0 9 * * *"\nmessage = "list tags"\nnotify = "email:ops@example.com"\n'
+    text += '\n[agents.claude-code]\nnotify = ["slack:C0AGENTS"]\n'
     assert refused(tmp_path, text, approvers=None) == [
         "deploybot.toml: [[triggers]] need GITHUB_WEBHOOK_SECRET, to verify what GitHub sends",
         "deploybot.toml: triggers[0].environment: 'stagin' is not an environment deploybot knows "
@@ -150,6 +151,7 @@ def test_settings_check_environments_the_webhook_secret_and_notify_channels(tmp_
         "deploybot.toml: triggers[1].notify: posting to Slack needs SLACK_BOT_TOKEN",
         "deploybot.toml: schedules[0].notify: posting to Slack needs SLACK_BOT_TOKEN",
         "deploybot.toml: schedules[1].notify: sending email needs the email channel (SMTP_HOST, ...)",
+        "deploybot.toml: agents.claude-code.notify: posting to Slack needs SLACK_BOT_TOKEN",
     ]
 
 

@@ -99,7 +99,7 @@ def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> st
     the model or a person chose is on its own one line: none can add a line of ours."""
     return "\n".join([
         *([intro, ""] if intro else []),
-        f"{one_line(_named(request.requested_by), 200) or 'Someone'} asked to deploy:",
+        f"{one_line(_named(request.asker), 200) or 'Someone'} asked to deploy:",
         "",
         f"  Service:     {one_line(request.service, 200)}",
         f"  Tag:         {one_line(request.tag, 200)}",

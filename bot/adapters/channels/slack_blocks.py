@@ -140,7 +140,7 @@ def _summary(r: ApprovalRequested, where: str) -> dict[str, Any]:
         f"*Deploy {service} `{tag}` to {env}?*",
         f"*Service:* {service}   *Tag:* `{tag}`   *Commit:* `{escape(r.commit[:7])}`",
         f"*Environment:* {env}",
-        f"*Asked by:* {_who(r.requested_by) if r.requested_by else 'unknown'}",
+        f"*Asked by:* {_who(r.asker) if r.asker else 'unknown'}",
         f"*Expires:* {_when(r.expires_at)}",
     ]
     if r.reason:  # last: the model's words are what a cut may shorten
@@ -233,6 +233,9 @@ def fallback_text(r: ApprovalRequested, thread_id: str = "") -> str:
         f"Approval needed: deploy {escape(r.service)} {escape(r.tag)} ({escape(r.commit[:7])}) "
         f"to {escape(r.environment)}"
     )
+    if r.requested_by.startswith(f"{people.AGENT}:"):  # people see an agent's request as such, and whose it is
+        text = "Approval needed: " + escape(wording.agent_asks_to_deploy(
+            r.asker, r.service, f"{r.tag} ({r.commit[:7]})", r.environment))
     return cut(text, MESSAGE_TEXT, in_thread(thread_id) if thread_id else IN_THE_THREAD)
 
 

@@ -312,10 +312,12 @@ class Auth:
             value = value.strip()
             if scheme.lower() == "bearer" and value.startswith(PERSONAL_TOKEN_PREFIX) and self.credentials:
                 info = await self.credentials.verify(value)
-                if info is None or info.person not in self.directory.people:
+                # A person's token, or an agent's (bot/people.py: agents ask, never decide).
+                who = self.directory.by_token(info.person, info.token_id) if info is not None else None
+                if who is None:
                     log.info("http: refused a personal token for %s %s", scope["method"], scope["path"])
                     return Refusal(401, PERSONAL_UNAUTHORIZED)
-                return Seen(self.directory.by_name(info.person, via=TOKEN, evidence=info.token_id))
+                return Seen(who)
             if self.expected is not None and required:
                 return Refusal(401, UNAUTHORIZED)
             # local mode: any other Authorization header is ignored, as before

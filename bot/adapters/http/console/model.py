@@ -407,9 +407,9 @@ class Audit:
     @property
     def asked_by(self) -> str:
         e = self.request
-        if isinstance(e, UserMessage | HumanResponse):
+        if isinstance(e, UserMessage | HumanResponse) and not (e.via == people.AGENT and self.approval):
             return e.person or e.user
-        return self.approval.requested_by if self.approval else ""
+        return self.approval.asker if self.approval else ""  # an agent's: with whose it is
 
 
 def audit(

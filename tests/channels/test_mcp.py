@@ -1,0 +1,392 @@
+"""Agents over MCP, end to end: the official SDK's client drives deploybot's MCP server over
+Streamable HTTP (/mcp on the real web app, served by uvicorn) and over stdio (a spawned
+`python -m bot mcp`), against real Redis; people decide in Slack (the stand-in Slack Web API
+and signed interaction requests), and the fake deploy command keeps a ledger."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from redis.asyncio import Redis
+
+from bot.adapters.channels.slack_blocks import APPROVE, REJECT
+from bot.adapters.http.console.model import audit
+from bot.adapters.redis.credentials import RedisCredentials
+from bot.testing import cluster
+from tests.channels import test_slack as base
+from tests.helpers import eventually, ledger_lines
+
+fake_slack, slack = base.fake_slack, base.slack
+ALICE, BOB = "UALICE", "UBOB"
+CHANNEL = "C0AGENTS"
+API_TOKEN = "shared-api-token-for-mcp-tests"
+
+CONFIG = f"""
+[people.alice]
+slack = "{ALICE}"
+
+[people.bob]
+slack = "{BOB}"
+
+[environments.production]
+protected = true
+approvers = ["alice", "bob"]
+approver_must_differ = true
+
+[environments.staging]
+protected = false
+
+[environments.development]
+protected = false
+
+[agents.claude-code]
+owner = "alice"
+environments = ["staging", "production"]
+max_per_hour = 3
+notify = ["slack:{CHANNEL}"]
+"""
+
+TOOLS = {"list_services", "list_tags", "whats_on", "request_deploy", "get_thread", "wait_for_thread",
+         "request_rollback", "cancel_thread"}
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "deploybot.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture
+def settings(settings, fake_slack, config: Path):
+    return settings.model_copy(update={
+        "deploybot_config": config, "api_token": API_TOKEN,
+        "slack_bot_token": "xoxb-test-token", "slack_signing_secret": base.SECRET,
+        "slack_api_url": fake_slack.base_url, "llm_base_url": None, "llm_model": None, "llm_api_key": None,
+    })
+
+
+@pytest.fixture
+async def token(app) -> str:
+    _, secret = await RedisCredentials(app.redis).create("agent:claude-code", "mcp")
+    return secret
+
+
+@asynccontextmanager
+async def http_agent(api: httpx.AsyncClient, token: str | None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http:
+        async with Client(streamable_http_client(str(api.base_url).rstrip("/") + "/mcp", http_client=http)) as client:
+            yield client
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def approval_message(fake_slack, thread_id: str) -> dict[str, Any]:
+    """The approval message posted in the agents' channel, as a click needs it."""
+    [posted] = await fake_slack.wait_for("chat.postMessage", channel=CHANNEL, text="Approval needed")
+    blocks = posted["blocks"] if isinstance(posted["blocks"], list) else json.loads(posted["blocks"])
+    return {"blocks": blocks, "thread_ts": posted["thread_ts"], "ts": fake_slack.answer(posted)["ts"]}
+
+
+async def test_the_tools_are_listed_with_their_schemas(api, token):
+    async with http_agent(api, token) as agent:
+        tools = {t.name: t for t in (await agent.list_tools()).tools}
+    assert set(tools) == TOOLS
+    deploy = tools["request_deploy"]
+    assert set(deploy.input_schema["required"]) == {"service", "tag", "environment", "reason"}
+    assert "pending_approval" in deploy.output_schema["properties"]
+    assert "timeout_s" in tools["wait_for_thread"].input_schema["properties"]
+
+
+async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_done(
+    app, api, token, slack, fake_slack, ledger
+):
+    async with http_agent(api, token) as agent:
+        assert {"backend", "frontend"} <= {s["name"] for s in (await call(agent, "list_services"))["result"]}
+        tags = (await call(agent, "list_tags", service="backend"))["result"]
+        assert tags[0]["name"] == "v1.2.3"
+        asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
+                           reason="ships the fix for the login bug")
+        assert asked["status"] == "waiting_for_approval", asked
+        pending = asked["pending_approval"]
+        assert pending["asked_by"] == "claude-code (agent of alice)"
+        assert set(pending["who_may_decide"]) == {"alice", "bob"}
+        thread_id = asked["thread_id"]
+
+        # People see who asked: the agent, and whose it is.
+        message = await approval_message(fake_slack, thread_id)
+        assert "claude-code (agent of alice)" in json.dumps(message["blocks"])
+        [posted] = await fake_slack.wait_for("chat.postMessage", channel=CHANNEL, text="Approval needed")
+        assert posted["text"].startswith(
+            "Approval needed: claude-code (agent of alice) asks to deploy backend v1.2.3 (")
+
+        # The owner cannot approve what their agent asked (approver_must_differ).
+        await slack.click(APPROVE, message, ALICE)
+        [told] = await fake_slack.wait_for("chat.postEphemeral", user=ALICE)
+        assert "alice asked for this deploy and cannot also approve it" in told["text"]
+        assert ledger_lines(ledger) == []
+
+        # While nobody decides, the wait says so (a progress notification at least every 5 s).
+        progress: list[str | None] = []
+
+        async def heard(done: float, total: float | None, message: str | None) -> None:
+            progress.append(message)
+
+        still = await agent.call_tool("wait_for_thread", {"thread_id": thread_id, "timeout_s": 5.5},
+                                      progress_callback=heard)
+        assert still.structured_content["status"] == "waiting_for_approval"
+        assert progress and progress[0] == f"thread {thread_id} is waiting_for_approval"
+
+        await slack.click(APPROVE, message, BOB)
+        done = await call(agent, "wait_for_thread", thread_id=thread_id, timeout_s=30)
+        assert done["status"] == "done", done
+        assert done["deploy_result"]["ok"] is True
+        assert (done["deploy_result"]["service"], done["deploy_result"]["tag"]) == ("backend", "v1.2.3")
+        assert len(ledger_lines(ledger)) == 1
+
+        on = (await call(agent, "whats_on", environment="production"))["result"]
+        assert [(d["service"], d["tag"]) for d in on] == [("backend", "v1.2.3")]
+        resource = await agent.read_resource(f"deploybot://threads/{thread_id}")
+        assert "deploy backend v1.2.3 to production" in resource.contents[0].text
+        assert "asked by claude-code (agent of alice)" in resource.contents[0].text
+
+    thread = await app.service.get(thread_id)
+    calls = [e.tool for e in thread.events if e.type == "tool_called"]
+    assert calls == ["request_deploy", "wait_for_thread", "wait_for_thread"]
+    first = thread.events[0]
+    assert (first.via, first.user, first.channel) == ("agent", "claude-code", "mcp")
+    # The console's audit trail of the deploy names the agent, and whose it is.
+    [result] = [e for e in thread.events if e.type == "deploy_result"]
+    assert audit(thread, result.deploy_id).asked_by == "claude-code (agent of alice)"
+
+
+async def test_a_rejections_feedback_reaches_the_agent(app, api, token, slack, fake_slack, ledger):
+    async with http_agent(api, token) as agent:
+        asked = await call(agent, "request_deploy", service="backend", tag="v1.2.2", environment="production",
+                           reason="roll forward")
+        message = await approval_message(fake_slack, asked["thread_id"])
+        waiting = agent.call_tool("wait_for_thread", {"thread_id": asked["thread_id"], "timeout_s": 30})
+        await slack.click(REJECT, message, BOB)
+        [view] = await fake_slack.wait_for("views.open")
+        modal = view["view"] if isinstance(view["view"], dict) else json.loads(view["view"])
+        await slack.submit_feedback(modal, BOB, "not during the sale; wait until Monday")
+        answer = (await waiting).structured_content
+    assert answer["rejection"] == {"by": "bob", "text": "not during the sale; wait until Monday"}
+    assert "not during the sale" in answer["transcript"]
+    assert ledger_lines(ledger) == []
+
+
+async def test_an_agent_cannot_approve_or_lock_even_naming_a_person(app, api, token):
+    async with http_agent(api, token) as agent:
+        asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
+                           reason="x")
+    approval_id = asked["pending_approval"]["approval_id"]
+    agent_api = {"Authorization": f"Bearer {token}"}
+    for user in (None, "bob"):
+        body = {"approve": True, "approval_id": approval_id, **({"user": user} if user else {})}
+        answer = await api.post(f"/threads/{asked['thread_id']}/responses", json=body, headers=agent_api)
+        assert answer.status_code == 403, answer.text
+    assert "claude-code is an agent" in (await api.post(
+        f"/threads/{asked['thread_id']}/responses", json={"approve": True, "approval_id": approval_id},
+        headers=agent_api)).json()["detail"]
+
+    # Locking is done by whoever asked for it, when its thread runs: never by an agent.
+    launched = await api.post("/threads", json={"message": "lock production: agents at work"}, headers=agent_api)
+    assert launched.status_code == 201
+    thread = await eventually(lambda: _settled(app, launched.json()["id"]), within=15)
+    [result] = [e for e in thread.events if e.type == "command_result"]
+    assert not result.ok and "claude-code is an agent" in result.text
+    assert await app.environments.holder("production", "") is None
+
+
+async def _settled(app, thread_id: str):
+    await app.worker.idle()
+    thread = await app.service.get(thread_id)
+    return thread if thread.status() != "running" else None
+
+
+async def test_the_limits_answer_clearly(app, api, token):
+    async with http_agent(api, token) as agent:
+        for tag in ("v1.2.1", "v1.2.2", "v1.2.3"):
+            await call(agent, "request_deploy", service="backend", tag=tag, environment="staging", reason="try")
+        said = await refused(agent, "request_deploy", service="backend", tag="v1.2.3", environment="staging",
+                             reason="once more")
+        assert "max_per_hour = 3" in said
+        outside = await refused(agent, "request_deploy", service="backend", tag="v1.2.3",
+                                environment="development", reason="x")
+        assert "may not ask for deploys to development" in outside
+    # Its token does not get round the limit by the API either.
+    answer = await api.post("/threads", json={"message": "deploy backend v1.2.3 to staging"},
+                            headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 403 and "max_per_hour = 3" in answer.json()["detail"]
+
+
+async def test_an_agent_cancels_only_its_own_threads(app, api, token):
+    person = await app.service.launch("what's on production?", app.service.directory.by_name("bob"))
+    async with http_agent(api, token) as agent:
+        said = await refused(agent, "cancel_thread", thread_id=person.id)
+        assert "was not started by claude-code" in said
+        assert "no thread nope" in (await refused(agent, "get_thread", thread_id="nope")).lower()
+        # A request the deploy step would refuse starts no thread.
+        before = len(await app.service.recent(limit=100))
+        assert "v1 to staging" in await refused(agent, "request_deploy", service="backend", tag="v1 to staging",
+                                                environment="production", reason="x")
+        assert "unknown service" in (await refused(agent, "request_deploy", service="nope", tag="v1",
+                                                   environment="production", reason="x")).lower()
+        assert len(await app.service.recent(limit=100)) == before
+        asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
+                           reason="x")
+        cancelled = await call(agent, "cancel_thread", thread_id=asked["thread_id"])
+    assert cancelled["status"] == "cancelled"
+
+
+async def test_strangers_get_401_before_anything_is_read(app, api, token):
+    bare = httpx.AsyncClient(base_url=str(api.base_url))
+    async with bare:
+        for headers in ({}, {"Authorization": "Bearer dbt_0123456789abcdef_" + "x" * 43},
+                        {"Authorization": f"Bearer {API_TOKEN}"}):
+            answer = await bare.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                     headers={**headers, "Accept": "application/json, text/event-stream"})
+            assert answer.status_code == 401, (headers, answer.text)
+    person_token = (await RedisCredentials(app.redis).create("bob", "laptop"))[1]
+    async with httpx.AsyncClient(base_url=str(api.base_url)) as again:
+        answer = await again.post("/mcp", json={}, headers={"Authorization": f"Bearer {person_token}"})
+    assert answer.status_code == 403 and "agent" in answer.json()["detail"]
+
+
+# --- stdio: `python -m bot mcp` as an agent's MCP client spawns it ------------------------------
+
+
+def stdio_params(settings, config: Path, token: str, tmp_path: Path) -> StdioServerParameters:
+    env = cluster.clean_env(
+        REDIS_URL=settings.redis_url, GIT_REPO=str(settings.git_repo), DEPLOY_COMMAND=settings.deploy_command,
+        DEPLOYBOT_CONFIG=str(config), DEPLOYBOT_TOKEN=token, DATA_DIR=str(tmp_path / "mcp-data"),
+        LOG_LEVEL="WARNING",
+    )
+    return StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"], env=env,
+                                 cwd=str(Path(__file__).resolve().parents[2]))
+
+
+async def test_over_stdio_an_agent_asks_and_sees_the_deploy_done(
+    app, api, token, settings, config, tmp_path, slack, fake_slack, ledger
+):
+    async with Client(stdio_params(settings, config, token, tmp_path)) as agent:
+        assert {t.name for t in (await agent.list_tools()).tools} == TOOLS
+        started = time.monotonic()
+        await call(agent, "list_services")
+        print(f"\nstdio round trip of list_services: {(time.monotonic() - started) * 1000:.1f} ms")
+        asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
+                           reason="over stdio")
+        assert asked["status"] == "waiting_for_approval", asked
+        message = await approval_message(fake_slack, asked["thread_id"])
+        await slack.click(APPROVE, message, BOB)
+        done = await call(agent, "wait_for_thread", thread_id=asked["thread_id"], timeout_s=30)
+    assert done["status"] == "done" and done["deploy_result"]["ok"] is True
+    assert len(ledger_lines(ledger)) == 1
+
+
+async def test_over_stdio_with_its_own_worker_nothing_else_is_needed(redis, settings, config, tmp_path, ledger):
+    # No server and no worker share this Redis: `mcp --worker` runs the thread itself.
+    _, token = await RedisCredentials(redis).create("agent:claude-code", "mcp")
+    params = stdio_params(settings, config, token, tmp_path)
+    params.args.append("--worker")
+    async with Client(params) as agent:
+        asked = await call(agent, "request_deploy", service="frontend", tag="v1.2.2", environment="staging",
+                           reason="staging needs no approval")
+        done = await call(agent, "wait_for_thread", thread_id=asked["thread_id"], timeout_s=30) \
+            if asked["status"] != "done" else asked
+        # A revoked token stops at once, mid-session.
+        [listed] = await RedisCredentials(redis).list("agent:claude-code")
+        await RedisCredentials(redis).revoke(listed.token_id)
+        assert "needs an agent's token" in await refused(agent, "list_services")
+    assert done["status"] == "done" and done["deploy_result"]["ok"] is True, done
+    assert [line.split()[-3:] for line in ledger_lines(ledger)] == [["frontend", "v1.2.2", "staging"]]
+
+
+def test_stdio_refuses_to_start_without_an_agents_token(settings, config, tmp_path):
+    params = stdio_params(settings, config, "dbt_0123456789abcdef_" + "x" * 43, tmp_path)
+    done = subprocess.run([params.command, *params.args], env=params.env, cwd=params.cwd, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "needs an agent's token" in done.stderr
+
+
+# --- the README's examples -------------------------------------------------------------------
+
+
+def readme_agents() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    return readme.split("## Agents (MCP)", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_s_agent_configuration_and_client_snippets_work(tmp_path, monkeypatch):
+    import re
+
+    from bot.__main__ import parser
+    from bot.config.settings import Settings
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    people = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)[1]
+    section = readme_agents()
+    agent_toml = re.search(r"```toml\n(.*?)```", section, re.S)[1]
+    (tmp_path / "deploybot.toml").write_text(people + "\n" + agent_toml)
+    monkeypatch.chdir(tmp_path)
+    agent = Settings(_env_file=None).directory().agents["claude-code"]
+    assert (agent.owner, agent.environments, agent.max_open, agent.max_per_hour) == \
+        ("alice", ("staging", "production"), 5, 20)
+    assert agent.label == "claude-code (agent of alice)"
+
+    command = re.search(r"```sh\n(python -m bot [^\n#]*)", section)[1].split()
+    assert parser().parse_args(command[3:]).agent == "claude-code"
+    stdio, http = (json.loads(block)["mcpServers"]["deploybot"] for block in re.findall(r"```json\n(.*?)```",
+                                                                                         section, re.S))
+    assert stdio["command"] == "python" and parser().parse_args(stdio["args"][2:]).command == "mcp"
+    assert set(stdio["env"]) <= {name.upper() for name in Settings.model_fields}
+    assert http["url"].endswith("/mcp") and http["headers"]["Authorization"].startswith("Bearer dbt_")
+
+
+def test_tokens_are_created_for_agents_by_name(settings, config, tmp_path):
+    env = stdio_params(settings, config, "", tmp_path).env
+    run = [sys.executable, "-m", "bot", "tokens", "create", "--agent"]
+    made = subprocess.run([*run, "claude-code"], env=env, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.startswith("dbt_") and "agent:claude-code" in made.stderr
+    stranger = subprocess.run([*run, "gpt"], env=env, capture_output=True, text=True, timeout=60)
+    assert stranger.returncode == 2
+    assert "'gpt' is not an agent in deploybot.toml (agents: claude-code)" in stranger.stderr
+
+    async def holder() -> str | None:
+        client = Redis.from_url(settings.redis_url)
+        try:
+            info = await RedisCredentials(client).verify(made.stdout.strip())
+        finally:
+            await client.aclose()
+        who = settings.directory().by_token(info.person, info.token_id) if info else None
+        return who.principal if who else None
+
+    assert asyncio.run(holder()) == "agent:claude-code"
