@@ -162,10 +162,6 @@ def _bot(s: _Style) -> str:
     return s.name("deploybot")
 
 
-def _utc(at: datetime) -> str:
-    return f"{at:%Y-%m-%d %H:%M} UTC"
-
-
 def _user_message(e: UserMessage, s: _Style) -> str:
     return f"{s.name(e.user)} ({s.text(e.channel)}): {s.text(e.text)}"
 
@@ -222,7 +218,7 @@ def _unlock_environment(e: UnlockEnvironment, s: _Style) -> str:
 
 
 def _stop_deploys(e: StopDeploys, s: _Style) -> str:
-    until = f" until {_utc(e.until)}" if e.until else ""
+    until = f" until {wording.utc(e.until)}" if e.until else ""
     return f"{_bot(s)} stops deploys to {s.text(wording.freeze_scope(e.environment))}{until}: {s.text(e.reason)}"
 
 
@@ -251,7 +247,7 @@ def _approval_requested(e: ApprovalRequested, s: _Style) -> str:
     return (
         f"{s.name('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
         f"{t(e.environment)}, asked by {t(e.requested_by) or 'unknown'}; expires "
-        f"{_utc(e.expires_at)}; approval id {s.code(e.approval_id)}{change}"
+        f"{wording.utc(e.expires_at)}; approval id {s.code(e.approval_id)}{change}"
     )
 
 
@@ -273,7 +269,7 @@ def _approval_escalated(e: ApprovalEscalated, s: _Style) -> str:
 
 
 def _approval_expired(e: ApprovalExpired, s: _Style) -> str:
-    return f"approval expired at {_utc(e.expires_at)}: not deployed"
+    return f"approval expired at {wording.utc(e.expires_at)}: not deployed"
 
 
 def _sender_confirmation_requested(e: SenderConfirmationRequested, s: _Style) -> str:
@@ -285,7 +281,7 @@ def _sender_confirmed(e: SenderConfirmed, s: _Style) -> str:
 
 
 def _sender_confirmation_expired(e: SenderConfirmationExpired, s: _Style) -> str:
-    return f"nobody confirmed sending this by {_utc(e.expires_at)}: dropped, nothing was done"
+    return f"nobody confirmed sending this by {wording.utc(e.expires_at)}: dropped, nothing was done"
 
 
 def _deploy_queued(e: DeployQueued, s: _Style) -> str:
