@@ -22,3 +22,11 @@ def test_events_written_before_a_field_existed_still_load():
     assert isinstance(loaded, ev.DeployStarted) and loaded.commit == ""
     old_msg = {"type": "user_message", "id": "2", "at": "2026-01-01T00:00:00Z", "text": "hi", "user": "a"}
     assert ev.load(json.dumps(old_msg)).channel == "api"
+
+
+def test_a_table_per_event_type_is_read_by_class_then_by_base_class():
+    table = {ev.DeployService: "service", ev._Deploy: "any deploy", ev.UserMessage: "said"}
+    assert ev.entry_for(table, ev.DeployService(service="web", tag="v1", environment="prod")) == "service"
+    assert ev.entry_for(table, ev.DeployBackend(tag="v1", environment="prod")) == "any deploy"
+    assert ev.entry_for(table, ev.UserMessage(text="hi", user="bob")) == "said"
+    assert ev.entry_for(table, ev.DoneForNow(message="bye")) is None

@@ -25,6 +25,7 @@ from bot.core.events import (
     RequestMoreInformation,
     SenderConfirmationExpired,
     SenderConfirmationRequested,
+    entry_for,
 )
 from bot.core.thread import Thread
 
@@ -49,10 +50,8 @@ class Notice:
 
 
 def notice(thread: Thread, event: Event) -> Notice | None:
-    for kind in type(event).__mro__:  # the class's own entry, else its base's
-        if kind in _NOTICES:
-            return _NOTICES[kind](thread, event)
-    return None
+    tell = entry_for(_NOTICES, event)
+    return tell(thread, event) if tell is not None else None
 
 
 def _what_step(thread: Thread, step_id: str) -> str | None:

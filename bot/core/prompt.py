@@ -57,6 +57,7 @@ from bot.core.events import (
     StopDeploys,
     UnlockEnvironment,
     UserMessage,
+    entry_for,
 )
 from bot.core.thread import Thread
 
@@ -242,10 +243,10 @@ class _Context:
         return _tag(name, self.fit(body, tokens or self.block_tokens) if body else "", **values)
 
     def _block(self, e: Event, tokens: int) -> str:
-        for kind in type(e).__mro__:  # the class's own entry, else its base's
-            if kind in _BLOCKS:
-                return _BLOCKS[kind](self, e, tokens)
-        raise TypeError(f"no rendering for {type(e).__name__}")  # pragma: no cover
+        render = entry_for(_BLOCKS, e)
+        if render is None:  # pragma: no cover
+            raise TypeError(f"no rendering for {type(e).__name__}")
+        return render(self, e, tokens)
 
     # --- what does not fit ---
 

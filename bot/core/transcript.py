@@ -49,6 +49,7 @@ from bot.core.events import (
     StopDeploys,
     UnlockEnvironment,
     UserMessage,
+    entry_for,
 )
 from bot.core.prompt import redact
 from bot.core.thread import Thread
@@ -149,10 +150,8 @@ def text(e: Event, secrets: tuple[str, ...] = ()) -> str:
 
 
 def _line(e: Event, s: _Style) -> str:
-    for kind in type(e).__mro__:  # the class's own entry, else its base's (as isinstance matched)
-        if kind in _LINES:
-            return _LINES[kind](e, s)
-    return e.type  # pragma: no cover
+    render = entry_for(_LINES, e)
+    return render(e, s) if render is not None else e.type
 
 
 # --- one line per event type: what people said -----------------------------------------
