@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from datetime import UTC, datetime
 
 from redis import Redis as SyncRedis
 
 from bot.adapters.deployers.command import CommandDeployer
+from bot.core import control
 from bot.core import events as ev
 from bot.core.events import HumanResponse
+from bot.runtime.loop import bot_event
 from tests.helpers import eventually, ledger_lines, reply
 
 
@@ -183,3 +186,24 @@ async def test_a_run_whose_lease_was_taken_over_cannot_decide_anything(app, fake
     await app.redis.set(app.store.keys.lease(thread.id), "another-run", px=10_000)
     assert await running is None
     assert [e.type for e in (await app.store.load(thread.id)).events] == ["user_message"]
+
+
+def test_an_action_that_only_records_gives_its_event_and_one_that_runs_gives_none():
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    request = ev.ApprovalRequested(step_id="s1", thread_id="t", args_hash="h", service="web", tag="v1",
+                                   commit="c" * 40, environment="prod", requested_by="bob", expires_at=at)
+    asked = ev.SenderConfirmationRequested(address="a@example.com", claimed="bob", text="hi", expires_at=at)
+    said = bot_event(control.Escalate("too many errors"))
+    assert (said.type, said.source, said.message) == ("request_more_information", "bot", "too many errors")
+    done = bot_event(control.Finish("not asking again"))
+    assert (done.type, done.source, done.message) == ("done_for_now", "bot", "not asking again")
+    reminded = bot_event(control.Remind(request, 2))
+    assert (reminded.approval_id, reminded.count) == (request.approval_id, 2)
+    escalated = bot_event(control.EscalateApproval(request, frozenset({"carol", "alice"})))
+    assert (escalated.approval_id, escalated.to) == (request.approval_id, ["alice", "carol"])
+    expired = bot_event(control.Expire(request))
+    assert (expired.type, expired.step_id, expired.expires_at) == ("approval_expired", "s1", at)
+    dropped = bot_event(control.ExpireSenderConfirmation(asked))
+    assert (dropped.confirmation_id, dropped.expires_at) == (asked.confirmation_id, at)
+    assert bot_event(control.Decide()) is None
+    assert bot_event(control.AskApproval(ev.DeployService(service="web", tag="v1", environment="prod"))) is None

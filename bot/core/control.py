@@ -22,6 +22,7 @@ from bot.core.events import (
     RequestMoreInformation,
     RollBack,
     SenderConfirmationRequested,
+    Step,
     UserMessage,
 )
 from bot.core.policy import Policy, Timing
@@ -207,18 +208,9 @@ def _next_action(thread: Thread, policy: Policy) -> Action:
         return Stop(thread.status())
     last = thread.last_step()
     if last:
-        index, step = last
-        if isinstance(step, ListGitTags) and thread.outcome(step) is None:
-            return RunTags(step)
-        if isinstance(step, COMMAND_STEPS) and thread.outcome(step) is None:
-            return RunCommand(step)
-        if isinstance(step, RollBack) and thread.outcome(step) is None:
-            return PlanRollback(step)
-        if isinstance(step, DEPLOY_STEPS) and thread.outcome(step) is None:
-            return _deploy_action(thread, step, policy)
-        if isinstance(step, (RequestMoreInformation, DoneForNow)):
-            if not thread.human_input_after(index):
-                return Stop(thread.status())
+        action = _step_action(thread, *last, policy)
+        if action is not None:
+            return action
     status = thread.status()
     if status == "failed":
         return Stop(status)
@@ -227,6 +219,24 @@ def _next_action(thread: Thread, policy: Policy) -> Action:
     if thread.steps_since_human() >= policy.max_steps:
         return Escalate(wording.too_many_steps(policy.max_steps))
     return Decide()
+
+
+def _step_action(thread: Thread, index: int, step: Step, policy: Policy) -> Action | None:
+    """What the last step (at `index`) still needs: running, if nothing closed it yet; a
+    pause after the bot spoke, until a person writes. None: the step needs nothing more."""
+    if isinstance(step, (RequestMoreInformation, DoneForNow)):
+        return Stop(thread.status()) if not thread.human_input_after(index) else None
+    if thread.outcome(step) is not None:
+        return None
+    if isinstance(step, ListGitTags):
+        return RunTags(step)
+    if isinstance(step, COMMAND_STEPS):
+        return RunCommand(step)
+    if isinstance(step, RollBack):
+        return PlanRollback(step)
+    if isinstance(step, DEPLOY_STEPS):
+        return _deploy_action(thread, step, policy)
+    return None
 
 
 def _deploy_action(thread: Thread, step: Deploy, policy: Policy) -> Action:

@@ -6,9 +6,9 @@ New fields must get defaults so that threads written by older versions still loa
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Literal, cast
+from typing import Annotated, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -483,3 +483,12 @@ def dump(event: _Event) -> str:
 
 def load(raw: str | bytes) -> Event:
     return EVENT.validate_json(raw)
+
+
+V = TypeVar("V")
+
+
+def entry_for(table: Mapping[type, V], event: object) -> V | None:
+    """`table`'s entry for `event`'s class, else for its nearest base class that has one (what
+    an `isinstance` match would pick), or None: how a table per event type is read."""
+    return next((table[kind] for kind in type(event).__mro__ if kind in table), None)

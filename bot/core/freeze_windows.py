@@ -68,7 +68,7 @@ class WeeklyTime:
     def __post_init__(self) -> None:
         if not 0 <= self.weekday <= 6:
             raise ValueError(f"weekday {self.weekday} is not 0 (Monday) to 6 (Sunday)")
-        if not (0 <= self.hour <= 23 and 0 <= self.minute <= 59):
+        if not _time_of_day(self.hour, self.minute):
             raise ValueError(f"{self.hour:02d}:{self.minute:02d} is not a time of day (00:00 to 23:59)")
 
     @property
@@ -77,6 +77,10 @@ class WeeklyTime:
 
     def __str__(self) -> str:
         return f"{_SHORT[self.weekday]} {self.hour:02d}:{self.minute:02d}"
+
+
+def _time_of_day(hour: int, minute: int) -> bool:
+    return 0 <= hour <= 23 and 0 <= minute <= 59
 
 
 def parse_weekday(word: str) -> int:
@@ -100,7 +104,7 @@ def parse_weekly(text: str) -> WeeklyTime:
         raise ValueError(f"{text!r} is not a weekday and a time (like 'Fri 16:00' or 'monday 08:30')")
     word, hour, minute = match.groups()
     weekday = parse_weekday(word)
-    if not (0 <= int(hour) <= 23 and 0 <= int(minute) <= 59):
+    if not _time_of_day(int(hour), int(minute)):
         raise ValueError(f"{text!r}: {hour}:{minute} is not a time of day (00:00 to 23:59)")
     return WeeklyTime(weekday, int(hour), int(minute))
 
@@ -230,14 +234,7 @@ class Freeze:
     reason: str = ""
 
     def __post_init__(self) -> None:
-        if self.environments != ALL:
-            if not isinstance(self.environments, frozenset):
-                raise ValueError("environments must be a frozenset of names, or '*' for all")
-            if not self.environments:
-                raise ValueError("name at least one environment, or '*' for all")
-            for name in self.environments:
-                if not isinstance(name, str) or not name.strip() or name != name.strip() or ALL in name:
-                    raise ValueError(f"{name!r} is not an environment name ('*' on its own means all)")
+        self._check_environments()
         if not isinstance(self.reason, str) or not self.reason.strip():
             raise ValueError("say why (a reason): the people whose deploys wait are told it")
         tz = zone(self.timezone)
@@ -250,15 +247,29 @@ class Freeze:
             if end <= start:
                 raise ValueError(f"it ends ({_wall(window.end)}) before it starts ({_wall(window.start)})")
         elif isinstance(window, StopTheLine):
-            if self.environments != ALL and len(self.environments) != 1:
-                raise ValueError("a stop-the-line freeze holds for one environment or for all ('*')")
-            if not window.set_by.strip():
-                raise ValueError("a stop-the-line freeze names who set it")
-            _aware(window.since, "since")
-            if window.until is not None and _aware(window.until, "until") <= _aware(window.since, "since"):
-                raise ValueError("until must come after since")
+            self._check_stop_the_line(window)
         else:
             raise ValueError(f"{window!r} is not a freeze window (Weekly, OneOff or StopTheLine)")
+
+    def _check_environments(self) -> None:
+        if self.environments == ALL:
+            return
+        if not isinstance(self.environments, frozenset):
+            raise ValueError("environments must be a frozenset of names, or '*' for all")
+        if not self.environments:
+            raise ValueError("name at least one environment, or '*' for all")
+        for name in self.environments:
+            if not isinstance(name, str) or not name.strip() or name != name.strip() or ALL in name:
+                raise ValueError(f"{name!r} is not an environment name ('*' on its own means all)")
+
+    def _check_stop_the_line(self, window: StopTheLine) -> None:
+        if self.environments != ALL and len(self.environments) != 1:
+            raise ValueError("a stop-the-line freeze holds for one environment or for all ('*')")
+        if not window.set_by.strip():
+            raise ValueError("a stop-the-line freeze names who set it")
+        _aware(window.since, "since")
+        if window.until is not None and _aware(window.until, "until") <= _aware(window.since, "since"):
+            raise ValueError("until must come after since")
 
     @property
     def kind(self) -> Kind:

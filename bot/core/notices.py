@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from bot.core import wording
 from bot.core.events import (
@@ -25,6 +25,7 @@ from bot.core.events import (
     RequestMoreInformation,
     SenderConfirmationExpired,
     SenderConfirmationRequested,
+    entry_for,
 )
 from bot.core.thread import Thread
 
@@ -49,40 +50,79 @@ class Notice:
 
 
 def notice(thread: Thread, event: Event) -> Notice | None:
-    match event:
-        case DeployStarted():
-            step = next((e for e in thread.events if e.id == event.step_id), None)
-            if isinstance(step, DEPLOY_STEPS):
-                what = wording.what_to_deploy(step.service, step.tag, step.environment)
-                return Notice("started", wording.deploying(what))
-            return Notice("started", wording.deploying_something())
-        case DeployResult(ok=True):
-            what = wording.what_at_commit(event.service, event.tag, event.commit, event.environment)
-            return Notice("deployed", wording.deployed(what), url=event.url)
-        case DeployResult():
-            what = wording.what_to_deploy(event.service, event.tag, event.environment)
-            text = wording.deploy_failed(what, event.exit_code)
-            return Notice("failed", text, detail=event.output, url=event.url)
-        case RequestMoreInformation() | DoneForNow():
-            return Notice("message", event.message)
-        case Error() if event.kind in TOLD_ERRORS:
-            return Notice("warning", event.message)
-        case Cancelled():
-            return Notice("cancelled", wording.cancelled_by_who(event.reason), who=event.user)
-        case LockTaken():
-            target = wording.lock_target(event.environment, event.service)
-            return Notice("warning", wording.lock_taken_from_you(target, event.by, event.reason))
-        case ApprovalExpired():
-            request = thread.approval(event.approval_id)
-            what = wording.what_to_deploy(request.service, request.tag, request.environment) if request else "it"
-            return Notice("warning", wording.approval_expired_notice(what, event.expires_at))
-        case SenderConfirmationRequested():
-            return Notice("waiting", wording.sender_confirmation_pending(event.address, event.expires_at))
-        case SenderConfirmationExpired():
-            return Notice("warning", wording.sender_confirmation_expired(event.expires_at))
-        case DeployQueued():
-            step = next((e for e in thread.events if e.id == event.step_id), None)
-            if isinstance(step, DEPLOY_STEPS):
-                what = wording.what_to_deploy(step.service, step.tag, step.environment)
-                return Notice("waiting", wording.queued(what, event.behind, event.position))
+    tell = entry_for(_NOTICES, event)
+    return tell(thread, event) if tell is not None else None
+
+
+def _what_step(thread: Thread, step_id: str) -> str | None:
+    """The deploy step `step_id` in words ("web v1 to production"), or None if it is not one."""
+    step = next((e for e in thread.events if e.id == step_id), None)
+    if isinstance(step, DEPLOY_STEPS):
+        return wording.what_to_deploy(step.service, step.tag, step.environment)
     return None
+
+
+def _deploy_started(thread: Thread, event: DeployStarted) -> Notice:
+    what = _what_step(thread, event.step_id)
+    return Notice("started", wording.deploying(what) if what is not None else wording.deploying_something())
+
+
+def _deploy_result(thread: Thread, event: DeployResult) -> Notice:
+    if event.ok:
+        what = wording.what_at_commit(event.service, event.tag, event.commit, event.environment)
+        return Notice("deployed", wording.deployed(what), url=event.url)
+    what = wording.what_to_deploy(event.service, event.tag, event.environment)
+    text = wording.deploy_failed(what, event.exit_code)
+    return Notice("failed", text, detail=event.output, url=event.url)
+
+
+def _message(thread: Thread, event: RequestMoreInformation | DoneForNow) -> Notice:
+    return Notice("message", event.message)
+
+
+def _error(thread: Thread, event: Error) -> Notice | None:
+    return Notice("warning", event.message) if event.kind in TOLD_ERRORS else None
+
+
+def _cancelled(thread: Thread, event: Cancelled) -> Notice:
+    return Notice("cancelled", wording.cancelled_by_who(event.reason), who=event.user)
+
+
+def _lock_taken(thread: Thread, event: LockTaken) -> Notice:
+    target = wording.lock_target(event.environment, event.service)
+    return Notice("warning", wording.lock_taken_from_you(target, event.by, event.reason))
+
+
+def _approval_expired(thread: Thread, event: ApprovalExpired) -> Notice:
+    request = thread.approval(event.approval_id)
+    what = wording.what_to_deploy(request.service, request.tag, request.environment) if request else "it"
+    return Notice("warning", wording.approval_expired_notice(what, event.expires_at))
+
+
+def _sender_confirmation_requested(thread: Thread, event: SenderConfirmationRequested) -> Notice:
+    return Notice("waiting", wording.sender_confirmation_pending(event.address, event.expires_at))
+
+
+def _sender_confirmation_expired(thread: Thread, event: SenderConfirmationExpired) -> Notice:
+    return Notice("warning", wording.sender_confirmation_expired(event.expires_at))
+
+
+def _deploy_queued(thread: Thread, event: DeployQueued) -> Notice | None:
+    what = _what_step(thread, event.step_id)
+    return Notice("waiting", wording.queued(what, event.behind, event.position)) if what is not None else None
+
+
+# What is said, per event type; an event type not here is not told.
+_NOTICES: dict[type, Callable[[Thread, Any], Notice | None]] = {
+    DeployStarted: _deploy_started,
+    DeployResult: _deploy_result,
+    RequestMoreInformation: _message,
+    DoneForNow: _message,
+    Error: _error,
+    Cancelled: _cancelled,
+    LockTaken: _lock_taken,
+    ApprovalExpired: _approval_expired,
+    SenderConfirmationRequested: _sender_confirmation_requested,
+    SenderConfirmationExpired: _sender_confirmation_expired,
+    DeployQueued: _deploy_queued,
+}

@@ -24,7 +24,7 @@ and who is in a group can be read off one line of the file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import parseaddr
 from types import MappingProxyType
@@ -279,11 +279,12 @@ def _is_someone(identity: Identity) -> bool:
     return bool(identity.evidence.strip()) and identity.evidence != BOT_USER and identity.person != BOT_USER
 
 
-def _no_powers(identity: Identity, what: str) -> str | None:
-    """Why `identity` can do nothing that needs a person: the bot, nobody at all, or the
-    shared API token (or a token whose person is gone)."""
+def _no_powers(identity: Identity, bot_what: str, what: str) -> str | None:
+    """Why `identity` can do nothing that needs a person: the bot or nobody at all (it
+    cannot `bot_what`), or the shared API token, or a token whose person is gone (it
+    cannot `what`)."""
     if not _is_someone(identity):
-        return wording.bot_cannot(what)
+        return wording.bot_cannot(bot_what)
     if identity.via == AGENT:  # whatever the channel, and whatever `user` it claims
         return wording.agent_cannot(identity.label, what)
     if identity.via == TOKEN and identity.person is None:
@@ -317,9 +318,7 @@ def may_approve(identity: Identity, rules: Rules, requesters: Iterable[Identity 
     people match only `*` (or their raw id where a variable listed it); with
     approver_must_differ nobody who asked for the deploy approves it, by any channel.
     `requesters` are identities or principals (what an approval request records)."""
-    if not _is_someone(identity):
-        return wording.bot_cannot("decide on its own requests")
-    refused = _no_powers(identity, "decide on deploys")
+    refused = _no_powers(identity, "decide on its own requests", "decide on deploys")
     if refused:
         return refused
     if not _admits(rules.approvers, identity):
@@ -334,9 +333,7 @@ def may_approve(identity: Identity, rules: Rules, requesters: Iterable[Identity 
 def may_lock(identity: Identity, rules: Rules) -> str | None:
     """Why `identity` may not lock (or unlock) the environment, or None when they may. By
     default whoever may approve may lock; the refusal names who can."""
-    if not _is_someone(identity):
-        return wording.bot_cannot("lock environments on its own")
-    refused = _no_powers(identity, "lock or unlock environments")
+    refused = _no_powers(identity, "lock environments on its own", "lock or unlock environments")
     if refused:
         return refused
     if not _admits(rules.lockers, identity):
@@ -406,49 +403,73 @@ def resolve(
     for env in dict.fromkeys([*environments, *written]):
         rule = written.get(env, Written())
         is_protected = env in protected_by_default if rule.protected is None else rule.protected
-        listed = rule.approvers is not None
-        refs: list[str] = list(rule.approvers or ())
-        approvers: set[str] = set()
-        try:
-            approvers |= people.expand(refs)
-        except ValueError as e:
-            problems.append(f"{env}'s approvers: {e}")
-        for table, identify in tables:
-            entry = table.get(env, table.get(ANYONE))
-            if entry is None:
-                continue
-            listed = True
-            for raw in entry:
-                principal = ANYONE if raw == ANYONE else identify(raw).principal
-                approvers.add(principal)
-                refs.append(principal)
+        approvers, refs, listed = _approvers(env, rule, people, tables, problems)
         if open_mode:
             approvers, refs = {ANYONE}, [ANYONE]
-        elif is_protected and not listed:
-            problems.append(
-                f"{env} is protected but has no approvers: list them under [environments.{env}] "
-                "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
-            )
-        elif is_protected and not approvers:
-            problems.append(
-                f"{env} is protected but its approvers ({describe(refs)}) name nobody" if refs
-                else f"{env} is protected but its list of approvers is empty"
-            )
-        lockers: frozenset[str] | None = None
-        if rule.may_lock is not None:
-            try:
-                lockers = people.expand(rule.may_lock)
-            except ValueError as e:
-                problems.append(f"{env}'s may_lock: {e}")
-                lockers = frozenset()
+        else:
+            problems += _unguarded(env, is_protected, listed, approvers, refs)
         must_differ = approver_must_differ if rule.approver_must_differ is None else rule.approver_must_differ
         rules[env] = Rules(
             protected=is_protected,
             approvers=frozenset(approvers),
             approver_must_differ=must_differ,
-            may_lock=lockers,
+            may_lock=_lockers(env, rule, people, problems),
             environment=env,
             approvers_as_written=tuple(dict.fromkeys(refs)),
             may_lock_as_written=tuple(dict.fromkeys(rule.may_lock or ())),
         )
     return Resolution(MappingProxyType(rules), tuple(problems), open_mode)
+
+
+# A variable's table (environment or `*` -> raw ids) and how its ids become identities.
+_Table = tuple[dict[str, Iterable[str]], Callable[[str], Identity]]
+
+
+def _approvers(
+    env: str, rule: Written, people: Directory, tables: Iterable[_Table], problems: list[str],
+) -> tuple[set[str], list[str], bool]:
+    """`env`'s approvers from the file and the variables together (principals), the
+    references as written, and whether any of them lists approvers for it at all."""
+    listed = rule.approvers is not None
+    refs: list[str] = list(rule.approvers or ())
+    approvers: set[str] = set()
+    try:
+        approvers |= people.expand(refs)
+    except ValueError as e:
+        problems.append(f"{env}'s approvers: {e}")
+    for table, identify in tables:
+        entry = table.get(env, table.get(ANYONE))
+        if entry is None:
+            continue
+        listed = True
+        for raw in entry:
+            principal = ANYONE if raw == ANYONE else identify(raw).principal
+            approvers.add(principal)
+            refs.append(principal)
+    return approvers, refs, listed
+
+
+def _unguarded(env: str, is_protected: bool, listed: bool, approvers: set[str], refs: list[str]) -> list[str]:
+    """The problem with a protected environment that nobody may approve, if it is one."""
+    if is_protected and not listed:
+        return [
+            f"{env} is protected but has no approvers: list them under [environments.{env}] "
+            "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
+        ]
+    if is_protected and not approvers:
+        return [
+            f"{env} is protected but its approvers ({describe(refs)}) name nobody" if refs
+            else f"{env} is protected but its list of approvers is empty"
+        ]
+    return []
+
+
+def _lockers(env: str, rule: Written, people: Directory, problems: list[str]) -> frozenset[str] | None:
+    """Who may lock `env` as the file wrote it (people); None: the approvers."""
+    if rule.may_lock is None:
+        return None
+    try:
+        return people.expand(rule.may_lock)
+    except ValueError as e:
+        problems.append(f"{env}'s may_lock: {e}")
+        return frozenset()

@@ -20,8 +20,10 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from bot.core import wording
 from bot.core.events import (
@@ -51,11 +53,15 @@ from bot.core.events import (
     RequestMoreInformation,
     ResumeDeploys,
     RollBack,
+    SenderConfirmationExpired,
+    SenderConfirmationRequested,
+    SenderConfirmed,
     ShowDeploys,
     StopDeploys,
     ToolCalled,
     UnlockEnvironment,
     UserMessage,
+    entry_for,
 )
 from bot.core.thread import Thread
 
@@ -241,79 +247,10 @@ class _Context:
         return _tag(name, self.fit(body, tokens or self.block_tokens) if body else "", **values)
 
     def _block(self, e: Event, tokens: int) -> str:
-        tag = self.tag
-        match e:
-            case UserMessage():
-                return tag("user_message", e.text, tokens, user=e.user, channel=e.channel)
-            case HumanResponse():
-                decision = {True: "approved", False: "rejected", None: None}[e.approve]
-                return tag("human_response", e.text, tokens, user=e.user, decision=decision)
-            case ListGitTags():
-                return tag("list_git_tags", service=e.service)
-            case DeployService():
-                return tag(
-                    "deploy", service=e.service, tag=e.tag, environment=e.environment, reason=e.reason,
-                    rollback_of=e.rollback_of, force=e.force,
-                )
-            case DeployBackend() | DeployFrontend():
-                return tag(e.type, tag=e.tag, environment=e.environment, reason=e.reason)
-            case RollBack():
-                return tag(e.type, service=e.service, environment=e.environment)
-            case RequestMoreInformation() | DoneForNow():
-                return tag(e.type, e.message, tokens)
-            case GitTagsResult():
-                lines = [f"{t.name} {t.commit[:7]} {t.date[:10]}".strip() for t in e.tags[:MAX_TAGS]]
-                if len(e.tags) > MAX_TAGS:
-                    lines.append(f"... and {len(e.tags) - MAX_TAGS} older tags")
-                return tag("list_git_tags_result", "\n".join(lines) or "(no tags)", tokens, service=e.service or None)
-            case ApprovalRequested():
-                return tag(
-                    "approval_requested",
-                    service=e.service,
-                    tag=e.tag,
-                    commit=e.commit[:7],
-                    environment=e.environment,
-                    expires=f"{e.expires_at:%Y-%m-%d %H:%M}Z",
-                    change=" ".join(wording.change_lines(e.change)[:1]) if e.change else None,
-                )
-            case LockEnvironment():
-                return tag(e.type, environment=e.environment, service=e.service or None, reason=e.reason)
-            case UnlockEnvironment():
-                return tag(e.type, environment=e.environment, service=e.service or None, force=e.force)
-            case LockTaken():
-                return tag(e.type, e.reason, tokens, environment=e.environment, service=e.service or None, by=e.by)
-            case ShowDeploys() | ResumeDeploys():
-                return tag(e.type, environment=e.environment)
-            case StopDeploys():
-                until = f"{e.until:%Y-%m-%d %H:%M}Z" if e.until else None
-                return tag(e.type, e.reason, tokens, environment=e.environment, until=until)
-            case CommandResult():
-                return tag("command_result", e.text, tokens, ok=str(e.ok).lower())
-            case ApprovalReminded():
-                return tag(e.type, count=e.count)
-            case ApprovalEscalated():
-                return tag(e.type, to=", ".join(e.to))
-            case ApprovalExpired():
-                # Not a rejection: nobody decided in time, and nothing was deployed.
-                return tag(e.type, "nobody decided in time; not deployed", expired=f"{e.expires_at:%Y-%m-%d %H:%M}Z")
-            case DeployQueued():
-                return tag(e.type, e.behind, tokens, position=e.position)
-            case DeployStarted():
-                return tag("deploy_started")
-            case DeployResult():
-                return tag(
-                    "deploy_result", e.output, tokens,
-                    ok=str(e.ok).lower(), exit_code=e.exit_code, url=e.url,
-                )
-            case Error():
-                return tag("error", e.message, tokens, kind=e.kind)
-            case DeliveryFailed():
-                return tag("delivery_failed", e.reason, tokens, channel=e.channel, to=e.to)
-            case ToolCalled():
-                return tag("tool_called", tool=e.tool, agent=e.agent)
-            case Cancelled():
-                return tag("cancelled", e.reason, tokens, user=e.user)
-        raise TypeError(f"no rendering for {type(e).__name__}")  # pragma: no cover
+        render = entry_for(_BLOCKS, e)
+        if render is None:  # pragma: no cover
+            raise TypeError(f"no rendering for {type(e).__name__}")
+        return render(self, e, tokens)
 
     # --- what does not fit ---
 
@@ -357,6 +294,180 @@ class _Context:
     def _deploy(self, e: DeployResult) -> str:
         how = "ok" if e.ok else f"FAILED (exit code {e.exit_code})"
         return self.line(f"{e.service} {e.tag} to {e.environment}: {how}")
+
+
+
+# --- one block per event type (`tokens`: what its free text may take) -------------------
+
+
+def _minute(at: datetime) -> str:
+    return f"{at:%Y-%m-%d %H:%M}Z"
+
+
+def _user_message(c: _Context, e: UserMessage, tokens: int) -> str:
+    return c.tag("user_message", e.text, tokens, user=e.user, channel=e.channel)
+
+
+def _human_response(c: _Context, e: HumanResponse, tokens: int) -> str:
+    decision = {True: "approved", False: "rejected", None: None}[e.approve]
+    return c.tag("human_response", e.text, tokens, user=e.user, decision=decision)
+
+
+def _cancelled(c: _Context, e: Cancelled, tokens: int) -> str:
+    return c.tag("cancelled", e.reason, tokens, user=e.user)
+
+
+def _list_git_tags(c: _Context, e: ListGitTags, tokens: int) -> str:
+    return c.tag("list_git_tags", service=e.service)
+
+
+def _deploy_service(c: _Context, e: DeployService, tokens: int) -> str:
+    return c.tag(
+        "deploy", service=e.service, tag=e.tag, environment=e.environment, reason=e.reason,
+        rollback_of=e.rollback_of, force=e.force,
+    )
+
+
+def _deploy_one(c: _Context, e: DeployBackend | DeployFrontend, tokens: int) -> str:
+    return c.tag(e.type, tag=e.tag, environment=e.environment, reason=e.reason)
+
+
+def _roll_back(c: _Context, e: RollBack, tokens: int) -> str:
+    return c.tag(e.type, service=e.service, environment=e.environment)
+
+
+def _message(c: _Context, e: RequestMoreInformation | DoneForNow, tokens: int) -> str:
+    return c.tag(e.type, e.message, tokens)
+
+
+def _lock_environment(c: _Context, e: LockEnvironment, tokens: int) -> str:
+    return c.tag(e.type, environment=e.environment, service=e.service or None, reason=e.reason)
+
+
+def _unlock_environment(c: _Context, e: UnlockEnvironment, tokens: int) -> str:
+    return c.tag(e.type, environment=e.environment, service=e.service or None, force=e.force)
+
+
+def _lock_taken(c: _Context, e: LockTaken, tokens: int) -> str:
+    return c.tag(e.type, e.reason, tokens, environment=e.environment, service=e.service or None, by=e.by)
+
+
+def _environment_only(c: _Context, e: ShowDeploys | ResumeDeploys, tokens: int) -> str:
+    return c.tag(e.type, environment=e.environment)
+
+
+def _stop_deploys(c: _Context, e: StopDeploys, tokens: int) -> str:
+    until = _minute(e.until) if e.until else None
+    return c.tag(e.type, e.reason, tokens, environment=e.environment, until=until)
+
+
+def _git_tags_result(c: _Context, e: GitTagsResult, tokens: int) -> str:
+    lines = [f"{t.name} {t.commit[:7]} {t.date[:10]}".strip() for t in e.tags[:MAX_TAGS]]
+    if len(e.tags) > MAX_TAGS:
+        lines.append(f"... and {len(e.tags) - MAX_TAGS} older tags")
+    return c.tag("list_git_tags_result", "\n".join(lines) or "(no tags)", tokens, service=e.service or None)
+
+
+def _approval_requested(c: _Context, e: ApprovalRequested, tokens: int) -> str:
+    return c.tag(
+        "approval_requested",
+        service=e.service,
+        tag=e.tag,
+        commit=e.commit[:7],
+        environment=e.environment,
+        expires=_minute(e.expires_at),
+        change=" ".join(wording.change_lines(e.change)[:1]) if e.change else None,
+    )
+
+
+def _command_result(c: _Context, e: CommandResult, tokens: int) -> str:
+    return c.tag("command_result", e.text, tokens, ok=str(e.ok).lower())
+
+
+def _approval_reminded(c: _Context, e: ApprovalReminded, tokens: int) -> str:
+    return c.tag(e.type, count=e.count)
+
+
+def _approval_escalated(c: _Context, e: ApprovalEscalated, tokens: int) -> str:
+    return c.tag(e.type, to=", ".join(e.to))
+
+
+def _approval_expired(c: _Context, e: ApprovalExpired, tokens: int) -> str:
+    # Not a rejection: nobody decided in time, and nothing was deployed.
+    return c.tag(e.type, "nobody decided in time; not deployed", expired=_minute(e.expires_at))
+
+
+def _deploy_queued(c: _Context, e: DeployQueued, tokens: int) -> str:
+    return c.tag(e.type, e.behind, tokens, position=e.position)
+
+
+def _deploy_started(c: _Context, e: DeployStarted, tokens: int) -> str:
+    return c.tag("deploy_started")
+
+
+def _deploy_result(c: _Context, e: DeployResult, tokens: int) -> str:
+    return c.tag("deploy_result", e.output, tokens, ok=str(e.ok).lower(), exit_code=e.exit_code, url=e.url)
+
+
+def _error(c: _Context, e: Error, tokens: int) -> str:
+    return c.tag("error", e.message, tokens, kind=e.kind)
+
+
+def _delivery_failed(c: _Context, e: DeliveryFailed, tokens: int) -> str:
+    return c.tag("delivery_failed", e.reason, tokens, channel=e.channel, to=e.to)
+
+
+def _tool_called(c: _Context, e: ToolCalled, tokens: int) -> str:
+    return c.tag("tool_called", tool=e.tool, agent=e.agent)
+
+
+def _sender_confirmation_requested(c: _Context, e: SenderConfirmationRequested, tokens: int) -> str:
+    # The request itself is its user_message; the model only learns that it waited for its sender.
+    return c.tag(e.type, claimed=e.claimed, expires=_minute(e.expires_at))
+
+
+def _sender_confirmed(c: _Context, e: SenderConfirmed, tokens: int) -> str:
+    return c.tag(e.type)
+
+
+def _sender_confirmation_expired(c: _Context, e: SenderConfirmationExpired, tokens: int) -> str:
+    return c.tag(e.type, "nobody confirmed the sender in time; nothing was done", expired=_minute(e.expires_at))
+
+
+# Every event type the model reads; `_Context._block` looks an event up by its class.
+_BLOCKS: dict[type, Callable[[_Context, Any, int], str]] = {
+    UserMessage: _user_message,
+    HumanResponse: _human_response,
+    Cancelled: _cancelled,
+    ListGitTags: _list_git_tags,
+    DeployService: _deploy_service,
+    DeployBackend: _deploy_one,
+    DeployFrontend: _deploy_one,
+    RollBack: _roll_back,
+    RequestMoreInformation: _message,
+    DoneForNow: _message,
+    LockEnvironment: _lock_environment,
+    UnlockEnvironment: _unlock_environment,
+    LockTaken: _lock_taken,
+    ShowDeploys: _environment_only,
+    ResumeDeploys: _environment_only,
+    StopDeploys: _stop_deploys,
+    GitTagsResult: _git_tags_result,
+    ApprovalRequested: _approval_requested,
+    CommandResult: _command_result,
+    ApprovalReminded: _approval_reminded,
+    ApprovalEscalated: _approval_escalated,
+    ApprovalExpired: _approval_expired,
+    DeployQueued: _deploy_queued,
+    DeployStarted: _deploy_started,
+    DeployResult: _deploy_result,
+    Error: _error,
+    DeliveryFailed: _delivery_failed,
+    ToolCalled: _tool_called,
+    SenderConfirmationRequested: _sender_confirmation_requested,
+    SenderConfirmed: _sender_confirmed,
+    SenderConfirmationExpired: _sender_confirmation_expired,
+}
 
 
 def _pinned(thread: Thread) -> set[int]:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from bot.core import wording
 from bot.core.events import (
@@ -49,6 +50,7 @@ from bot.core.events import (
     ToolCalled,
     UnlockEnvironment,
     UserMessage,
+    entry_for,
 )
 from bot.core.prompt import redact
 from bot.core.thread import Thread
@@ -149,90 +151,199 @@ def text(e: Event, secrets: tuple[str, ...] = ()) -> str:
 
 
 def _line(e: Event, s: _Style) -> str:
-    t, who = s.text, s.name
-    bot = who("deploybot")
-    match e:
-        case UserMessage():
-            return f"{who(e.user)} ({t(e.channel)}): {t(e.text)}"
-        case HumanResponse(approve=True):
-            return f"{who(e.user)} approved"
-        case HumanResponse(approve=False):
-            return f"{who(e.user)} rejected" + (f": {t(e.text)}" if e.text else "")
-        case HumanResponse():
-            return f"{who(e.user)}: {t(e.text)}"
-        case ListGitTags():
-            return f"{bot} lists the git tags" + (f" of {t(e.service)}" if e.service else "")
-        case DeployService() | DeployBackend() | DeployFrontend():
-            why = f" ({t(e.reason)})" if e.reason else ""
-            verb = "roll back to" if isinstance(e, DeployService) and e.rollback_of else "deploy"
-            forced = (
-                f"; {t(wording.forced_note(e.force, e.forced_by or '?'))}"
-                if isinstance(e, DeployService) and e.force else ""
-            )
-            return f"{bot} proposes: {verb} {t(e.service)} {t(e.tag)} to {t(e.environment)}{why}{forced}"
-        case RollBack():
-            return f"{bot} looks for what to roll {t(e.service)} in {t(e.environment)} back to"
-        case RequestMoreInformation():
-            return f"{bot} asks: {t(e.message)}"
-        case DoneForNow():
-            return f"{bot}: {t(e.message)}"
-        case GitTagsResult():
-            tags = ", ".join(f"{t(tag.name)} ({t(tag.commit[:7])})" for tag in e.tags[:10])
-            more = f" and {len(e.tags) - 10} more" if len(e.tags) > 10 else ""
-            whose = f" of {t(e.service)}" if e.service else ""
-            return f"tags{whose}: {tags or 'none'}{more}"
-        case ApprovalRequested():
-            change = "".join(f"; {t(line)}" for line in wording.change_lines(e.change)) if e.change else ""
-            return (
-                f"{who('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
-                f"{t(e.environment)}, asked by {t(e.asker) or 'unknown'}; expires "
-                f"{e.expires_at:%Y-%m-%d %H:%M} UTC; approval id {s.code(e.approval_id)}{change}"
-            )
-        case LockEnvironment():
-            return f"{bot} locks {t(wording.lock_target(e.environment, e.service))}: {t(e.reason)}"
-        case UnlockEnvironment():
-            forced = f" (taking it: {t(e.force)})" if e.force else ""
-            return f"{bot} unlocks {t(wording.lock_target(e.environment, e.service))}{forced}"
-        case LockTaken():
-            target = wording.lock_target(e.environment, e.service)
-            return f"{t(wording.lock_taken_from_you(target, e.by, e.reason))}"
-        case StopDeploys():
-            until = f" until {e.until:%Y-%m-%d %H:%M} UTC" if e.until else ""
-            return f"{bot} stops deploys to {t(wording.freeze_scope(e.environment))}{until}: {t(e.reason)}"
-        case ResumeDeploys():
-            return f"{bot} resumes deploys to {t(wording.freeze_scope(e.environment))}"
-        case ShowDeploys():
-            return f"{bot} looks up what is on {t(e.environment)}"
-        case CommandResult():
-            return t(e.text)
-        case ApprovalReminded():
-            return f"{bot} reminds the approvers (reminder {e.count})"
-        case ApprovalEscalated():
-            return f"{bot} asks {t(', '.join(e.to))} too: nobody decided in time"
-        case ApprovalExpired():
-            return f"approval expired at {e.expires_at:%Y-%m-%d %H:%M} UTC: not deployed"
-        case SenderConfirmationRequested():
-            return f"{bot} asks {t(e.address)} to confirm they sent this; nothing is done until then"
-        case SenderConfirmed():
-            return f"{t(e.evidence.partition(' ')[0]) or 'the sender'} confirmed sending this"
-        case SenderConfirmationExpired():
-            return f"nobody confirmed sending this by {e.expires_at:%Y-%m-%d %H:%M} UTC: dropped, nothing was done"
-        case DeployQueued():
-            return f"waits in line (number {e.position}): {t(e.behind)}"
-        case DeployStarted():
-            return f"deploying… (deploy id {s.code(e.deploy_id)})"
-        case DeployResult():
-            done = "rolled back" if e.rollback_of else "deployed"
-            head = done if e.ok else f"deploy FAILED (exit code {e.exit_code})"
-            out = s.output(e.output) if e.output else ""
-            link = f" ({t(e.url)})" if e.url else ""
-            return f"{head}: {t(e.service)} {t(e.tag)} to {t(e.environment)}{link}{out}"
-        case Error():
-            return f"error ({e.kind}): {t(e.message)}"
-        case DeliveryFailed():
-            return f"could not deliver to {t(e.to)} by {t(e.channel)}: {t(e.reason)}"
-        case ToolCalled():
-            return t(wording.tool_called(e.tool, e.agent.removeprefix("agent:")))
-        case Cancelled():
-            return f"cancelled by {t(e.user)}" + (f": {t(e.reason)}" if e.reason else "")
-    return e.type  # pragma: no cover
+    render = entry_for(_LINES, e)
+    return render(e, s) if render is not None else e.type
+
+
+# --- one line per event type: what people said -----------------------------------------
+
+
+def _bot(s: _Style) -> str:
+    return s.name("deploybot")
+
+
+def _user_message(e: UserMessage, s: _Style) -> str:
+    return f"{s.name(e.user)} ({s.text(e.channel)}): {s.text(e.text)}"
+
+
+def _human_response(e: HumanResponse, s: _Style) -> str:
+    if e.approve is True:
+        return f"{s.name(e.user)} approved"
+    if e.approve is False:
+        return f"{s.name(e.user)} rejected" + (f": {s.text(e.text)}" if e.text else "")
+    return f"{s.name(e.user)}: {s.text(e.text)}"
+
+
+def _cancelled(e: Cancelled, s: _Style) -> str:
+    return f"cancelled by {s.text(e.user)}" + (f": {s.text(e.reason)}" if e.reason else "")
+
+
+# --- the steps --------------------------------------------------------------------------
+
+
+def _list_git_tags(e: ListGitTags, s: _Style) -> str:
+    return f"{_bot(s)} lists the git tags" + (f" of {s.text(e.service)}" if e.service else "")
+
+
+def _deploy(e: DeployService | DeployBackend | DeployFrontend, s: _Style) -> str:
+    t = s.text
+    why = f" ({t(e.reason)})" if e.reason else ""
+    verb = "roll back to" if isinstance(e, DeployService) and e.rollback_of else "deploy"
+    forced = (
+        f"; {t(wording.forced_note(e.force, e.forced_by or '?'))}"
+        if isinstance(e, DeployService) and e.force else ""
+    )
+    return f"{_bot(s)} proposes: {verb} {t(e.service)} {t(e.tag)} to {t(e.environment)}{why}{forced}"
+
+
+def _roll_back(e: RollBack, s: _Style) -> str:
+    return f"{_bot(s)} looks for what to roll {s.text(e.service)} in {s.text(e.environment)} back to"
+
+
+def _request_more_information(e: RequestMoreInformation, s: _Style) -> str:
+    return f"{_bot(s)} asks: {s.text(e.message)}"
+
+
+def _done_for_now(e: DoneForNow, s: _Style) -> str:
+    return f"{_bot(s)}: {s.text(e.message)}"
+
+
+def _lock_environment(e: LockEnvironment, s: _Style) -> str:
+    return f"{_bot(s)} locks {s.text(wording.lock_target(e.environment, e.service))}: {s.text(e.reason)}"
+
+
+def _unlock_environment(e: UnlockEnvironment, s: _Style) -> str:
+    forced = f" (taking it: {s.text(e.force)})" if e.force else ""
+    return f"{_bot(s)} unlocks {s.text(wording.lock_target(e.environment, e.service))}{forced}"
+
+
+def _stop_deploys(e: StopDeploys, s: _Style) -> str:
+    until = f" until {wording.utc(e.until)}" if e.until else ""
+    return f"{_bot(s)} stops deploys to {s.text(wording.freeze_scope(e.environment))}{until}: {s.text(e.reason)}"
+
+
+def _resume_deploys(e: ResumeDeploys, s: _Style) -> str:
+    return f"{_bot(s)} resumes deploys to {s.text(wording.freeze_scope(e.environment))}"
+
+
+def _show_deploys(e: ShowDeploys, s: _Style) -> str:
+    return f"{_bot(s)} looks up what is on {s.text(e.environment)}"
+
+
+# --- what came of them ------------------------------------------------------------------
+
+
+def _git_tags_result(e: GitTagsResult, s: _Style) -> str:
+    t = s.text
+    tags = ", ".join(f"{t(tag.name)} ({t(tag.commit[:7])})" for tag in e.tags[:10])
+    more = f" and {len(e.tags) - 10} more" if len(e.tags) > 10 else ""
+    whose = f" of {t(e.service)}" if e.service else ""
+    return f"tags{whose}: {tags or 'none'}{more}"
+
+
+def _approval_requested(e: ApprovalRequested, s: _Style) -> str:
+    t = s.text
+    change = "".join(f"; {t(line)}" for line in wording.change_lines(e.change)) if e.change else ""
+    return (
+        f"{s.name('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
+        f"{t(e.environment)}, asked by {t(e.asker) or 'unknown'}; expires "
+        f"{wording.utc(e.expires_at)}; approval id {s.code(e.approval_id)}{change}"
+    )
+
+
+def _lock_taken(e: LockTaken, s: _Style) -> str:
+    target = wording.lock_target(e.environment, e.service)
+    return f"{s.text(wording.lock_taken_from_you(target, e.by, e.reason))}"
+
+
+def _command_result(e: CommandResult, s: _Style) -> str:
+    return s.text(e.text)
+
+
+def _approval_reminded(e: ApprovalReminded, s: _Style) -> str:
+    return f"{_bot(s)} reminds the approvers (reminder {e.count})"
+
+
+def _approval_escalated(e: ApprovalEscalated, s: _Style) -> str:
+    return f"{_bot(s)} asks {s.text(', '.join(e.to))} too: nobody decided in time"
+
+
+def _approval_expired(e: ApprovalExpired, s: _Style) -> str:
+    return f"approval expired at {wording.utc(e.expires_at)}: not deployed"
+
+
+def _sender_confirmation_requested(e: SenderConfirmationRequested, s: _Style) -> str:
+    return f"{_bot(s)} asks {s.text(e.address)} to confirm they sent this; nothing is done until then"
+
+
+def _sender_confirmed(e: SenderConfirmed, s: _Style) -> str:
+    return f"{s.text(e.evidence.partition(' ')[0]) or 'the sender'} confirmed sending this"
+
+
+def _sender_confirmation_expired(e: SenderConfirmationExpired, s: _Style) -> str:
+    return f"nobody confirmed sending this by {wording.utc(e.expires_at)}: dropped, nothing was done"
+
+
+def _deploy_queued(e: DeployQueued, s: _Style) -> str:
+    return f"waits in line (number {e.position}): {s.text(e.behind)}"
+
+
+def _deploy_started(e: DeployStarted, s: _Style) -> str:
+    return f"deploying… (deploy id {s.code(e.deploy_id)})"
+
+
+def _deploy_result(e: DeployResult, s: _Style) -> str:
+    t = s.text
+    done = "rolled back" if e.rollback_of else "deployed"
+    head = done if e.ok else f"deploy FAILED (exit code {e.exit_code})"
+    out = s.output(e.output) if e.output else ""
+    link = f" ({t(e.url)})" if e.url else ""
+    return f"{head}: {t(e.service)} {t(e.tag)} to {t(e.environment)}{link}{out}"
+
+
+def _error(e: Error, s: _Style) -> str:
+    return f"error ({e.kind}): {s.text(e.message)}"
+
+
+def _delivery_failed(e: DeliveryFailed, s: _Style) -> str:
+    return f"could not deliver to {s.text(e.to)} by {s.text(e.channel)}: {s.text(e.reason)}"
+
+
+def _tool_called(e: ToolCalled, s: _Style) -> str:
+    return s.text(wording.tool_called(e.tool, e.agent.removeprefix("agent:")))
+
+
+# Every event type's line; `_line` looks an event up by its class.
+_LINES: dict[type, Callable[[Any, _Style], str]] = {
+    UserMessage: _user_message,
+    HumanResponse: _human_response,
+    Cancelled: _cancelled,
+    ListGitTags: _list_git_tags,
+    DeployService: _deploy,
+    DeployBackend: _deploy,
+    DeployFrontend: _deploy,
+    RollBack: _roll_back,
+    RequestMoreInformation: _request_more_information,
+    DoneForNow: _done_for_now,
+    LockEnvironment: _lock_environment,
+    UnlockEnvironment: _unlock_environment,
+    StopDeploys: _stop_deploys,
+    ResumeDeploys: _resume_deploys,
+    ShowDeploys: _show_deploys,
+    GitTagsResult: _git_tags_result,
+    ApprovalRequested: _approval_requested,
+    LockTaken: _lock_taken,
+    CommandResult: _command_result,
+    ApprovalReminded: _approval_reminded,
+    ApprovalEscalated: _approval_escalated,
+    ApprovalExpired: _approval_expired,
+    SenderConfirmationRequested: _sender_confirmation_requested,
+    SenderConfirmed: _sender_confirmed,
+    SenderConfirmationExpired: _sender_confirmation_expired,
+    ToolCalled: _tool_called,
+    DeployQueued: _deploy_queued,
+    DeployStarted: _deploy_started,
+    DeployResult: _deploy_result,
+    Error: _error,
+    DeliveryFailed: _delivery_failed,
+}

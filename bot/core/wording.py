@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # only a type here: events imports people, which imports word
     from bot.core.events import Change, GitTag
 
 
+def utc(at: datetime) -> str:
+    """A moment as people are told it, to the minute: `2026-12-24 18:00 UTC`."""
+    return f"{at:%Y-%m-%d %H:%M} UTC"
+
+
 def _exit_code(code: int | None) -> str:
     return f" (exit code {code})" if code is not None else ""
 
@@ -96,7 +101,7 @@ def approval_does_not_match() -> str:
 
 
 def approval_expired(expires_at: datetime) -> str:
-    return f"the approval expired at {expires_at:%Y-%m-%d %H:%M} UTC"
+    return f"the approval expired at {utc(expires_at)}"
 
 
 # --- deploys: what was asked for, and how it went --------------------------------------
@@ -192,7 +197,7 @@ def deploy_lock_reason(service: str, tag: str) -> str:
 
 
 def locked_by(who: str, since: datetime, reason: str) -> str:
-    return f"by {who} since {since:%Y-%m-%d %H:%M} UTC: {reason}"
+    return f"by {who} since {utc(since)}: {reason}"
 
 
 def lock_target(environment: str, service: str) -> str:
@@ -248,7 +253,7 @@ def whats_on_line(
 ) -> str:
     """One service's line in "what's on"."""
     return (
-        f"{service} {tag} ({commit[:7]}), deployed {at:%Y-%m-%d %H:%M} UTC"
+        f"{service} {tag} ({commit[:7]}), deployed {utc(at)}"
         + (f", approved by {approved_by}" if approved_by else "")
         + (f", {url}" if url else "")
     )
@@ -335,7 +340,7 @@ def no_longer_pending(approval_id: str) -> str:
 
 def approval_expired_ask_again(approval_id: str, expires_at: datetime) -> str:
     return (
-        f"approval {approval_id} expired at {expires_at:%Y-%m-%d %H:%M} UTC; "
+        f"approval {approval_id} expired at {utc(expires_at)}; "
         "reply with feedback and the bot will propose the deploy again"
     )
 
@@ -572,7 +577,7 @@ def freeze_scope(scope: str) -> str:
 
 
 def _until(until: datetime | None) -> str:
-    return f"until {until:%Y-%m-%d %H:%M} UTC" if until else "until someone resumes them"
+    return f"until {utc(until)}" if until else "until someone resumes them"
 
 
 def deploys_stopped(where: str, reason: str, until: datetime | None) -> str:
@@ -596,7 +601,7 @@ def cannot_stop_here() -> str:
 
 
 def until_in_the_past(until: datetime) -> str:
-    return f"{until:%Y-%m-%d %H:%M} UTC has passed already; give a time to come, or none."
+    return f"{utc(until)} has passed already; give a time to come, or none."
 
 
 def frozen(environment: str, reason: str, until: datetime | None, source: str) -> str:
@@ -615,7 +620,7 @@ def waiting_for_turn(position: int) -> str:
 
 
 def expired_not_deployed(expires_at: datetime) -> str:
-    return f"this approval expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed"
+    return f"this approval expired at {utc(expires_at)}; nothing was deployed"
 
 
 def already_approved_by_you(count: int, required: int) -> str:
@@ -629,7 +634,7 @@ def approval_progress(given: Sequence[str], required: int) -> str:
 
 
 def approval_expired_notice(what: str, expires_at: datetime) -> str:
-    return f"The approval to deploy {what} expired at {expires_at:%Y-%m-%d %H:%M} UTC; nothing was deployed."
+    return f"The approval to deploy {what} expired at {utc(expires_at)}; nothing was deployed."
 
 
 def not_asking_again(what: str, expires_at: datetime) -> str:
@@ -642,7 +647,7 @@ def not_asking_again(what: str, expires_at: datetime) -> str:
 def reminder(what: str, deciders: str, expires_at: datetime) -> str:
     return (
         f"Reminder: deploying {what} still waits for approval from {deciders}. It expires at "
-        f"{expires_at:%Y-%m-%d %H:%M} UTC."
+        f"{utc(expires_at)}."
     )
 
 
@@ -685,14 +690,14 @@ def approved_by_all(who: str, given: Sequence[str], required: int) -> str:
 
 def expired_in_place(expires_at: datetime) -> str:
     """What an approval message says once it lapsed (its buttons are gone)."""
-    return f"Expired at {expires_at:%Y-%m-%d %H:%M} UTC, not deployed: nobody decided in time."
+    return f"Expired at {utc(expires_at)}, not deployed: nobody decided in time."
 
 
 def escalated_to_you(what: str, expires_at: datetime) -> str:
     """The top of the approval message (a Slack DM, an email) someone gets when asked too."""
     return (
         f"Nobody has decided on deploying {what} yet, so you are asked too. The request expires at "
-        f"{expires_at:%Y-%m-%d %H:%M} UTC."
+        f"{utc(expires_at)}."
     )
 
 
@@ -719,7 +724,7 @@ def confirm_sender_question(expires_at: datetime) -> str:
     return (
         "Did you send this? deploybot got the request below in your name, and nothing proved "
         "it came from you, so nothing is done until you confirm. "
-        f"Reply YES to confirm it before {expires_at:%Y-%m-%d %H:%M} UTC; if you did not send it, "
+        f"Reply YES to confirm it before {utc(expires_at)}; if you did not send it, "
         "ignore this email and nothing will be done."
     )
 
@@ -727,7 +732,7 @@ def confirm_sender_question(expires_at: datetime) -> str:
 def sender_confirmation_pending(address: str, expires_at: datetime) -> str:
     return (
         f"Waiting for {address} to confirm they sent this (a reply to the confirmation email); "
-        f"nothing is done until then. It expires at {expires_at:%Y-%m-%d %H:%M} UTC."
+        f"nothing is done until then. It expires at {utc(expires_at)}."
     )
 
 
@@ -746,7 +751,7 @@ def sender_confirmation_closed(confirmed: bool) -> str:
 
 def sender_confirmation_expired(expires_at: datetime) -> str:
     return (
-        f"Nobody confirmed sending this request by {expires_at:%Y-%m-%d %H:%M} UTC, "
+        f"Nobody confirmed sending this request by {utc(expires_at)}, "
         "so it was dropped; nothing was done."
     )
 

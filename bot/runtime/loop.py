@@ -192,26 +192,33 @@ class Runner:
                 return await deploying.resume(thread, action, journal, now)
             case RunDeploy():
                 return await deploying.run(thread, action, journal, now)
-            case Escalate():
-                return await journal.decide(thread, [RequestMoreInformation(source="bot", message=action.message)])
-            case Finish():
-                return await journal.decide(thread, [DoneForNow(source="bot", message=action.message)])
-            case Remind():
-                return await journal.decide(thread, [ApprovalReminded(approval_id=action.request.approval_id,
-                                                                      count=action.count)])
-            case EscalateApproval():
-                escalated = ApprovalEscalated(approval_id=action.request.approval_id, to=sorted(action.to))
-                return await journal.decide(thread, [escalated])
-            case ExpireSenderConfirmation():
-                asked = action.request
-                dropped = SenderConfirmationExpired(confirmation_id=asked.confirmation_id, expires_at=asked.expires_at)
-                return await journal.decide(thread, [dropped])
-            case Expire():
-                request = action.request
-                expired = ApprovalExpired(approval_id=request.approval_id, step_id=request.step_id,
-                                          expires_at=request.expires_at)
-                return await journal.decide(thread, [expired])
+            case _:
+                recorded = bot_event(action)
+                if recorded is not None:
+                    return await journal.decide(thread, [recorded])
         raise TypeError(f"unknown action {action!r}")
+
+
+def bot_event(action: Action) -> Event | None:
+    """The one event an action that only records what the bot decided records (asking a
+    person, a reminder, an escalation, an expiry); None for an action that runs something."""
+    match action:
+        case Escalate():
+            return RequestMoreInformation(source="bot", message=action.message)
+        case Finish():
+            return DoneForNow(source="bot", message=action.message)
+        case Remind():
+            return ApprovalReminded(approval_id=action.request.approval_id, count=action.count)
+        case EscalateApproval():
+            return ApprovalEscalated(approval_id=action.request.approval_id, to=sorted(action.to))
+        case ExpireSenderConfirmation():
+            asked = action.request
+            return SenderConfirmationExpired(confirmation_id=asked.confirmation_id, expires_at=asked.expires_at)
+        case Expire():
+            request = action.request
+            return ApprovalExpired(approval_id=request.approval_id, step_id=request.step_id,
+                                   expires_at=request.expires_at)
+    return None
 
 
 @dataclass

@@ -43,6 +43,8 @@ def people_file(workdir: Path) -> Path:
     path = workdir / "deploybot.toml"
     path.write_text(f'[people.{APPROVER}]\nslack = "{APPROVER_SLACK}"\n')
     return path
+
+
 SETTLED = {"done", "waiting_for_human"}
 TOKEN = "chaos-token"
 
@@ -149,21 +151,81 @@ POOL = 256  # environments, reused round-robin: a thread has its own while it is
 # (an interrupted deploy keeps its environment locked for a minute, as it should)
 
 
-def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print, sentinel: bool = False) -> dict[str, int]:
-    """At least `threads` threads and exactly `kills` worker kills: threads keep coming
-    until both are reached, so every kill lands while work is in flight. `sentinel`: the
-    master of a Sentinel-watched pair is killed once, instead of a restart of one server."""
-    rng = random.Random(seed)
-    if sentinel:
-        servers = ha.SentinelServers(workdir / "redis")
-        where = {"REDIS_SENTINELS": servers.addresses, "REDIS_SENTINEL_MASTER": ha.MASTER_NAME}
-    else:
-        redis = cluster.RedisServer(workdir / "redis")
-        where = {"REDIS_URL": redis.url}
-    llm = FakeLlm(delay=0.05, default=plan).start()
-    ledger = workdir / "deploys.log"
-    staging, production = [f"s{i}" for i in range(POOL)], [f"p{i}" for i in range(POOL)]
-    env = cluster.clean_env(**{
+class _OneServer:
+    """One Redis server with AOF on: killed once, and restarted on its AOF."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.redis = cluster.RedisServer(workdir / "redis")
+        self.where = {"REDIS_URL": self.redis.url}
+
+    def outage(self, quiet: threading.Lock, log) -> float:
+        with quiet:
+            down = self.redis.restart(down_for=1.0)
+        log(f"  redis killed and restarted on its AOF (down {down:.2f} s)")
+        return down
+
+    def stop(self) -> None:
+        self.redis.kill()
+
+
+class _SentinelPair:
+    """A master and a replica watched by three Sentinels: the master is killed once."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.servers = ha.SentinelServers(workdir / "redis")
+        self.where = {"REDIS_SENTINELS": self.servers.addresses, "REDIS_SENTINEL_MASTER": ha.MASTER_NAME}
+
+    def outage(self, quiet: threading.Lock, log) -> float:
+        with quiet:
+            began_failover = time.monotonic()
+            old = self.servers.kill_master()
+            new = self.servers.wait_for_failover(old.port)
+            down = time.monotonic() - began_failover
+        self.servers.heal()  # the old master comes back, as a replica of the new one
+        log(f"  master killed; the Sentinels promoted the replica on port {new.port} in {down:.2f} s")
+        return down
+
+    def stop(self) -> None:
+        self.servers.stop()
+
+
+@dataclass
+class _Chaos:
+    """Kills a random worker every 0.2 to 1.2 s (and starts a new one), `kills` times, and
+    causes the Redis outage once, somewhere in the middle third."""
+
+    rng: random.Random
+    kills: int
+    workers: list[Any]  # replaced in place: whoever stops the run kills the ones running then
+    env: dict[str, str]
+    logs: Path
+    storage: _OneServer | _SentinelPair
+    run: Run
+    log: Any
+    killed: int = 0
+    down: float = 0.0  # how long the Redis outage lasted (0: it did not happen)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(self) -> None:
+        restart_at = self.rng.randint(max(1, self.kills // 3), max(1, 2 * self.kills // 3))
+        while not self.stop.is_set() and self.killed < self.kills:
+            time.sleep(self.rng.uniform(0.2, 1.2))
+            i = self.rng.randrange(len(self.workers))
+            self.workers[i].kill()
+            self.killed += 1
+            if self.killed == restart_at:
+                self.down = self.storage.outage(self.run.quiet, self.log)
+            self.workers[i] = cluster.worker(self.env, self.logs / f"worker{i}.log")
+            if self.killed % 25 == 0:
+                self.log(f"  {self.killed} kills, {len(self.run.threads)} threads")
+
+
+def _bot_env(
+    workdir: Path, where: dict[str, str], llm: FakeLlm, ledger: Path, environments: tuple[list[str], list[str]],
+) -> dict[str, str]:
+    """The bot's settings: the staging pool open, the production pool protected by the approver."""
+    staging, production = environments
+    return cluster.clean_env(**{
         **where, "PORT": str(cluster.free_port()), "API_TOKEN": TOKEN,
         "DATA_DIR": str(workdir / "data"), "GIT_REPO": str(cluster.make_repo(workdir / "repo")),
         "DEPLOY_COMMAND": cluster.deploy_command(workdir, ledger), "FAKE_DEPLOY_SECONDS": "0.3",
@@ -172,6 +234,40 @@ def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print, senti
         "APPROVERS": APPROVER_SLACK, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
         "DEPLOYBOT_CONFIG": str(people_file(workdir)),
     })
+
+
+def _drive(run: Run, threads: int, killer: threading.Thread, environments: tuple[list[str], list[str]],
+           deadline: float) -> None:
+    """Launch threads, IN_FLIGHT at a time, until there are `threads` and the killing is
+    over; approve (or reject) what waits for approval, until every thread settled or
+    `deadline` (monotonic) passed after the killing ended."""
+    staging, production = environments
+    open_: set[str] = set()
+    while len(run.threads) < threads or killer.is_alive() or open_:
+        if len(open_) < IN_FLIGHT and (len(run.threads) < threads or killer.is_alive()):
+            n = len(run.threads)
+            open_.add(run.launch(n, (staging[n % POOL], production[n % POOL])))
+        for thread_id in list(open_):
+            thread = run.get(f"/threads/{thread_id}")
+            if thread["status"] == "waiting_for_approval":
+                run.answer(thread)
+            elif thread["status"] in SETTLED:
+                open_.discard(thread_id)
+        if not killer.is_alive() and time.monotonic() > deadline:
+            break  # whatever is still open is reported as stuck
+        time.sleep(0.05)
+
+
+def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print, sentinel: bool = False) -> dict[str, int]:
+    """At least `threads` threads and exactly `kills` worker kills: threads keep coming
+    until both are reached, so every kill lands while work is in flight. `sentinel`: the
+    master of a Sentinel-watched pair is killed once, instead of a restart of one server."""
+    rng = random.Random(seed)
+    storage = _SentinelPair(workdir) if sentinel else _OneServer(workdir)
+    llm = FakeLlm(delay=0.05, default=plan).start()
+    ledger = workdir / "deploys.log"
+    environments = [f"s{i}" for i in range(POOL)], [f"p{i}" for i in range(POOL)]
+    env = _bot_env(workdir, storage.where, llm, ledger, environments)
     logs = workdir / "logs"
     logs.mkdir(exist_ok=True)
     web = cluster.web(env, logs / "web.log", "--no-worker")
@@ -179,65 +275,31 @@ def run(threads: int, kills: int, workdir: Path, seed: int = 1, log=print, senti
     run = Run(httpx.Client(base_url=f"http://127.0.0.1:{env['PORT']}", timeout=10,
                            headers={"Authorization": f"Bearer {TOKEN}"}), threading.Lock(),
               approver_token=cluster.bot_command(env, "tokens", "create", APPROVER).strip())
-    killed, down, stop = [0], [0.0], threading.Event()
-
-    def chaos() -> None:
-        restart_at = rng.randint(max(1, kills // 3), max(1, 2 * kills // 3))
-        while not stop.is_set() and killed[0] < kills:
-            time.sleep(rng.uniform(0.2, 1.2))
-            i = rng.randrange(len(workers))
-            workers[i].kill()
-            killed[0] += 1
-            if killed[0] == restart_at and sentinel:
-                with run.quiet:
-                    began_failover = time.monotonic()
-                    old = servers.kill_master()
-                    new = servers.wait_for_failover(old.port)
-                    down[0] = time.monotonic() - began_failover
-                servers.heal()  # the old master comes back, as a replica of the new one
-                log(f"  master killed; the Sentinels promoted the replica on port {new.port} in {down[0]:.2f} s")
-            elif killed[0] == restart_at:
-                with run.quiet:
-                    down[0] = redis.restart(down_for=1.0)
-                log(f"  redis killed and restarted on its AOF (down {down[0]:.2f} s)")
-            workers[i] = cluster.worker(env, logs / f"worker{i}.log")
-            if killed[0] % 25 == 0:
-                log(f"  {killed[0]} kills, {len(run.threads)} threads")
-
+    chaos = _Chaos(rng, kills, workers, env, logs, storage, run, log)
     killer = threading.Thread(target=chaos, daemon=True)
     began = time.monotonic()
     killer.start()
-    open_: set[str] = set()
     try:
-        while len(run.threads) < threads or killer.is_alive() or open_:
-            if len(open_) < IN_FLIGHT and (len(run.threads) < threads or killer.is_alive()):
-                n = len(run.threads)
-                open_.add(run.launch(n, (staging[n % POOL], production[n % POOL])))
-            for thread_id in list(open_):
-                thread = run.get(f"/threads/{thread_id}")
-                if thread["status"] == "waiting_for_approval":
-                    run.answer(thread)
-                elif thread["status"] in SETTLED:
-                    open_.discard(thread_id)
-            if not killer.is_alive() and time.monotonic() - began > 600 + 2 * kills:
-                break  # whatever is still open is reported as stuck
-            time.sleep(0.05)
+        _drive(run, threads, killer, environments, deadline=began + 600 + 2 * kills)
         time.sleep(1)  # anything still in flight lands
-        report = check(run, ledger, set(production))
+        report = check(run, ledger, set(environments[1]))
     finally:
-        stop.set()
+        chaos.stop.set()
         for w in workers:
             w.kill()
         web.kill()
-        if sentinel:
-            servers.stop()
-        else:
-            redis.kill()
+        storage.stop()
         llm.stop()
-    report.update(threads=len(run.threads), kills=killed[0],
-                  redis_restarts=1 if down[0] and not sentinel else 0, failovers=1 if down[0] and sentinel else 0,
+    report.update(threads=len(run.threads), kills=chaos.killed,
+                  redis_restarts=1 if chaos.down and not sentinel else 0, failovers=1 if chaos.down and sentinel else 0,
                   deploys=len(ledger_lines(ledger)), seconds=round(time.monotonic() - began))
     return report
+
+
+FIGURES = (
+    "events lost", "duplicate events", "deploys executed twice",
+    "deploys without an authorized approval", "threads neither done nor waiting for a human",
+)
 
 
 def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
@@ -268,11 +330,7 @@ def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
     ) + f"; {sum(1 for b in threads.values() for e in b['events'] if e.get('approve') is False)} rejections")
     statuses = Counter(b["status"] for b in threads.values())
     print("  final statuses: " + ", ".join(f"{n} {s}" for s, n in statuses.items()))
-    return {
-        "events lost": lost, "duplicate events": duplicates, "deploys executed twice": twice,
-        "deploys without an authorized approval": unapproved,
-        "threads neither done nor waiting for a human": len(stuck),
-    }
+    return dict(zip(FIGURES, (lost, duplicates, twice, unapproved, len(stuck)), strict=True))
 
 
 def _approved(threads: dict[str, dict[str, Any]], deploy_id: str, service: str, tag: str, env: str) -> bool:
@@ -283,12 +341,6 @@ def _approved(threads: dict[str, dict[str, Any]], deploy_id: str, service: str, 
              and e["step_id"] == step_id and e["tag"] == tag and e["environment"] == env and e["service"] == service}
     return any(e["type"] == "human_response" and e.get("approve") is True and e["user"] == APPROVER
                and e.get("approval_id") in asked for e in events)
-
-
-FIGURES = (
-    "events lost", "duplicate events", "deploys executed twice",
-    "deploys without an authorized approval", "threads neither done nor waiting for a human",
-)
 
 
 def main() -> int:

@@ -24,15 +24,31 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from bot.testing.http import serve, stop, url
 
 Answer = tuple[int, Any, dict[str, str]]
+T = TypeVar("T")
+
+
+def _not_found() -> Answer:
+    return 404, {"message": "Not Found"}, {}
+
+
+def _page(query: dict[str, str]) -> tuple[int, int]:
+    """The query's per_page and page, GitHub's defaults where missing."""
+    return int(query.get("per_page", 30)), int(query.get("page", 1))
+
+
+def _chunk(items: list[T], per_page: int, page: int) -> list[T]:
+    """Page `page` (from 1) of `items`, `per_page` a page."""
+    return items[(page - 1) * per_page : page * per_page]
 
 
 @dataclass
@@ -135,7 +151,7 @@ class FakeGitHub:
                 return 401, {"message": "Bad credentials"}, {}
             prefix = f"/repos/{self.repository}"
             if not path.startswith(prefix + "/"):
-                return 404, {"message": "Not Found"}, {}
+                return _not_found()
             answer = self._route(method, path[len(prefix):], query, body)
             for i, (m, pattern, failure) in enumerate(self.failures_after):
                 if m == method and re.search(pattern, path):
@@ -144,41 +160,31 @@ class FakeGitHub:
             return answer
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Answer:
-        if method == "GET" and path == "/tags":
-            return self._tags(int(query.get("per_page", 30)), int(query.get("page", 1)))
-        if method == "GET" and (m := re.fullmatch(r"/compare/(.+?)\.\.\.(.+)", path)):
-            return self._compare(unquote(m[1]), unquote(m[2]), query)
-        if method == "GET" and (m := re.fullmatch(r"/commits/(.+)/(status|check-runs)", path)):
-            return self._checks(unquote(m[1]), m[2], int(query.get("per_page", 30)), int(query.get("page", 1)))
-        if method == "GET" and (m := re.fullmatch(r"/commits/(?:refs/tags/)?(.+)", path)):
-            sha = dict(self.tags).get(m[1])
-            if sha is None:
-                return 422, {"message": f"No commit found for SHA: {m[1]}"}, {}
-            return 200, {"sha": sha}, {}
-        if method == "POST" and (m := re.fullmatch(r"/actions/workflows/([^/]+)/dispatches", path)):
-            return self._dispatch(m[1], body or {})
-        if method == "GET" and (m := re.fullmatch(r"/actions/workflows/([^/]+)/runs", path)):
-            runs = [r for r in self.runs.values() if r["workflow"] == m[1]]
-            runs.sort(key=lambda r: r["id"], reverse=True)
-            return 200, {"total_count": len(runs), "workflow_runs": runs}, {}
-        if method == "POST" and (m := re.fullmatch(r"/actions/runs/(\d+)/cancel", path)):
-            return self._cancel(int(m[1]))
-        if method == "POST" and path == "/deployments":
-            return self._create_deployment(body or {})
-        if method == "GET" and path == "/deployments":
-            return self._list_deployments(query)
-        if (m := re.fullmatch(r"/deployments/(\d+)/statuses", path)) and method in ("GET", "POST"):
-            return self._deployment_status(int(m[1]), body or {}) if method == "POST" else self._statuses(int(m[1]))
-        if method == "GET" and (m := re.fullmatch(r"/actions/runs/(\d+)", path)):
-            run = self.runs.get(int(m[1]))
-            if run is None:
-                return 404, {"message": "Not Found"}, {}
-            self._advance(run)
-            return 200, run, {}
-        return 404, {"message": "Not Found"}, {}
+        for methods, pattern, handle in _ROUTES:  # the first that matches: order matters
+            if method in methods and (m := re.fullmatch(pattern, path)):
+                return handle(self, m, query, body or {})
+        return _not_found()
+
+    def _commit(self, ref: str) -> Answer:
+        sha = dict(self.tags).get(ref)
+        if sha is None:
+            return 422, {"message": f"No commit found for SHA: {ref}"}, {}
+        return 200, {"sha": sha}, {}
+
+    def _runs(self, workflow: str) -> Answer:
+        runs = [r for r in self.runs.values() if r["workflow"] == workflow]
+        runs.sort(key=lambda r: r["id"], reverse=True)
+        return 200, {"total_count": len(runs), "workflow_runs": runs}, {}
+
+    def _run(self, run_id: int) -> Answer:
+        run = self.runs.get(run_id)
+        if run is None:
+            return _not_found()
+        self._advance(run)
+        return 200, run, {}
 
     def _tags(self, per_page: int, page: int) -> Answer:
-        chunk = self.tags[(page - 1) * per_page : page * per_page]
+        chunk = _chunk(self.tags, per_page, page)
         headers = {}
         if page * per_page < len(self.tags):
             nxt = f"{self.api_url}/repos/{self.repository}/tags?per_page={per_page}&page={page + 1}"
@@ -196,16 +202,19 @@ class FakeGitHub:
                 history.append({"sha": sha, "message": f"release {name}", "author": "t", "login": None})
         return history
 
+    def _known_shas(self) -> set[str]:
+        """Every commit the repository has: in the history, tagged, or a branch's head."""
+        return {c["sha"] for c in self._history()} | {s for _, s in self.tags} | set(self.branches.values())
+
     def _compare(self, base: str, head: str, query: dict[str, str]) -> Answer:
         history = self._history()
         index = {c["sha"]: i for i, c in enumerate(history)}
         b, h = (index.get(self._ref_sha(ref) or ref) for ref in (base, head))
         if b is None or h is None:
-            return 404, {"message": "Not Found"}, {}
+            return _not_found()
         commits = history[b + 1 : h + 1]  # what head has that base lacks (none when behind)
         if "per_page" in query or "page" in query:
-            per_page, page = int(query.get("per_page", 30)), int(query.get("page", 1))
-            commits = commits[(page - 1) * per_page : page * per_page]
+            commits = _chunk(commits, *_page(query))
         else:
             commits = commits[-250:]  # unpaged: up to 250, the last being the newest
         status = "identical" if b == h else "ahead" if h > b else "behind"
@@ -229,7 +238,7 @@ class FakeGitHub:
 
     def _checks(self, ref: str, kind: str, per_page: int, page: int) -> Answer:
         sha = self._ref_sha(ref) or ref
-        known = {c["sha"] for c in self._history()} | {s for _, s in self.tags} | set(self.branches.values())
+        known = self._known_shas()
         if sha not in known:
             return 422, {"message": f"No commit found for SHA: {ref}"}, {}
         per_page = min(per_page, 100)
@@ -237,7 +246,7 @@ class FakeGitHub:
             items: list[dict[str, Any]] = [{"context": c, "state": s} for c, s in self.statuses.get(sha, {}).items()]
         else:
             items = list(self.check_runs.get(sha, []))
-        chunk = items[(page - 1) * per_page : page * per_page]
+        chunk = _chunk(items, per_page, page)
         headers = {}
         if page * per_page < len(items):
             nxt = f"{self.api_url}/repos/{self.repository}/commits/{ref}/{kind}?per_page={per_page}&page={page + 1}"
@@ -293,7 +302,7 @@ class FakeGitHub:
         ref = body.get("ref")
         if not isinstance(ref, str) or not ref:
             return 422, {"message": "Invalid request.\n\n\"ref\" wasn't supplied."}, {}
-        known = {c["sha"] for c in self._history()} | {s for _, s in self.tags} | set(self.branches.values())
+        known = self._known_shas()
         sha = ref if ref in known else self._ref_sha(ref)
         if sha is None:
             return 422, {"message": f"No ref found for: {ref}"}, {}
@@ -320,12 +329,12 @@ class FakeGitHub:
     def _list_deployments(self, query: dict[str, str]) -> Answer:
         found = [d for d in reversed(self.deployments)
                  if all(query.get(k) in (None, d[k]) for k in ("sha", "ref", "task", "environment"))]
-        per_page, page = min(int(query.get("per_page", 30)), 100), int(query.get("page", 1))
-        return 200, found[(page - 1) * per_page : page * per_page], {}
+        per_page, page = _page(query)
+        return 200, _chunk(found, min(per_page, 100), page), {}
 
     def _deployment_status(self, deployment_id: int, body: dict[str, Any]) -> Answer:
         if deployment_id not in self.deployment_statuses:
-            return 404, {"message": "Not Found"}, {}
+            return _not_found()
         if body.get("state") not in self.DEPLOYMENT_STATES:
             return 422, {"message": f"Invalid request: state {body.get('state')!r} is not a valid state"}, {}
         if len(body.get("description") or "") > 140:
@@ -347,13 +356,13 @@ class FakeGitHub:
 
     def _statuses(self, deployment_id: int) -> Answer:
         if deployment_id not in self.deployment_statuses:
-            return 404, {"message": "Not Found"}, {}
+            return _not_found()
         return 200, list(reversed(self.deployment_statuses[deployment_id])), {}
 
     def _cancel(self, run_id: int) -> Answer:
         run = self.runs.get(run_id)
         if run is None:
-            return 404, {"message": "Not Found"}, {}
+            return _not_found()
         if run["status"] == "completed":
             return 409, {"message": "Cannot cancel a workflow run that is completed."}, {}
         self.cancels.append(run_id)
@@ -365,3 +374,21 @@ class FakeGitHub:
             run["status"] = "in_progress"
         elif run["status"] == "in_progress" and not self.hold_runs:
             run["status"], run["conclusion"] = "completed", self.conclusion
+
+
+# What the fake answers: (methods, path pattern, handler(fake, match, query, body)).
+_Handler = Callable[[FakeGitHub, re.Match[str], dict[str, str], Any], Answer]
+_ROUTES: tuple[tuple[tuple[str, ...], str, _Handler], ...] = (
+    (("GET",), r"/tags", lambda f, m, q, b: f._tags(*_page(q))),
+    (("GET",), r"/compare/(.+?)\.\.\.(.+)", lambda f, m, q, b: f._compare(unquote(m[1]), unquote(m[2]), q)),
+    (("GET",), r"/commits/(.+)/(status|check-runs)", lambda f, m, q, b: f._checks(unquote(m[1]), m[2], *_page(q))),
+    (("GET",), r"/commits/(?:refs/tags/)?(.+)", lambda f, m, q, b: f._commit(m[1])),
+    (("POST",), r"/actions/workflows/([^/]+)/dispatches", lambda f, m, q, b: f._dispatch(m[1], b)),
+    (("GET",), r"/actions/workflows/([^/]+)/runs", lambda f, m, q, b: f._runs(m[1])),
+    (("POST",), r"/actions/runs/(\d+)/cancel", lambda f, m, q, b: f._cancel(int(m[1]))),
+    (("POST",), r"/deployments", lambda f, m, q, b: f._create_deployment(b)),
+    (("GET",), r"/deployments", lambda f, m, q, b: f._list_deployments(q)),
+    (("POST",), r"/deployments/(\d+)/statuses", lambda f, m, q, b: f._deployment_status(int(m[1]), b)),
+    (("GET",), r"/deployments/(\d+)/statuses", lambda f, m, q, b: f._statuses(int(m[1]))),
+    (("GET",), r"/actions/runs/(\d+)", lambda f, m, q, b: f._run(int(m[1]))),
+)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 BOT = Path(__file__).resolve().parents[2] / "bot"
 
 EDGES = {"redis", "channels", "deployers", "http", "llm"}
@@ -166,3 +168,40 @@ def test_a_wrong_import_is_caught(tmp_path):
             raise AssertionError("a core module importing an adapter was not caught")
     finally:
         globals()["BOT"] = saved
+
+
+MAX_FUNCTION_LINES = 80  # a function longer than this is doing several things: split it
+
+
+def long_functions(root: Path) -> list[str]:
+    """`path:line name (N lines)` for every function or method under `root` (generated code
+    left out) longer than MAX_FUNCTION_LINES, from its `def` (decorators not counted) to its
+    last line."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "baml_client" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+@pytest.mark.xfail(strict=False, reason="other files of bot/ are still being split (issue 22); the integrator "
+                   "removes this mark once every one is done")
+def test_no_function_is_longer_than_80_lines():
+    assert long_functions(BOT) == []
+
+
+def test_a_long_function_is_caught(tmp_path):
+    """The check itself can fail: an 81-line function is reported, an 80-line one and
+    generated code are not."""
+    body = "    x = 1\n"
+    (tmp_path / "baml_client").mkdir()
+    (tmp_path / "baml_client" / "gen.py").write_text("def generated():\n" + body * 200)
+    fits = "def fits():\n" + body * 79  # lines 1 to 80
+    too_long = "class A:\n    async def too_long(self):\n" + ("    " + body) * 80  # its def on line 83, 81 lines
+    (tmp_path / "mod.py").write_text(fits + "\n" + too_long)
+    assert long_functions(tmp_path) == ["mod.py:83 too_long (81 lines)"]

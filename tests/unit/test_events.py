@@ -22,3 +22,27 @@ def test_events_written_before_a_field_existed_still_load():
     assert isinstance(loaded, ev.DeployStarted) and loaded.commit == ""
     old_msg = {"type": "user_message", "id": "2", "at": "2026-01-01T00:00:00Z", "text": "hi", "user": "a"}
     assert ev.load(json.dumps(old_msg)).channel == "api"
+
+
+def test_a_table_per_event_type_is_read_by_class_then_by_base_class():
+    table = {ev.DeployService: "service", ev._Deploy: "any deploy", ev.UserMessage: "said"}
+    assert ev.entry_for(table, ev.DeployService(service="web", tag="v1", environment="prod")) == "service"
+    assert ev.entry_for(table, ev.DeployBackend(tag="v1", environment="prod")) == "any deploy"
+    assert ev.entry_for(table, ev.UserMessage(text="hi", user="bob")) == "said"
+    assert ev.entry_for(table, ev.DoneForNow(message="bye")) is None
+
+
+def test_every_event_type_has_its_prompt_block_and_transcript_line():
+    """A new event the model or a person may meet is given its words: the prompt and the
+    transcript look events up by class, and a missing entry would fail a run (a sender
+    confirmation reaching the model once did)."""
+    import typing
+
+    from bot.core import prompt, transcript
+    from bot.core.events import Event, entry_for
+
+    union = typing.get_args(typing.get_args(Event)[0])
+    assert len(union) > 20
+    for kind in union:
+        assert prompt._BLOCKS.get(kind) or entry_for(prompt._BLOCKS, kind.model_construct()), kind
+        assert transcript._LINES.get(kind) or entry_for(transcript._LINES, kind.model_construct()), kind

@@ -8,7 +8,6 @@ taking records off the tail only lowers it, so the record is looked for from the
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 from collections.abc import Iterable
@@ -18,7 +17,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from bot.adapters.redis import scripts
+from bot.adapters.redis import cursors, scripts
 from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.replies import text
 from bot.runtime.ports import DeployRecord, Lock
@@ -94,16 +93,13 @@ def load_record(raw: bytes | str, faulty: set[str] | frozenset[str] = frozenset(
 
 
 def history_cursor(from_tail: int, deploy_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([from_tail, deploy_id]).encode()).decode().rstrip("=")
+    return cursors.pack(from_tail, deploy_id)
 
 
 def history_position(cursor: str) -> tuple[int, str]:
-    try:
-        from_tail, deploy_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except Exception as e:
-        raise ValueError("not a cursor from this listing") from e
+    from_tail, deploy_id = cursors.unpack(cursor)
     if not isinstance(from_tail, int) or not isinstance(deploy_id, str):
-        raise ValueError("not a cursor from this listing")
+        raise ValueError(cursors.NOT_A_CURSOR)
     return from_tail, deploy_id
 
 

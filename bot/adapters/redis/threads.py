@@ -27,8 +27,6 @@ script, so the list length is the version again.
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import math
 import time
@@ -37,7 +35,7 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 
-from bot.adapters.redis import packing, scripts
+from bot.adapters.redis import cursors, packing, scripts
 from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.replicas import Replicas
 from bot.adapters.redis.replies import text
@@ -182,23 +180,20 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 
 
 def encode_cursor(score: float, member: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([score, member]).encode()).decode().rstrip("=")
+    return cursors.pack(score, member)
 
 
 def decode_cursor(cursor: str) -> tuple[float, str]:
     """ValueError unless it is a cursor encode_cursor made."""
-    try:
-        score, member = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except Exception as e:
-        raise ValueError("not a cursor from this listing") from e
+    score, member = cursors.unpack(cursor)
     if isinstance(score, bool) or not isinstance(score, int | float) or not isinstance(member, str):
-        raise ValueError("not a cursor from this listing")
+        raise ValueError(cursors.NOT_A_CURSOR)
     try:
         value = float(score)
     except OverflowError as e:  # a 300-digit integer
-        raise ValueError("not a cursor from this listing") from e
+        raise ValueError(cursors.NOT_A_CURSOR) from e
     if not math.isfinite(value):  # NaN or infinity: Redis refuses them as scores
-        raise ValueError("not a cursor from this listing")
+        raise ValueError(cursors.NOT_A_CURSOR)
     return value, member
 
 
