@@ -10,7 +10,9 @@ from email.message import EmailMessage
 
 import pytest
 
-from bot.adapters.channels import email_parse
+from bot.adapters.channels import email_html
+from bot.adapters.channels.email_decision import decision
+from bot.adapters.channels.email_html import html_to_text
 from bot.adapters.channels.email_parse import (
     HTML_ONLY_APPROVAL,
     MAX_PARTS,
@@ -18,18 +20,13 @@ from bot.adapters.channels.email_parse import (
     MAX_REFERENCES,
     MalformedEmail,
     RefusedEmail,
-    TokenError,
-    _dated_address,
-    check_token,
-    decision,
-    html_to_text,
-    make_token,
-    new_text,
     parse,
     read,
     unflow,
 )
 from bot.adapters.channels.email_render import MAX_MESSAGE_ID
+from bot.adapters.channels.email_reply_rules import _dated_address, new_text
+from bot.adapters.channels.email_tokens import TokenError, check_token, make_token
 from bot.core.commands import is_approval
 from bot.runtime.clock import utcnow
 
@@ -378,9 +375,9 @@ def examined(doc: str, monkeypatch: pytest.MonkeyPatch) -> int:
     work = _Work(2 * len(doc))
     with monkeypatch.context() as patch:
         for name in ("_START_TAG", "_END_TAG"):
-            patch.setattr(email_parse, name, _CountedPattern(getattr(email_parse, name), work))
-        patch.setattr(email_parse, "_RAW_TEXT",
-                      {tag: _CountedPattern(p, work) for tag, p in email_parse._RAW_TEXT.items()})
+            patch.setattr(email_html, name, _CountedPattern(getattr(email_parse, name), work))
+        patch.setattr(email_html, "_RAW_TEXT",
+                      {tag: _CountedPattern(p, work) for tag, p in email_html._RAW_TEXT.items()})
         searched = _Searched(doc)
         searched.work = work
         html_to_text(searched)

@@ -34,7 +34,9 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.channels import email_reply
-from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, decision, html_to_text, read
+from bot.adapters.channels.email_decision import decision
+from bot.adapters.channels.email_html import html_to_text
+from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, read
 from bot.adapters.channels.email_render import approval_text
 from bot.core.events import ApprovalRequested
 from tests.unit.test_email_corpus import MANIFEST
