@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from bot.__main__ import main
-from bot.adapters.http.api import EMAIL_LINK_SENT, SIGN_IN_FAILED
+from bot.adapters.http.api.auth_routes import EMAIL_LINK_SENT, SIGN_IN_FAILED
 from bot.adapters.http.front_door import (
     CSRF_REFUSED,
     PERSONAL_UNAUTHORIZED,
