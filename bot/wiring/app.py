@@ -411,7 +411,9 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     tokens, session cookies) are checked before the app reads a body (bot.adapters.http.front_door),
     around the routes of bot.adapters.http.api."""
     from bot.adapters.http.api import create_app
-    from bot.adapters.http.front_door import Auth, HttpLimits, Sessions
+    from bot.adapters.http.auth import Auth
+    from bot.adapters.http.front_door import HttpLimits
+    from bot.adapters.http.sessions import Sessions
 
     settings = app.settings
     if settings.open_mode:
@@ -453,7 +455,7 @@ def public_base(settings: Settings) -> str:
 def sign_in_linker(settings: Settings, credentials: RedisCredentials) -> Callable[[str], Awaitable[str]]:
     """person -> a one-time sign-in URL (`/auth/link?code=...`), good for 10 minutes: for
     `python -m bot login-link`, Slack's `@deploybot login` and POST /auth/email-link."""
-    from bot.adapters.http.front_door import LINK_TTL
+    from bot.adapters.http.auth import LINK_TTL
 
     async def link(person: str) -> str:
         code = await credentials.issue_link(person, LINK_TTL)

@@ -5,6 +5,7 @@ writes, what a refusal means in HTTP, and what the HTTP side is given (`Parts`, 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.requests import Request
@@ -22,12 +23,23 @@ MAX_ADDRESS = 320  # RFC 5321's longest address: longer input is nobody's
 # A personal API token (bot/adapters/redis/credentials.py: TOKEN_PREFIX, with its separator).
 PERSONAL_TOKEN_PREFIX = "dbt_"
 
+# A request that asks to change nothing: no CSRF token asked, another origin's page may ask.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
 # What each refusal means in HTTP; the service itself knows nothing of HTTP.
 STATUS: dict[type[Refused], int] = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
 
 
 def http_status(refusal: Refused) -> int:
     return next((code for kind, code in STATUS.items() if isinstance(refusal, kind)), 400)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What the front door answers instead of the app: a status and why (in JSON's `detail`)."""
+
+    status: int
+    detail: str
 
 
 # --- what the HTTP side is given ---------------------------------------------------------------
