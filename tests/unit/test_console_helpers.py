@@ -3,10 +3,12 @@ its page modules): no app, no server, no Redis."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.adapters.http.console import model
 from bot.adapters.http.console.environments import unlock_command
 from bot.adapters.http.console.forms import (
     Page,
@@ -26,9 +28,12 @@ from bot.adapters.http.console.forms import (
 from bot.adapters.http.console.live import watched
 from bot.adapters.http.console.routes import Viewer
 from bot.adapters.http.console.threads import link
+from bot.core.events import ApprovalRequested, DeployResult, DeployService, DeployStarted, HumanResponse, UserMessage
 from bot.core.people import SESSION, Identity
 from bot.core.policy import lock_owner
-from bot.runtime.ports import Lock
+from bot.core.thread import Thread
+from bot.runtime.deploying import audit_trail
+from bot.runtime.ports import DeployRecord, Lock
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, WrongState
 
 ALICE = Identity("alice", SESSION, "s1")
@@ -133,3 +138,42 @@ def test_someone_elses_lock_is_unlocked_only_with_a_reason():
     with pytest.raises(Page) as unsaid:
         unlock_command("production", theirs, viewer, {"reason": " "})
     assert unsaid.value.status == 400
+
+
+# --- the audit trail: one derivation, the runtime's ------------------------------------------
+
+
+def _deployed_thread() -> tuple[Thread, DeployResult]:
+    now = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    ask = UserMessage(text="deploy backend v1.2.3 to production", user="U1", person="carol", via="slack",
+                      channel="slack", evidence="U1", at=now)
+    step = DeployService(service="backend", tag="v1.2.3", environment="production", reason="newest", source="llm",
+                         at=now + timedelta(seconds=1))
+    asked = ApprovalRequested(step_id=step.id, thread_id="t1", args_hash="h", service="backend", tag="v1.2.3",
+                              commit="c" * 40, environment="production", requested_by="carol",
+                              expires_at=now + timedelta(hours=1), at=now + timedelta(seconds=2))
+    yes = HumanResponse(user="bob", person="bob", via="session", channel="console", evidence="s9", text="",
+                        approval_id=asked.approval_id, approve=True, at=now + timedelta(seconds=3))
+    started = DeployStarted(step_id=step.id, deploy_id="t1-1", commit="c" * 40, at=now + timedelta(seconds=4))
+    result = DeployResult(step_id=step.id, deploy_id="t1-1", service="backend", tag="v1.2.3",
+                          environment="production", commit="c" * 40, ok=True, exit_code=0, approved_by="bob",
+                          output="building\ndeploying backend v1.2.3 with sekrit-1\x1b[31m\n",
+                          at=now + timedelta(seconds=9))
+    return Thread("t1", (ask, step, asked, yes, started, result)), result
+
+
+def test_the_console_shows_the_audit_trail_the_history_keeps_whether_the_thread_is_there_or_gone():
+    thread, result = _deployed_thread()
+    bare = DeployRecord("production", "backend", "v1.2.3", "c" * 40, True, result.at, "bob", "t1", "t1-1")
+    kept = replace(bare, **audit_trail(thread, result, ("sekrit-1",)))  # what the deploy path stores
+    live, gone = model.audit(bare, thread, ("sekrit-1",)), model.audit(kept, None)
+    assert live.record == gone.record == kept
+    assert live.asked_by == gone.asked_by == "carol"
+    assert live.record.decided_by == "bob" and live.record.decision_evidence == "s9"
+    assert "sekrit-1" not in live.output_tail and "\x1b" not in live.output_tail
+    assert "deploying backend v1.2.3" in live.output_tail
+    assert model.record_fields(live) == model.record_fields(gone)
+    row = model.record_fields(gone)
+    assert (row["requested_by"], row["request"], row["finished_at"]) == (
+        "carol", "deploy backend v1.2.3 to production", result.at.isoformat())
+    assert model.audit(bare, None).asked_by == "" and model.record_fields(model.audit(bare, None))["started_at"] == ""

@@ -79,7 +79,7 @@ async def deploy_page(console: Console, request: Request, environment: str, depl
     if record is None:
         raise Page(404, "Not found", f"no deploy {deploy_id!r} in the history of {environment}")
     thread = await console.reader.maybe(record.thread_id) if id_like(record.thread_id) else None
-    trail = model.audit(thread, deploy_id, console.parts.secrets, record)
+    trail = model.audit(record, thread, console.parts.secrets)
     may = who.may_start and _may_roll_back(console, record, model.rollbackable(history))
     return console.render(request, "deploy.html", record=model.Deployed(record, trail.asked_by, may), trail=trail,
                           thread=thread, secrets=console.parts.secrets)
@@ -134,8 +134,7 @@ async def _export(console: Console, request: Request) -> list[dict[str, Any]]:
     _, records, _ = await _deploys(console, request)
     threads = {t.id: t for t in await console.reader.threads(list(dict.fromkeys(r.thread_id for r in records)))}
     secrets = console.parts.secrets
-    return [model.record_fields(rec, model.audit(threads.get(rec.thread_id), rec.deploy_id, secrets, rec))
-            for rec in records]
+    return [model.record_fields(model.audit(rec, threads.get(rec.thread_id), secrets)) for rec in records]
 
 
 async def _older(console: Console, environment: str, deploy_id: str) -> DeployRecord | None:

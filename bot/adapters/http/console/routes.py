@@ -246,7 +246,7 @@ class Console:
         """Who asked for each deploy (by deploy id), from its thread, else its record."""
         ids = list(dict.fromkeys(r.thread_id for r in records))
         threads = {t.id: t for t in await self.reader.threads(ids)}
-        return {r.deploy_id: model.audit(threads.get(r.thread_id), r.deploy_id, record=r).asked_by for r in records}
+        return {r.deploy_id: model.audit(r, threads.get(r.thread_id)).asked_by for r in records}
 
     async def launch(self, said: str, who: Viewer) -> Thread:
         """A new thread for what `who` said (a chat command), handed to a worker."""
