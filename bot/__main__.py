@@ -138,7 +138,7 @@ def _me() -> str:
 def configure_logging(settings: Settings) -> logging.Filter:
     """LOG_LEVEL and the format, and the one filter that keeps every secret out of every
     log line, a library's too (README: Limits and hostile input)."""
-    from bot.adapters.http.front_door import redact_logs
+    from bot.adapters.http.logs import redact_logs
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -365,7 +365,7 @@ async def _work(settings: Settings) -> int:
 def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | None = None) -> int:
     import uvicorn
 
-    from bot.adapters.http.front_door import uvicorn_log_config
+    from bot.adapters.http.logs import uvicorn_log_config
     from bot.wiring.app import build, http_app
 
     host = settings.bind_host()

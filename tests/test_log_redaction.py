@@ -14,7 +14,7 @@ import httpx
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.__main__ import configure_logging
-from bot.adapters.http.front_door import uvicorn_log_config
+from bot.adapters.http.logs import uvicorn_log_config
 from bot.config.settings import Settings
 from bot.testing.cluster import clean_env
 from bot.testing.fake_slack import FakeSlack

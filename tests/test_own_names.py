@@ -14,7 +14,7 @@ import httpx
 import pytest
 from starlette.datastructures import Headers
 
-from bot.adapters.http.front_door import BAD_HOST, CROSS_ORIGIN, own_hosts, same_origin
+from bot.adapters.http.origins import BAD_HOST, CROSS_ORIGIN, own_hosts, same_origin
 from bot.wiring.app import App, http_app
 
 TOKEN = "shared-api-token-own-names"

@@ -16,15 +16,10 @@ import httpx
 import pytest
 
 from bot.__main__ import main
-from bot.adapters.http.api import EMAIL_LINK_SENT, SIGN_IN_FAILED
-from bot.adapters.http.front_door import (
-    CSRF_REFUSED,
-    PERSONAL_UNAUTHORIZED,
-    SESSION_COOKIE,
-    UNAUTHORIZED,
-    Auth,
-    Sessions,
-)
+from bot.adapters.http.api.auth_routes import EMAIL_LINK_SENT, SIGN_IN_FAILED
+from bot.adapters.http.auth import CSRF_REFUSED, PERSONAL_UNAUTHORIZED, UNAUTHORIZED, Auth
+from bot.adapters.http.sessions import Sessions
+from bot.adapters.http.shared import SESSION_COOKIE
 from bot.wiring.app import App, sign_in_linker
 from tests.helpers import eventually, reply, settle
 from tests.test_web_hardening import detail, exchange, request_head

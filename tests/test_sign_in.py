@@ -15,8 +15,10 @@ import httpx
 import pytest
 from aiosmtpd.controller import Controller
 
-from bot.adapters.http.api import EMAIL_LINK_SENT, LINK_FROM_ELSEWHERE, SIGN_IN_FAILED
-from bot.adapters.http.front_door import CROSS_ORIGIN, Auth, Sessions
+from bot.adapters.http.api.auth_routes import EMAIL_LINK_SENT, LINK_FROM_ELSEWHERE, SIGN_IN_FAILED
+from bot.adapters.http.auth import Auth
+from bot.adapters.http.origins import CROSS_ORIGIN
+from bot.adapters.http.sessions import Sessions
 from bot.adapters.http.shared import SESSION_COOKIE
 from bot.wiring.app import App, sign_in_linker
 from tests.conftest import free_port

@@ -16,7 +16,7 @@ import pytest
 import uvicorn
 from slack_sdk.signature import SignatureVerifier
 
-from bot.adapters.http.front_door import API_MAX_BYTES, SLACK_MAX_BYTES
+from bot.adapters.http.limits import API_MAX_BYTES, SLACK_MAX_BYTES
 from bot.adapters.http.shared import MAX_TEXT_CHARS
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from bot.core import wording
+from bot.core import people, wording
 from bot.core.control import Interrupted, RunDeploy
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -522,15 +522,18 @@ def audit_trail(thread: Thread, result: DeployResult, secrets: tuple[str, ...] =
         None,
     )
     trail: dict[str, Any] = {}
+    approval = thread.approval_for(result.step_id)
     if isinstance(request, UserMessage | HumanResponse):
+        # An agent's request is named with whose agent it is, as its approval request says.
+        agents = request.via == people.AGENT and approval is not None
         trail.update(
-            requested_by=request.person or request.user, request=request.text, requested_via=request.via,
+            requested_by=approval.asker if agents and approval is not None else request.person or request.user,
+            request=request.text, requested_via=request.via,
             requested_channel=request.channel, request_evidence=request.evidence, requested_at=request.at,
         )
     if step is not None:
         trail.update(proposed_by=getattr(step, "source", ""), proposal_reason=getattr(step, "reason", None) or "",
                      proposed_at=step.at)
-    approval = thread.approval_for(result.step_id)
     if approval is not None:
         trail.update(approval_id=approval.approval_id, approval_asked_at=approval.at,
                      approval_expires_at=approval.expires_at)

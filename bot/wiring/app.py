@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.types import ASGIApp
 
-from bot.adapters.http.front_door import Limit, deploybot_limits
+from bot.adapters.http.limits import Limit, deploybot_limits
 from bot.adapters.redis import connect
 from bot.adapters.redis import embedded as embedded_redis
 from bot.adapters.redis.credentials import RedisCredentials
@@ -281,7 +281,9 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
     around the routes of bot.adapters.http.api."""
     from bot.adapters.channels.mcp import WithMcp
     from bot.adapters.http.api import create_app
-    from bot.adapters.http.front_door import Auth, HttpLimits, Sessions
+    from bot.adapters.http.auth import Auth
+    from bot.adapters.http.front_door import HttpLimits
+    from bot.adapters.http.sessions import Sessions
 
     settings = app.settings
     if settings.open_mode:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.adapters.channels.log import LogNotifier
-from bot.adapters.http.front_door import API_MAX_BYTES, GITHUB_MAX_BYTES, SLACK_MAX_BYTES
+from bot.adapters.http.limits import API_MAX_BYTES, GITHUB_MAX_BYTES, SLACK_MAX_BYTES
 from bot.adapters.redis.credentials import RedisCredentials
 from bot.adapters.redis.inbox import RedisInbox
 from bot.config.settings import Settings

@@ -29,7 +29,7 @@ def public_base(settings: Settings) -> str:
 def sign_in_linker(settings: Settings, credentials: RedisCredentials) -> Callable[[str], Awaitable[str]]:
     """person -> a one-time sign-in URL (`/auth/link?code=...`), good for 10 minutes: for
     `python -m bot login-link`, Slack's `@deploybot login` and POST /auth/email-link."""
-    from bot.adapters.http.front_door import LINK_TTL
+    from bot.adapters.http.auth import LINK_TTL
 
     async def link(person: str) -> str:
         code = await credentials.issue_link(person, LINK_TTL)

@@ -182,7 +182,9 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
     assert (first.via, first.user, first.channel) == ("agent", "claude-code", "mcp")
     # The console's audit trail of the deploy names the agent, and whose it is.
     [result] = [e for e in thread.events if e.type == "deploy_result"]
-    assert audit(thread, result.deploy_id).asked_by == "claude-code (agent of alice)"
+    [record] = [r for r in await app.environments.recent("production", 10) if r.deploy_id == result.deploy_id]
+    assert audit(record, thread).asked_by == "claude-code (agent of alice)"
+    assert audit(record, None).asked_by == "claude-code (agent of alice)"  # once the thread is gone
 
 
 async def test_a_rejections_feedback_reaches_the_agent(app, api, token, slack, fake_slack, ledger):

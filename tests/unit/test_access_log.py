@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.adapters.http.front_door import RedactSecrets, redact_query
+from bot.adapters.http.logs import RedactSecrets, redact_query
 
 
 def access_record(path: str) -> logging.LogRecord:

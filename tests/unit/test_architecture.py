@@ -16,8 +16,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 BOT = Path(__file__).resolve().parents[2] / "bot"
 
 EDGES = {"redis", "channels", "deployers", "http", "llm"}
@@ -189,8 +187,6 @@ def long_functions(root: Path) -> list[str]:
     return found
 
 
-@pytest.mark.xfail(strict=False, reason="other files of bot/ are still being split (issue 22); the integrator "
-                   "removes this mark once every one is done")
 def test_no_function_is_longer_than_80_lines():
     assert long_functions(BOT) == []
 

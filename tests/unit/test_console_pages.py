@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.adapters.http.console import model, routes
+from bot.adapters.http.console.forms import Page, until
 from bot.core import freeze_windows as freezes
 from bot.core import wording
 from bot.core.events import (
@@ -205,10 +206,10 @@ def test_deploy_anyway_is_offered_for_a_frozen_or_failing_deploy_to_who_may_forc
 
 
 def test_until_is_read_as_utc_and_anything_else_refused():
-    assert routes._until("") is None
-    assert routes._until("2026-11-26T08:00") == datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
-    assert routes._until("2026-11-26 8:05") == datetime(2026, 11, 26, 8, 5, tzinfo=UTC)
-    assert routes._until("2026-11-26") == datetime(2026, 11, 26, tzinfo=UTC)
+    assert until("") is None
+    assert until("2026-11-26T08:00") == datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
+    assert until("2026-11-26 8:05") == datetime(2026, 11, 26, 8, 5, tzinfo=UTC)
+    assert until("2026-11-26") == datetime(2026, 11, 26, tzinfo=UTC)
     for bad in ("tomorrow", "2026-13-01T08:00", "2026-11-26T25:00"):
-        with pytest.raises(routes.Page):
-            routes._until(bad)
+        with pytest.raises(Page):
+            until(bad)

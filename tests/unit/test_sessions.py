@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from bot.adapters.http.front_door import (
-    Sessions,
-)
+from bot.adapters.http.sessions import Sessions
 
 
 def test_session_cookies_are_signed_and_expire():

@@ -1,9 +1,18 @@
 """What the front door, the API and the console share: one definition each (they used to keep
-copies "in sync" when they were separate adapters)."""
+copies "in sync" when they were separate adapters): the cookies, the limits on what a person
+writes, what a refusal means in HTTP, and what the HTTP side is given (`Parts`, `SignIn`)."""
 
 from __future__ import annotations
 
-from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, Unauthorized, WrongState
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.requests import Request
+
+from bot.core.policy import Policy
+from bot.runtime.ports import FreezeStore, Health, History, Locks, Route
+from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 
 SESSION_COOKIE = "deploybot_session"  # set by a sign-in link, read by the front door
 # A browser without a session (local mode, open mode) gets a random id in this cookie, and
@@ -14,9 +23,123 @@ MAX_ADDRESS = 320  # RFC 5321's longest address: longer input is nobody's
 # A personal API token (bot/adapters/redis/credentials.py: TOKEN_PREFIX, with its separator).
 PERSONAL_TOKEN_PREFIX = "dbt_"
 
+# A request that asks to change nothing: no CSRF token asked, another origin's page may ask.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
 # What each refusal means in HTTP; the service itself knows nothing of HTTP.
 STATUS: dict[type[Refused], int] = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
 
 
 def http_status(refusal: Refused) -> int:
     return next((code for kind, code in STATUS.items() if isinstance(refusal, kind)), 400)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What the front door answers instead of the app: a status and why (in JSON's `detail`)."""
+
+    status: int
+    detail: str
+
+
+# --- what the HTTP side is given ---------------------------------------------------------------
+
+Endpoint = Callable[[Request], Awaitable[Any]]
+
+
+class Parts(Protocol):
+    """What the API and the console need of the app; the composition root (bot.wiring.app.App)
+    provides it."""
+
+    @property
+    def service(self) -> ThreadService: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+    @property
+    def locks(self) -> Locks: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def freezes(self) -> FreezeStore | None:
+        """Stop-the-line: the store the deploy path checks; None: stopping is not offered."""
+        ...
+
+    @property
+    def health(self) -> Health: ...
+
+    @property
+    def llm_configured(self) -> bool: ...
+
+    @property
+    def api_token(self) -> str | None:
+        """None: the API is open (local mode, bound to 127.0.0.1)."""
+        ...
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Kept out of transcripts."""
+        ...
+
+    @property
+    def stream_limits(self) -> tuple[int, int]:
+        """The console's live event streams at once: (per person, in all)."""
+        ...
+
+    @property
+    def routes(self) -> Sequence[Route]:
+        """The channels' endpoints (Slack's, email's, GitHub's webhook, those that are on)."""
+        ...
+
+    async def kick(self, thread_id: str) -> None: ...
+
+    async def start(self, worker: bool = True, receive: bool = True) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class Session(Protocol):
+    """A signed-in session (bot.adapters.http.sessions.Session)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def person(self) -> str: ...
+
+    @property
+    def expires(self) -> int: ...
+
+
+class SignIn(Protocol):
+    """Signing in and out: bot.adapters.http.auth.Auth, given to `create_app` by the root."""
+
+    @property
+    def session_ttl(self) -> int: ...
+
+    @property
+    def secure_cookies(self) -> bool:
+        """True behind https (PUBLIC_URL): the cookie is Secure even if the request came as http."""
+        ...
+
+    async def link_person(self, code: str) -> str | None:
+        """Whose link this is, leaving it unused; None: used, expired or unknown."""
+        ...
+
+    async def sign_in(self, code: str) -> tuple[Session, str] | None:
+        """A link's code -> (the session, its cookie's value); None: used or expired."""
+        ...
+
+    async def sign_out(self, session: Any) -> None: ...
+
+    def csrf(self, session: Any) -> str: ...
+
+    async def email_link(self, address: str) -> None: ...
+
+
+def secure_cookies(sign_in: SignIn | None, request: Request) -> bool:
+    """Whether a cookie set for `request` is Secure: behind https (PUBLIC_URL), or asked over https."""
+    return (sign_in is not None and sign_in.secure_cookies) or request.url.scheme == "https"

@@ -10,7 +10,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,9 +21,9 @@ from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
     ApprovalRequested,
+    Change,
     CommandResult,
     DeployResult,
-    DeployService,
     DeployStarted,
     Error,
     Event,
@@ -36,9 +36,8 @@ from bot.core.freeze_windows import ALL, HORIZON, Freeze, FreezeHit, active, occ
 from bot.core.people import Identity
 from bot.core.policy import Policy, lock_owner
 from bot.core.thread import Thread
+from bot.runtime.deploying import audit_trail
 from bot.runtime.ports import DeployRecord, Lock
-
-OUTPUT_TAIL_LINES = 20
 
 
 def ago(then: datetime, now: datetime) -> str:
@@ -393,105 +392,47 @@ def blocked(thread: Thread, viewer: Identity, policy: Policy) -> Blocked | None:
 
 @dataclass(frozen=True)
 class Audit:
-    """A deploy from request to outcome: what was asked (and by whom), what was proposed,
-    the approval and its evidence, the run, and its result."""
+    """A deploy from request to outcome (what was asked and by whom, what was proposed, the
+    approval and its evidence, the run, its result): its history record's audit fields, as
+    bot.runtime.deploying.audit_trail derives them from the thread (again from the live thread
+    while it is there), and what only the live thread has."""
 
-    request: Event | None = None  # the message or feedback that led to the proposal
-    proposal: Event | None = None
-    approval: ApprovalRequested | None = None
-    decision: Decision | None = None
-    started: DeployStarted | None = None
-    result: DeployResult | None = None
-    output_tail: str = ""
+    record: DeployRecord
+    change: Change | None = None  # what the approval showed it changes (the record keeps no commit list)
+    approval_asked_by: str = ""  # who the approval was asked for, where the thread has no request
 
     @property
     def asked_by(self) -> str:
-        e = self.request
-        if isinstance(e, UserMessage | HumanResponse) and not (e.via == people.AGENT and self.approval):
-            return e.person or e.user
-        return self.approval.asker if self.approval else ""  # an agent's: with whose it is
+        return self.record.requested_by or self.approval_asked_by
+
+    @property
+    def output_tail(self) -> str:
+        return transcript.CONTROL.sub("", self.record.output_tail)
 
 
-def audit(
-    thread: Thread | None, deploy_id: str, secrets: tuple[str, ...] = (), record: DeployRecord | None = None
-) -> Audit:
-    """The trail of the deploy `deploy_id` in `thread`; when the thread is gone (removed after
-    THREAD_RETENTION), what its history `record` kept of it (empty for records older than that)."""
-    if thread is None:
-        return recorded_audit(record) if record is not None else Audit()
-    from bot.core.prompt import redact
-
-    result = next((e for e in thread.of(DeployResult) if e.deploy_id == deploy_id), None)
-    started = next((e for e in thread.of(DeployStarted) if e.deploy_id == deploy_id), None)
-    step_id = result.step_id if result else started.step_id if started else None
-    if step_id is None:
-        return recorded_audit(record) if record is not None else Audit()
-    position, proposal = next(((i, e) for i, e in enumerate(thread.events) if e.id == step_id), (0, None))
-    request = next(
-        (e for e in reversed(thread.events[:position])
-         if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text)),
-        None,
+def audit(record: DeployRecord, thread: Thread | None, secrets: tuple[str, ...] = ()) -> Audit:
+    """The trail of the deploy `record` is of: from its thread while the thread has the deploy's
+    result, else (the thread removed after THREAD_RETENTION) what the record kept of it (empty
+    for records older than those fields)."""
+    result = next((e for e in thread.of(DeployResult) if e.deploy_id == record.deploy_id), None) if thread else None
+    if thread is None or result is None:
+        return Audit(record)
+    approval = thread.approval_for(result.step_id)
+    return Audit(
+        replace(record, **audit_trail(thread, result, secrets)),
+        change=approval.change if approval is not None else None,
+        approval_asked_by=approval.asker if approval is not None else "",
     )
-    approval = thread.approval_for(step_id)
-    made = thread.decision_for(approval.approval_id) if approval else None
-    tail = ""
-    if result and result.output:
-        tail = transcript.CONTROL.sub("", redact("\n".join(result.output.splitlines()[-OUTPUT_TAIL_LINES:]), secrets))
-    return Audit(request, proposal, approval, decision(made) if made else None, started, result, tail)
 
 
-def recorded_audit(record: DeployRecord) -> Audit:
-    """The audit trail as the history record kept it: the same events the thread had, as
-    far as the record holds them (no commit list of the change, no raw JSON)."""
-    request = UserMessage(
-        text=record.request, user=record.requested_by, person=record.requested_by or None,
-        via=record.requested_via, channel=record.requested_channel or "api", evidence=record.request_evidence,
-        at=record.requested_at,
-    ) if record.requested_at else None
-    proposal = DeployService(
-        tag=record.tag, environment=record.environment, service=record.service, reason=record.proposal_reason or None,
-        source=record.proposed_by if record.proposed_by in ("llm", "command", "bot") else "command",
-        rollback_of=record.rollback_of, at=record.proposed_at,
-    ) if record.proposed_at else None
-    approval = ApprovalRequested(
-        approval_id=record.approval_id, step_id="", thread_id=record.thread_id, args_hash="", service=record.service,
-        tag=record.tag, commit=record.commit, environment=record.environment, requested_by=record.requested_by,
-        expires_at=record.approval_expires_at or record.approval_asked_at, at=record.approval_asked_at,
-    ) if record.approval_id and record.approval_asked_at else None
-    made = Decision(
-        approve=True, by=record.decided_by or record.approved_by or "", via=record.decided_via,
-        channel=record.decided_channel, evidence=record.decision_evidence, at=record.decided_at, text="",
-    ) if record.decided_at else None
-    started = DeployStarted(
-        step_id="", deploy_id=record.deploy_id, commit=record.commit, at=record.started_at,
-    ) if record.started_at else None
-    result = DeployResult(
-        step_id="", deploy_id=record.deploy_id, service=record.service, tag=record.tag,
-        environment=record.environment, commit=record.commit, ok=record.ok, exit_code=record.exit_code,
-        approved_by=record.approved_by, url=record.url, at=record.at,
-    ) if record.started_at else None
-    return Audit(request, proposal, approval, made, started, result, record.output_tail)
-
-
-def record_fields(record: DeployRecord, trail: Audit) -> dict[str, Any]:
+def record_fields(trail: Audit) -> dict[str, Any]:
     """One deploy as a flat row for the CSV and JSON Lines exports: every field of the
-    record (whatever fields it has), then its audit trail."""
+    record (whatever fields it has), its audit trail among them."""
+    record = trail.record
     row: dict[str, Any] = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(record).items()}
-    d = trail.decision
-    row.update({
-        "requested_by": trail.asked_by,
-        "requested_at": trail.request.at.isoformat() if trail.request else "",
-        "request": getattr(trail.request, "text", "") if trail.request else "",
-        "approval_id": trail.approval.approval_id if trail.approval else "",
-        "decided_by": d.by if d else "",
-        "decided_via": d.via if d else "",
-        "decided_channel": d.channel if d else "",
-        "decision_evidence": d.evidence if d else "",
-        "decided_at": d.at.isoformat() if d else "",
-        "started_at": trail.started.at.isoformat() if trail.started else "",
-        "exit_code": trail.result.exit_code if trail.result else None,
-        "finished_at": trail.result.at.isoformat() if trail.result else "",
-    })
+    for moment in ("requested_at", "decided_at", "started_at"):  # "" rather than null, as the other fields
+        row[moment] = row[moment] or ""
+    row.update(requested_by=trail.asked_by, finished_at=record.at.isoformat() if record.started_at else "")
     return row
 
 

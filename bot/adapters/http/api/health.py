@@ -1,0 +1,20 @@
+"""GET /healthz: whether Redis answers, and whether a model is configured."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from bot.adapters.http.api.who import the_parts
+from bot.adapters.http.shared import Parts
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+async def healthz(a: Parts = Depends(the_parts)) -> JSONResponse:
+    try:
+        await a.health.ping()
+    except Exception as e:  # any failure to reach Redis makes us unhealthy, not crash
+        return JSONResponse({"ok": False, "redis": f"unreachable: {e}"}, status_code=503)
+    return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.llm_configured else "none"})

@@ -1,0 +1,81 @@
+"""Who an API request acts as, and the dependencies every API route shares.
+
+Who is asking was settled before the body was read (bot.adapters.http.front_door puts it in
+`scope["state"]["identity"]`); here it meets the body's `user`:
+- a person (a personal API token, a signed-in session): they act as themselves; a `user`
+  naming anyone else is a 403;
+- the service identity (the shared API_TOKEN; or, in local mode with people configured, a
+  request without credentials): may start threads, read, write free text and cancel, its
+  `user` kept only as an unverified label (via "api") for a pipeline or a bot, and a `user`
+  naming a person of deploybot.toml is a 403 ("use your personal token"); deciding, and the
+  lock and unlock commands, are a 403 that asks for a personal token;
+- None (open mode: nothing configured): the `user` given is trusted, as before.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Header, Request
+
+from bot.adapters.http.shared import Parts, SignIn
+from bot.core import commands
+from bot.core.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
+from bot.core.people import API, SERVICE, SESSION, Identity
+from bot.runtime.service import Forbidden, Invalid, Unauthorized
+
+MAX_LIMIT = 200  # ?limit= on /threads and /deploys
+USE_A_PERSONAL_TOKEN = (
+    "to {what}, use a personal token (`python -m bot tokens create NAME`) or sign in "
+    "(`python -m bot login-link NAME`): the shared API token speaks for nobody in particular"
+)
+# What the shared token may not say: the commands that take a person's powers.
+POWERS = LockEnvironment | UnlockEnvironment | StopDeploys | ResumeDeploys
+
+
+def the_parts(request: Request) -> Parts:
+    """The app's parts (create_app keeps them in the app's state): a dependency of every route."""
+    return request.app.state.parts  # type: ignore[no-any-return]
+
+
+def the_sign_in(request: Request) -> SignIn:
+    """Signing in (only the apps built with it serve /auth)."""
+    return request.app.state.sign_in  # type: ignore[no-any-return]
+
+
+def authorized(request: Request, authorization: str | None = Header(None)) -> None:
+    # The check that counts runs earlier, in bot.adapters.http.front_door, before a body is read
+    # (FastAPI reads and parses the body before it solves dependencies); this one stays
+    # so a route is never open because the app was served without that wrapper.
+    if "identity" in request.scope.get("state", {}):
+        return  # bot.adapters.http.front_door checked it
+    token = the_parts(request).api_token
+    if token and not hmac.compare_digest((authorization or "").encode(), f"Bearer {token}".encode()):
+        raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <API_TOKEN>)")
+
+
+def acting(
+    request: Request, parts: Parts, user: str | None, deciding: bool = False, text: str = "", named: bool = False
+) -> Identity:
+    """Who this request acts as: the identity the front door found, and the body's
+    `user` (see the module's doc). `named`: in open mode the body must name someone."""
+    identity: Identity | None = request.scope.get("state", {}).get("identity")
+    if identity is None:  # open mode (or served without bot.adapters.http.front_door): names are trusted
+        if user is None and named:
+            raise Invalid("say who you are: user (or use a personal token, or sign in)")
+        return parts.service.directory.by_name(user or API)
+    if identity == SERVICE:
+        _may_the_service_say(deciding, text)
+        return parts.service.unproven(user) if user else SERVICE
+    if user is not None and user != identity.person:
+        how = "signed in" if identity.via == SESSION else "using a personal token"
+        raise Forbidden(f"you are {identity.label} here ({how}): user must be {identity.label} or left out")
+    return identity
+
+
+def _may_the_service_say(deciding: bool, text: str) -> None:
+    """The shared token decides nothing and says no command that takes a person's powers."""
+    if deciding:
+        raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="approve or reject"))
+    if isinstance(commands.parse(text), POWERS) or commands.deploy_anyway(text) is not None:
+        raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="lock or unlock, stop or resume deploys, or deploy anyway"))

@@ -1,0 +1,102 @@
+"""A thread's page (GET /console/threads/ID) and what can be done there: reply, cancel, fork,
+resume, deploy anyway."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from bot.adapters.http.console import model
+from bot.adapters.http.console.forms import Page, back, id_like, reason, text, whole_number
+from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console
+from bot.adapters.http.shared import MAX_TEXT_CHARS
+from bot.core import commands, wording
+from bot.runtime.service import Forbidden, Invalid, WrongState
+
+
+def router(console: Console) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+    r.get(PREFIX + "/threads/{thread_id}")(console.route(thread_page))
+    r.post(PREFIX + "/threads/{thread_id}/deploy-anyway")(console.route(deploy_anyway))
+    r.post(PREFIX + "/threads/{thread_id}/respond")(console.route(respond))
+    r.post(PREFIX + "/threads/{thread_id}/cancel")(console.route(cancel))
+    r.post(PREFIX + "/threads/{thread_id}/fork")(console.route(fork))
+    r.post(PREFIX + "/threads/{thread_id}/resume")(console.route(resume))
+    return r
+
+
+async def thread_page(console: Console, request: Request, thread_id: str) -> Response:
+    who = console.viewer(request)
+    if not id_like(thread_id):
+        raise Page(404, "Not found", f"there is no thread {thread_id!r}")
+    version = await console.reader.fingerprint(f"thread:{thread_id}")
+    thread = await console.reader.maybe(thread_id)
+    if thread is None:
+        raise Page(404, "Not found", f"there is no thread {thread_id!r}")
+    now, policy = console.service.clock(), console.policy
+    return console.render(
+        request, "thread.html", thread=thread, status=thread.status(now),
+        items=model.timeline(thread, console.parts.secrets, console.words),
+        approvals=model.approvals(thread, who.identity, policy, now),
+        blocked=model.blocked(thread, who.identity, policy) if who.may_start else None,
+        version=version, watch=f"thread:{thread.id}",
+    )
+
+
+async def deploy_anyway(console: Console, request: Request, thread_id: str) -> Response:
+    """"deploy anyway: REASON" in the thread, as the person: the thread forces the deploy
+    that CI checks or a freeze stopped (and checks again that they may)."""
+    who = console.viewer(request)
+    fields = await console.form(request, who)
+    why = reason(fields, MAX_REASON_CHARS)
+    if not who.may_start:
+        raise Forbidden(wording.shared_token_cannot("deploy anyway"))
+    thread = await console.service.get(thread_id)
+    found = model.blocked(thread, who.identity, console.policy)
+    if found is None:
+        raise WrongState(wording.nothing_to_force())
+    if found.why_not:
+        raise Forbidden(found.why_not)
+    said = f"deploy anyway: {why}"
+    if commands.deploy_anyway(said) != why:
+        raise Invalid(f"this reason cannot be said as one command: {why!r}")
+    thread = await console.service.respond(thread_id, said, who.identity, channel="console")
+    await console.parts.kick(thread.id)
+    return back(fields, f"{PREFIX}/threads/{thread_id}", "anyway")
+
+
+async def respond(console: Console, request: Request, thread_id: str) -> Response:
+    who = console.viewer(request)
+    fields = await console.form(request, who)
+    said = text(fields, "text", MAX_TEXT_CHARS, required=True)
+    thread = await console.service.respond(thread_id, said, who.identity, channel="console")
+    await console.parts.kick(thread.id)
+    return back(fields, f"{PREFIX}/threads/{thread_id}", "sent")
+
+
+async def cancel(console: Console, request: Request, thread_id: str) -> Response:
+    who = console.viewer(request)
+    fields = await console.form(request, who)
+    why = text(fields, "reason", MAX_TEXT_CHARS)
+    await console.service.cancel(thread_id, who.identity, why, channel="console")
+    await console.parts.kick(thread_id)  # its run lets go of what it held: a place in line, a timer
+    return back(fields, f"{PREFIX}/threads/{thread_id}", "cancelled")
+
+
+async def fork(console: Console, request: Request, thread_id: str) -> Response:
+    who = console.viewer(request)
+    fields = await console.form(request, who)
+    at = whole_number(fields.get("at", ""), "at", 1, 1_000_000)
+    thread = await console.service.fork(thread_id, at)
+    await console.parts.kick(thread.id)
+    return back({}, f"{PREFIX}/threads/{thread.id}", "forked")
+
+
+async def resume(console: Console, request: Request, thread_id: str) -> Response:
+    who = console.viewer(request)
+    fields = await console.form(request, who)
+    thread = await console.service.get(thread_id)
+    if thread.cancelled():
+        raise WrongState("this thread was cancelled: fork it to go on")
+    await console.parts.kick(thread.id)  # a run re-derives what to do from the events
+    return back(fields, f"{PREFIX}/threads/{thread_id}", "resumed")
