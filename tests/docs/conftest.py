@@ -3,11 +3,14 @@ repository holding the tag the docs use, the default (dry-run) deploy command, n
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from bot.testing.cluster import clean_env, make_repo
+from tests.docs.markdown import README, blocks
 
 # Settings a developer's shell may hold that would change what the bot prints.
 UNSET = ("DEPLOY_COMMAND", "GIT_REPO", "API_TOKEN", "DEPLOYBOT_CONFIG", "APPROVERS", "APPROVER_EMAILS",
@@ -16,8 +19,13 @@ UNSET = ("DEPLOY_COMMAND", "GIT_REPO", "API_TOKEN", "DEPLOYBOT_CONFIG", "APPROVE
 
 @pytest.fixture
 def app_repo(tmp_path: Path) -> Path:
-    """The checkout the docs run in: `git tag v0.1.0` done, as "Try it" says."""
-    return make_repo(tmp_path / "app", ["v0.1.0"])
+    """The checkout the docs run in, with one commit, after the README's own setup step
+    (its ```sh block `git tag v0.1.0`) ran in it."""
+    repo = make_repo(tmp_path / "app", ["v0.0.1"])
+    [setup] = [b for b in blocks(README, "sh") if b.body.startswith("git tag ")]
+    for line in setup.body.splitlines():
+        subprocess.run(shlex.split(line), cwd=repo, check=True, capture_output=True)
+    return repo
 
 
 @pytest.fixture

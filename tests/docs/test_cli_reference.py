@@ -8,7 +8,6 @@ import argparse
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
