@@ -2,6 +2,8 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# pytest-xdist workers for make test's integration tiers (JOBS=1: one process)
+JOBS ?= auto
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -11,19 +13,21 @@ $(BIN)/.installed: pyproject.toml
 	@test -x /usr/bin/chromium || (apt-get install -y -qq chromium > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq chromium > /dev/null)) || echo "chromium is missing (apt-get install chromium): the console's browser tests need it"
 	touch $@
 
-.PHONY: install run test unit lint types bench chaos baml
+.PHONY: install run test unit lint types bench bench-quick chaos baml
 install: $(BIN)/.installed
 
 run: install  ## set up and start the bot on http://127.0.0.1:8000 (no secrets needed)
 	$(BIN)/python -m bot serve
 
-test: install lint types  ## lint, types, and the whole test suite (unit layer first: it fails fastest)
+test: install lint types  ## lint, types, the whole suite (unit and contract first: they fail fastest), quick benchmarks
 	$(BIN)/baml-cli generate --from baml_src > /dev/null
 	@test -z "$$(git status --porcelain -- bot/baml_client)" || (git status --short -- bot/baml_client; echo "bot/baml_client differs from baml_src: run make baml and commit"; exit 1)
 	$(BIN)/python -m pytest -q tests/unit tests/contract
-	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/contract
+	@# the integration tiers on every core; a test file stays on one worker (module-scoped servers, the console's browser)
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --ignore=tests/unit --ignore=tests/contract
+	$(MAKE) --no-print-directory bench-quick
 
-unit: install  ## the fast unit layer alone (in-memory fakes, seconds)
+unit: install  ## every test that needs no server: no Redis, no subprocess, no socket (in-memory fakes)
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install  ## ruff: errors, imports, bugbear, pyupgrade, async pitfalls
@@ -38,6 +42,15 @@ bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/slack_ack.py
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/growth.py
+
+bench-quick: install  ## every benchmark in quick mode (small counts, seconds each): run by make test, so none rots
+	$(BIN)/python bench/step_overhead.py --quick
+	$(BIN)/python bench/slack_ack.py --quick
+	$(BIN)/python bench/workers.py --quick
+	$(BIN)/python bench/growth.py --quick
+	$(BIN)/python bench/console_render.py --quick
+	$(BIN)/python bench/context_tokens.py --quick
+	$(BIN)/python bench/hostile.py --quick
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos

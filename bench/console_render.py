@@ -9,10 +9,12 @@ ask Redis what was appended since (warm, what a team's open tabs see).
 
     python bench/console_render.py            # starts its own Redis (valkey) in a temp dir
     REDIS_URL=redis://... python bench/console_render.py    # flushes that database first
+    python bench/console_render.py --quick    # 200 threads, 5 rounds: seconds, to see that it still runs
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import statistics
@@ -92,13 +94,13 @@ def big_thread(thread_id: str, at) -> list:
     return [kinds[n % 4](n).model_copy(update={"at": at + timedelta(milliseconds=n)}) for n in range(BIG)]
 
 
-async def seed(app) -> str:
+async def seed(app, threads: int) -> str:
     store, environments = app.store, app.environments
     start = utcnow() - timedelta(hours=3)
     big = new_id()
     await store.create(Origin(channel="api"), big_thread(big, start), big)
     batch = []
-    for i in range(THREADS):
+    for i in range(threads):
         thread_id = new_id()
         batch.append(store.create(Origin(channel="api"), short_thread(thread_id, i, start + timedelta(seconds=i)),
                                   thread_id))
@@ -123,13 +125,13 @@ def percentile(samples: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def measure(client: httpx.AsyncClient, path: str) -> tuple[float, list[float], int]:
+async def measure(client: httpx.AsyncClient, path: str, rounds: int) -> tuple[float, list[float], int]:
     began = time.perf_counter()
     first = await client.get(path)
     cold = time.perf_counter() - began
     assert first.status_code == 200, (path, first.status_code, first.text[:500])
     samples = []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         began = time.perf_counter()
         r = await client.get(path)
         samples.append(time.perf_counter() - began)
@@ -137,7 +139,7 @@ async def measure(client: httpx.AsyncClient, path: str) -> tuple[float, list[flo
     return cold, samples, len(first.content)
 
 
-async def main() -> None:
+async def main(threads: int = THREADS, rounds: int = ROUNDS) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="console-bench-"))
     url = os.environ.get("REDIS_URL") or embedded_redis.ensure_running(tmp / "redis")
     try:
@@ -145,8 +147,8 @@ async def main() -> None:
         app = build(settings)
         await app.redis.flushdb()
         t = time.perf_counter()
-        big = await seed(app)
-        print(f"seeded {THREADS:,} threads + one of {BIG} events in {time.perf_counter() - t:.1f} s")
+        big = await seed(app, threads)
+        print(f"seeded {threads:,} threads + one of {BIG} events in {time.perf_counter() - t:.1f} s")
         transport = httpx.ASGITransport(app=http_app(app, worker=False))
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             print(f"{'page':<34} {'cold':>9} {'p50':>9} {'p99':>9} {'html':>9}")
@@ -154,7 +156,7 @@ async def main() -> None:
                                (f"thread, {BIG} events", f"/console/threads/{big}"),
                                ("threads list", "/console/threads"),
                                ("threads search (1,000 scanned)", "/console/threads?q=ticket+%23999")]:
-                cold, samples, size = await measure(client, path)
+                cold, samples, size = await measure(client, path, rounds)
                 print(f"{name:<34} {cold * 1000:>7.1f}ms {statistics.median(samples) * 1000:>7.1f}ms "
                       f"{percentile(samples, 99) * 1000:>7.1f}ms {size / 1024:>7.0f}KB")
         await app.redis.flushdb()
@@ -165,4 +167,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="200 threads and 5 rounds instead of 10,000 and 200")
+    asyncio.run(main(200, 5) if p.parse_args().quick else main())

@@ -3,6 +3,7 @@
 
     python bench/context_tokens.py                # estimated tokens and characters
     python bench/context_tokens.py --budget 8000  # with another CONTEXT_BUDGET
+    python bench/context_tokens.py --quick        # a tenth of the messages, a hundredth of the big one
 
 "Before" renders without a budget (what the model was sent before there was one); "after"
 with CONTEXT_BUDGET. Where tiktoken and a local cl100k_base encoding can be loaded (nothing is
@@ -118,8 +119,9 @@ def busy(messages: int = 600, size: int = 2_000) -> Thread:
     return Thread("t", tuple(events))
 
 
-def huge() -> Thread:
-    return Thread("t", (UserMessage(text="please deploy this: " + "lorem ipsum dolor sit amet " * 750_000,
+def huge(repeats: int = 750_000) -> Thread:
+    """One message of 20 MB by default."""
+    return Thread("t", (UserMessage(text="please deploy this: " + "lorem ipsum dolor sit amet " * repeats,
                                     user="alice"),))
 
 
@@ -178,11 +180,14 @@ def samples() -> dict[str, str]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--budget", type=int, default=CONTEXT_BUDGET)
-    budget = p.parse_args().budget
+    p.add_argument("--quick", action="store_true", help="60 messages of 120 KB and one of 200 KB: seconds")
+    args = p.parse_args()
+    budget, scale = args.budget, (10, 100) if args.quick else (1, 1)
     encoding = tokenizer()
     cases = [("list tags", list_tags(), False), ("approve and deploy", approve_deploy(), False),
-             ("rejection and re-plan", reject_replan(), False), ("600 messages, 1.2 MB", busy(), True),
-             ("one 20 MB message", huge(), True)]
+             ("rejection and re-plan", reject_replan(), False),
+             (f"{600 // scale[0]} messages, {1.2 / scale[0]:g} MB", busy(600 // scale[0]), True),
+             (f"one {20 / scale[1]:g} MB message", huge(750_000 // scale[1]), True)]
     real = " | cl100k" if encoding else ""
     print(f"budget {budget:,} estimated tokens\n")
     print(f"| thread | events | rendering | characters | estimated tokens{real} | render time |")

@@ -22,10 +22,12 @@ Goal: every ratio within 1.2.
 
     python bench/growth.py               # starts its own Redis (valkey) in a temp dir
     REDIS_URL=redis://... python bench/growth.py   # FLUSHES that database
+    python bench/growth.py --quick       # 100 and 1,000 threads: seconds, to see that it still runs
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import statistics
@@ -42,8 +44,8 @@ import httpx  # noqa: E402
 
 from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
 from bot.adapters.redis import keys as names  # noqa: E402
-from bot.adapters.redis import redis as thread_store  # noqa: E402
 from bot.adapters.redis import scripts  # noqa: E402
+from bot.adapters.redis import threads as thread_store  # noqa: E402
 from bot.config.settings import Settings  # noqa: E402
 from bot.core import events as ev  # noqa: E402
 from bot.core.events import (  # noqa: E402
@@ -215,7 +217,9 @@ async def thread_bytes(app: App, thread_id: str) -> int:
     return total
 
 
-async def measure(settings: Settings, size: int, seeder_cache: dict) -> dict[str, tuple[float, float] | float]:
+async def measure(
+    settings: Settings, size: int, seeder_cache: dict, first: bool = True,
+) -> dict[str, tuple[float, float] | float]:
     app = build(settings)
     await app.redis.flushdb()
     seeder = seeder_cache.setdefault("seeder", Seeder(app))
@@ -272,7 +276,7 @@ async def measure(settings: Settings, size: int, seeder_cache: dict) -> dict[str
                 (await app.store.load(thread_id)).status()
 
         out["(before: the 500 most recent loaded)"] = await timed(old_sweep, ping, 5)
-    if size == SIZES[0]:  # compaction, measured once: its figures do not depend on the size
+    if first:  # compaction, measured once: its figures do not depend on the size
         kinds = {}
         cursor = None
         ids: list[str] = []
@@ -303,19 +307,19 @@ async def measure(settings: Settings, size: int, seeder_cache: dict) -> dict[str
     return out
 
 
-async def main() -> None:
+async def main(sizes: tuple[int, ...] = SIZES) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="growth-bench-"))
     url = os.environ.get("REDIS_URL") or embedded_redis.ensure_running(tmp / "redis")
     try:
         settings = Settings(_env_file=None, redis_url=url, data_dir=tmp / "data", git_repo=tmp)
         results = {}
         cache: dict = {}
-        for size in SIZES:
+        for size in sizes:
             print(f"{size:,} finished threads:")
-            results[size] = await measure(settings, size, cache)
-        small, big = results[SIZES[0]], results[SIZES[1]]
+            results[size] = await measure(settings, size, cache, first=size == sizes[0])
+        small, big = results[sizes[0]], results[sizes[1]]
         print()
-        print(f"{'operation':<42} {SIZES[0]:>16,} {SIZES[1]:>16,} {'ratio':>7} {'/PING':>7}")
+        print(f"{'operation':<42} {sizes[0]:>16,} {sizes[1]:>16,} {'ratio':>7} {'/PING':>7}")
         worst = 0.0
         for name in ("sweep", "startup recovery", "GET /threads?status=waiting_for_approval", "console board"):
             (a, pa), (b, pb) = small[name], big[name]  # type: ignore[misc]
@@ -329,12 +333,13 @@ async def main() -> None:
         print("(in brackets: the time over a PING round trip sampled in the same rounds)")
         print()
         print("Redis memory per finished thread (all its keys, index entries, conversation and reference keys):")
-        print(f"  1,000 stored: {small['bytes_per_thread']:,.0f} B; 100,000 stored: {big['bytes_per_thread']:,.0f} B")
-        print(f"  after compaction (1,000): {small['bytes_per_thread_compacted']:,.0f} B")
+        print(f"  {sizes[0]:,} stored: {small['bytes_per_thread']:,.0f} B; "
+              f"{sizes[1]:,} stored: {big['bytes_per_thread']:,.0f} B")
+        print(f"  after compaction ({sizes[0]:,}): {small['bytes_per_thread_compacted']:,.0f} B")
         for kind, label in (("api", "a trivial API thread"), ("slack", "a Slack production deploy, email approver")):
             print(f"  {label}: its own keys {small[f'{kind}_keys']:,.0f} B -> {small[f'{kind}_keys_compacted']:,.0f} B "
                   f"compacted (MEMORY USAGE)")
-        print(f"goal: each time at 100,000 within 1.2× of the time at 1,000: "
+        print(f"goal: each time at {sizes[1]:,} within 1.2× of the time at {sizes[0]:,}: "
               f"{'met' if worst <= 1.2 else 'NOT met'} (worst {worst:.2f}×)")
     finally:
         if not os.environ.get("REDIS_URL"):
@@ -342,4 +347,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="100 and 1,000 threads instead of GROWTH_SIZES")
+    asyncio.run(main((100, 1000) if p.parse_args().quick else SIZES))

@@ -12,6 +12,7 @@ Redis, a local Slack Web API and a local SMTP server (aiosmtpd)). Traffic goes t
    first), as a ratio to /healthz latency with no load in the same run.
 
     python bench/hostile.py [--seconds 10] [--emails 2000]
+    python bench/hostile.py --quick    # 20 MB, 1 s and 20 emails: seconds, to see that it still runs
 
 Every loop is bounded in count and in time.
 """
@@ -89,24 +90,24 @@ def reset_peak(pid: int) -> bool:
 
 # --- 1. a 300 MB unsigned POST to /slack/events -----------------------------------------
 
-def body_pieces(chunked: bool, piece: int = MB) -> list[bytes]:
+def body_pieces(chunked: bool, total: int, piece: int = MB) -> list[bytes]:
     data = b"x" * piece
     framed = b"%x\r\n%s\r\n" % (piece, data) if chunked else data
-    return [framed] * (HOSTILE_BYTES // piece)  # the same object 300 times: no 300 MB here
+    return [framed] * (total // piece)  # the same object 300 times: no 300 MB here
 
 
-def send_hostile(port: int, headers: dict[str, str], chunked: bool) -> tuple[str, int, float]:
+def send_hostile(port: int, headers: dict[str, str], chunked: bool, total: int) -> tuple[str, int, float]:
     """Send the head and up to 300 MB; stop when the server stops taking it. Returns (the
     answer's status line, or how the connection ended; body bytes sent; seconds)."""
     lines = ["POST /slack/events HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
              *(f"{k}: {v}" for k, v in headers.items()),
-             "Transfer-Encoding: chunked" if chunked else f"Content-Length: {HOSTILE_BYTES}"]
+             "Transfer-Encoding: chunked" if chunked else f"Content-Length: {total}"]
     began = time.perf_counter()
     sent = 0
     with socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP) as s:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         ended = "sent all"
-        for piece in body_pieces(chunked):
+        for piece in body_pieces(chunked, total):
             if time.perf_counter() - began > GIVE_UP:
                 ended = "gave up sending"
                 break
@@ -139,14 +140,14 @@ def sample(pid: int, into: list[int], stop: threading.Event) -> None:
         time.sleep(0.005)
 
 
-def memory(pid: int, port: int) -> None:
+def memory(pid: int, port: int, total: int = HOSTILE_BYTES) -> None:
     variants = [
-        ("Content-Length: 300 MB, no Slack headers", {}, False),
+        (f"Content-Length: {total // MB} MB, no Slack headers", {}, False),
         ("chunked, no Content-Length, no Slack headers", {}, True),
         ("chunked, fresh timestamp, wrong signature",
          {"X-Slack-Request-Timestamp": str(int(time.time())), "X-Slack-Signature": "v0=" + "0" * 64}, True),
     ]
-    print("1. Server memory while a 300 MB unsigned POST is sent to /slack/events")
+    print(f"1. Server memory while a {total // MB} MB unsigned POST is sent to /slack/events")
     print(f"   RSS after start: {status_kb(pid, 'VmRSS') / 1024:.0f} MB "
           f"(peak so far, start-up included: {status_kb(pid, 'VmHWM') / 1024:.0f} MB)")
     for name, headers, chunked in variants:
@@ -158,7 +159,7 @@ def memory(pid: int, port: int) -> None:
 
         sampler = threading.Thread(target=sample, args=(pid, sampled, stop), daemon=True)
         sampler.start()
-        answer, sent, seconds = send_hostile(port, headers, chunked)
+        answer, sent, seconds = send_hostile(port, headers, chunked, total)
         time.sleep(0.2)  # let the server finish with the request before the last samples
         stop.set()
         sampler.join()
@@ -216,7 +217,7 @@ async def probe(client: httpx.AsyncClient, until: asyncio.Event, samples: int) -
     return latencies
 
 
-async def event_loop(port: int, emails: int, seconds: float) -> None:
+async def event_loop(port: int, emails: int, seconds: float, idle_samples: int = 300) -> None:
     print("2. /healthz latency while hostile emails are POSTed to /email/inbound (2 senders, back to back)")
     kinds = [many_parts(0), many_references(1)]
     print(f"   alternately 20,000 MIME parts ({len(kinds[0]) / 1000:.0f} KB) and 100,000 References "
@@ -226,7 +227,7 @@ async def event_loop(port: int, emails: int, seconds: float) -> None:
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=timeout) as sender:
         for _ in range(20):  # warm up the connection and the route
             await health.get("/healthz")
-        idle = await probe(health, asyncio.Event(), 300)
+        idle = await probe(health, asyncio.Event(), idle_samples)
 
         done = asyncio.Event()
         answers: dict[str, int] = {}
@@ -263,13 +264,16 @@ def main() -> None:
     args = argparse.ArgumentParser()
     args.add_argument("--seconds", type=float, default=10, help="how long part 2 sends hostile emails")
     args.add_argument("--emails", type=int, default=2000, help="at most this many hostile emails in part 2")
+    args.add_argument("--quick", action="store_true", help="a 20 MB POST, then 1 s or 20 emails, 30 idle samples")
     opts = args.parse_args()
+    if opts.quick:
+        opts.seconds, opts.emails = min(opts.seconds, 1), min(opts.emails, 20)
     data = Path(tempfile.mkdtemp(prefix="hostile-"))
     server, port, stops = start(data)
     try:
         print(f"python -m bot serve --no-worker (pid {server.pid}); {os.cpu_count()} cores")
-        memory(server.pid, port)
-        asyncio.run(event_loop(port, opts.emails, opts.seconds))
+        memory(server.pid, port, 20 * MB if opts.quick else HOSTILE_BYTES)
+        asyncio.run(event_loop(port, opts.emails, opts.seconds, 30 if opts.quick else 300))
     finally:
         server.kill()
         for stop in stops:

@@ -2,6 +2,7 @@
 `python -m bot serve` process (its own Redis, a local Slack Web API and model server).
 
     python bench/slack_ack.py [--rate 200] [--seconds 10]
+    python bench/slack_ack.py --quick    # 50/s for 1 s: seconds, to see that it still runs
 
 Open loop: request i is due at start + i/rate whatever happened before it, and its latency
 is measured from that due time, so a stall counts against every request it delays.
@@ -126,7 +127,10 @@ def main() -> None:
     args.add_argument("--concurrency", type=int, default=4, help="WORKER_CONCURRENCY of the server")
     args.add_argument("--workers", type=int, default=0,
                       help="worker processes; with any, the server runs `serve --no-worker`")
+    args.add_argument("--quick", action="store_true", help="50 requests a second for 1 s")
     opts = args.parse_args()
+    if opts.quick:
+        opts.rate, opts.seconds = 50, 1
 
     data = Path(tempfile.mkdtemp())
     stand_ins = subprocess.Popen([sys.executable, str(ROOT / "bench" / "stand_ins.py")],

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import sys
 
-import pytest
 from redis import Redis as SyncRedis
 
 from bot.adapters.deployers.command import CommandDeployer
@@ -102,11 +101,6 @@ async def test_unknown_tag_and_environment_are_validation_errors(app, fake_llm, 
     assert not ledger.exists()
 
 
-def test_deploy_command_placeholders_are_checked_at_start(tmp_path):
-    with pytest.raises(ValueError, match="only"):
-        CommandDeployer(tmp_path, "deploy.sh {env}")
-
-
 async def test_exact_command_needs_no_llm(app, fake_llm, ledger):
     app.runner.llm = None
     thread = await app.runner.run((await start(app, "deploy frontend v1.2.2 to staging")).id)
@@ -152,8 +146,9 @@ async def test_a_dead_runners_thread_is_taken_over_when_its_lease_expires(app):
     thread = await start(app, "list tags")
     await app.store.lease(thread.id, "runner-that-died", 300)
     assert await app.runner.run(thread.id) is None
-    await asyncio.sleep(0.4)
-    assert (await app.runner.run(thread.id)).status() == "done"
+    # Tried again until the dead runner's lease has expired: a run then takes the thread over.
+    taken_over = await eventually(lambda: app.runner.run(thread.id), message="the lease never expired")
+    assert taken_over.status() == "done"
 
 
 async def test_what_arrives_while_a_runner_holds_the_thread_is_not_missed(app, fake_llm):
@@ -161,7 +156,7 @@ async def test_what_arrives_while_a_runner_holds_the_thread_is_not_missed(app, f
     fake_llm.script(reply(intent="done_for_now", message="hi"), reply(intent="done_for_now", message="frontend too"))
     fake_llm.delay = 0.5
     first = asyncio.create_task(app.runner.run(thread.id))
-    await asyncio.sleep(0.2)  # the runner holds the lease and waits for the model
+    await eventually(lambda: fake_llm.prompts)  # the runner holds the lease and waits for the model
     await app.service.respond(thread.id, "and what about frontend?", "alice")
     assert await app.runner.run(thread.id) is None  # this kick finds the thread busy...
     done = await first  # ...and the holder answers the message anyway

@@ -3,8 +3,6 @@ what goes, what stays, and the audit trail that outlives its thread."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from bot.adapters.redis import keys as names
@@ -53,13 +51,14 @@ async def test_a_finished_thread_goes_with_its_keys_an_active_one_stays_the_audi
     await app.inbox.link(names.email_approval("ap2"), active.id, active.id)
     assert await thread_keys(app, tid)
 
-    await asyncio.sleep(1.2)  # finished for longer than THREAD_COMPACT_AFTER, not THREAD_RETENTION
+    # finished for longer than THREAD_COMPACT_AFTER (1 s), not THREAD_RETENTION (2 s)
+    await eventually(lambda: app.store.compactable(1.0, 10), message="never compactable")
     report = await app.collector.collect()
     assert report.threads == [] and report.compacted == 1
     assert (await app.store.load(tid)).version == len(done["events"])  # the same thread, stored smaller
     assert await app.redis.exists(app.store.keys.packed(tid))
 
-    await asyncio.sleep(RETENTION - 1.2 + 0.3)
+    await eventually(lambda: app.store.finished(RETENTION, 10), message="never finished for THREAD_RETENTION")
     dry = await app.collector.collect(dry_run=True)
     assert dry.threads == [tid]
     assert (await app.store.load(tid)).id == tid  # a dry run removes nothing
@@ -100,7 +99,7 @@ async def test_a_finished_thread_goes_with_its_keys_an_active_one_stays_the_audi
 
 async def test_a_late_reply_brings_a_finished_thread_back_and_it_is_kept(app):
     thread = await app.store.create(Origin(), [UserMessage(text="hi", user="a"), DoneForNow(message="ok")])
-    await asyncio.sleep(RETENTION + 0.2)
+    await eventually(lambda: app.store.finished(RETENTION, 10), message="never finished for THREAD_RETENTION")
     await app.service.respond(thread.id, "one more thing", "alice")  # indexed as running again
     report = await app.collector.collect()
     assert report.threads == [] and (await app.store.load(thread.id)).version == 3
@@ -131,7 +130,7 @@ async def test_gc_dry_run_on_the_command_line_lists_without_deleting(app, redis_
     from bot.config.settings import Settings
 
     thread = await app.store.create(Origin(), [UserMessage(text="hi", user="a"), DoneForNow(message="ok")])
-    await asyncio.sleep(0.6)
+    await eventually(lambda: app.store.finished(0.5, 10), message="never finished for 0.5 s")
     monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("THREAD_RETENTION", "0.5")
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.redis.schedules import RedisScheduleMarks
-from bot.core.triggers import Schedule
-from bot.runtime.scheduler import Scheduler, due, occurrence_thread_id
+from bot.runtime.scheduler import Scheduler, occurrence_thread_id
 from bot.testing.fake_slack import FakeSlack
 from bot.wiring.app import App, build
 from tests.helpers import eventually
@@ -77,15 +76,6 @@ def berlin(*args: int) -> datetime:
 
 async def threads(app: App) -> list[str]:
     return await app.store.recent(100)
-
-
-def test_due_is_the_latest_occurrence_in_the_time_zone_across_daylight_saving_time():
-    schedule = Schedule(CRON, ZONE, MESSAGE)
-    # Friday 27 March 2026 is winter time (10:00 = 09:00 UTC); Monday 30 March summer (08:00 UTC).
-    assert due(schedule, datetime(2026, 3, 27, 9, 0, tzinfo=UTC)) == datetime(2026, 3, 27, 9, 0, tzinfo=UTC)
-    assert due(schedule, datetime(2026, 3, 27, 8, 59, 59, tzinfo=UTC)) == datetime(2026, 3, 26, 9, 0, tzinfo=UTC)
-    assert due(schedule, datetime(2026, 3, 30, 7, 0, tzinfo=UTC)) == datetime(2026, 3, 27, 9, 0, tzinfo=UTC)
-    assert due(schedule, datetime(2026, 3, 30, 8, 0, 1, tzinfo=UTC)) == datetime(2026, 3, 30, 8, 0, tzinfo=UTC)
 
 
 async def test_a_new_schedule_counts_from_when_it_is_first_seen_then_fires_once_per_occurrence(workers, fake_slack):

@@ -359,14 +359,6 @@ async def test_out_of_office_replies_and_bounces_are_ignored_and_leave_nothing(a
 # --- 5: headers from input are sanitized; a mail that cannot be built is recorded ----------
 
 
-def test_format_characters_are_left_out_of_headers():
-    msg = email_render.message("deploy\u200bbot@example.com", "alice@example.com",
-                               "Deploy \u202egnp.exe\u202c please\u2066", "hi", in_reply_to="<a\u202eb@x>")
-    assert str(msg["Subject"]) == "Deploy gnp.exe please" and str(msg["From"]) == "deploybot@example.com"
-    assert str(msg["In-Reply-To"]) == "<ab@x>" and str(msg["Auto-Submitted"]) == "auto-replied"
-    assert email_render.reply_subject("\u200f\u202e") == "Re: deploybot"
-
-
 async def test_a_message_id_with_encoded_crlf_still_gets_the_approval_emails_out(api, app, inbox):
     raw = mime("deploy backend v1.2.3 to production", From="alice@example.com",
                Subject="=?utf-8?q?Deploy=00please=0D=0ABcc:_mallory@evil.example?=",
@@ -409,16 +401,6 @@ async def test_an_approval_email_that_cannot_be_built_is_a_delivery_failure(api,
 
 
 # --- 6: long texts are cut in mail bodies; the events keep them whole ----------------------
-
-
-def test_a_long_body_is_cut_with_a_marker():
-    msg = email_render.message("deploybot@example.com", "alice@example.com", "s", "x" * 2_000_000)
-    for kind in ("plain", "html"):
-        body = msg.get_body(preferencelist=(kind,)).get_content()
-        assert email_render.MAX_BODY <= len(body) < email_render.MAX_BODY + 1000
-        assert "The full text is in the deploybot thread" in body
-    short = email_render.message("deploybot@example.com", "alice@example.com", "s", "short")
-    assert "cut" not in short.get_body(preferencelist=("plain",)).get_content()
 
 
 async def test_a_huge_rejection_is_cut_in_the_email_and_whole_in_the_thread(api, app, inbox, fake_llm):

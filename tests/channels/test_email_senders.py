@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.channels import email_parse, email_render
+from bot.adapters.channels import email_auth, email_render, email_tokens
 from bot.core.events import ApprovalRequested, Cancelled, Change
 from bot.core.thread import Thread
 from tests.channels import test_email as mail
@@ -72,7 +72,7 @@ async def test_a_forged_from_cannot_lock_as_someone_else(api, app, inbox, fake_l
     question = await asked(inbox, "carol@corp.example")
     body = _field(question, "body")
     assert "> lock production: maintenance" in body
-    code = re.search(email_parse.TOKEN, str(question["Reply-To"]))[0]
+    code = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
     assert f"confirmation code: {code}" in body
     # Nor may a forged "unlock --force" or "stop deploys" by anyone else's name.
     for text in ("unlock production --force: mine now", "stop deploys to production: freeze"):
@@ -179,7 +179,7 @@ def test_which_verdicts_prove_a_sender():
     trusted = frozenset({"mx.example.com"})
 
     def proves(header: str, sender: str = "a@ops.example.com") -> bool:
-        return email_parse.proven_by((header,), sender, trusted) is not None
+        return email_auth.proven_by((header,), sender, trusted) is not None
 
     assert proves("mx.example.com; dkim=pass header.d=example.com")  # a parent domain signed
     assert proves("MX.example.com; DMARC=pass header.from=ops.example.com")
@@ -188,7 +188,7 @@ def test_which_verdicts_prove_a_sender():
     assert not proves("mx.example.com; dkim=pass header.d=sub.example.com", "a@example.com")
     assert not proves("mx.example.com; spf=pass smtp.mailfrom=ops.example.com")  # SPF: not the From
     assert not proves("mx.example.com; dkim=policy header.d=example.com")
-    assert email_parse.proven_by(("mx.example.com; dmarc=pass",), "a@example.com", frozenset()) is None
+    assert email_auth.proven_by(("mx.example.com; dmarc=pass",), "a@example.com", frozenset()) is None
     # A header longer than a server writes proves nothing (and is never parsed: it is slow).
     assert not proves("mx.example.com; dmarc=pass header.from=ops.example.com; " + "x=y; " * 200)
     for junk in ("", ";", "\x00", "mx.example.com; dkim=pass header.d=", "(" * 10_000, "mx.example.com;" * 5000):
@@ -197,15 +197,15 @@ def test_which_verdicts_prove_a_sender():
 
 def test_an_approval_code_never_confirms_and_a_confirmation_code_never_approves():
     expires = datetime.now(UTC) + timedelta(hours=1)
-    approval = email_parse.make_token("s", "0123456789abcdef", "a@example.com", expires)
-    confirmation = email_parse.make_token("s", "0123456789abcdef", "a@example.com", expires, email_parse.CONFIRMATION)
+    approval = email_tokens.make_token("s", "0123456789abcdef", "a@example.com", expires)
+    confirmation = email_tokens.make_token("s", "0123456789abcdef", "a@example.com", expires, email_tokens.CONFIRMATION)
     now = datetime.now(UTC)
-    assert email_parse.check_token("s", approval, "a@example.com", now) == "0123456789abcdef"
-    assert email_parse.check_token("s", confirmation, "a@example.com", now, email_parse.CONFIRMATION)
-    with pytest.raises(email_parse.TokenError):
-        email_parse.check_token("s", confirmation, "a@example.com", now)
-    with pytest.raises(email_parse.TokenError):
-        email_parse.check_token("s", approval, "a@example.com", now, email_parse.CONFIRMATION)
+    assert email_tokens.check_token("s", approval, "a@example.com", now) == "0123456789abcdef"
+    assert email_tokens.check_token("s", confirmation, "a@example.com", now, email_tokens.CONFIRMATION)
+    with pytest.raises(email_tokens.TokenError):
+        email_tokens.check_token("s", confirmation, "a@example.com", now)
+    with pytest.raises(email_tokens.TokenError):
+        email_tokens.check_token("s", approval, "a@example.com", now, email_tokens.CONFIRMATION)
 
 
 async def test_each_code_does_only_its_own_kind_of_thing(api, app, inbox):
@@ -217,7 +217,7 @@ async def test_each_code_does_only_its_own_kind_of_thing(api, app, inbox):
     question = await asked(inbox, "bob@example.com")
     # bob's confirmation code, sent in reply to his approval email: it confirms his own
     # request, and decides nothing on alice's.
-    confirmation = re.search(email_parse.TOKEN, str(question["Reply-To"]))[0]
+    confirmation = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
     r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{confirmation}@example.com",
                                  in_reply_to=str(approval["Message-ID"]), proven=False))
     assert r.json() == {"status": "accepted", "detail": bobs}
@@ -225,7 +225,7 @@ async def test_each_code_does_only_its_own_kind_of_thing(api, app, inbox):
     # Another forged request of bob's waits again; his approval code confirms nothing there.
     r = await post(api, forged("deploy backend v1.2.2 to staging", "bob@example.com"))
     waiting = (await settle(api, r.json()["detail"]))["id"]
-    code = re.search(email_parse.TOKEN, str(approval["Reply-To"]))[0]
+    code = re.search(email_tokens.TOKEN, str(approval["Reply-To"]))[0]
     r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{code}@example.com",
                                  proven=False))
     assert r.json()["detail"] == alices  # it decided only the approval it was issued for

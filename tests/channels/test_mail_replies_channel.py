@@ -11,8 +11,8 @@ import pytest
 
 from tests.channels import test_email as mail
 from tests.channels.test_email import _field, post, start
-from tests.channels.test_mail_replies import CASES, filled
 from tests.helpers import ledger_lines, settle
+from tests.unit.test_mail_replies import CASES, filled
 
 smtp_port, inbox, settings = mail.smtp_port, mail.inbox, mail.settings
 

@@ -74,6 +74,10 @@ async def test_deploy_command_is_acknowledged_at_once_posted_in_the_channel_and_
     await eventually(lambda: _has_text(app, thread_id, "why production?"))
 
 
+async def _waiting_for_approval(app) -> bool:
+    return [(await app.service.get(i)).status() for i in await app.store.recent(10)] == ["waiting_for_approval"]
+
+
 async def _has_text(app, thread_id: str, text: str) -> bool:
     return any(getattr(e, "text", None) == text for e in (await app.service.get(thread_id)).events)
 
@@ -90,8 +94,8 @@ async def test_help_and_status_are_answered_privately_without_a_thread(app, slac
     assert "Nothing is running" in nothing["text"]
 
     await command(slack, fake_slack, "backend v1.2.3 to production")
-    await eventually(lambda: app.store.recent(10))
-    await app.worker.idle()
+    # The command is acked first and run after: wait for the thread to reach its approval.
+    await eventually(lambda: _waiting_for_approval(app))
     await command(slack, fake_slack, "status")
     status = (await fake_slack.wait_for("response", 3))[-1]
     assert "deploy backend v1.2.3 to production" in status["text"] and "waiting for approval" in status["text"]

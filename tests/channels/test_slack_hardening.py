@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +31,7 @@ from tests.channels.test_slack import (
     settled,
 )
 from tests.helpers import eventually, reply
+from tests.unit.test_slack_text import whole_entities
 
 # The fixtures of test_slack.py: the stand-in, settings pointing at it, a signed-request sender.
 fake_slack, settings, slack = base.fake_slack, base.settings, base.slack
@@ -72,11 +72,6 @@ def in_thread_posts(fake_slack: FakeSlack, root: str) -> list[str]:
 
 def marker(thread_id: str) -> str:
     return blocks.truncation_marker(blocks.in_thread(thread_id))
-
-
-def whole_entities(text: str) -> bool:
-    """No entity cut in half at the end (`&am`), and no bot markup left open (`<@UAPP`)."""
-    return not re.search(r"&[a-z]*$", text) and text.rfind("<") <= text.rfind(">")
 
 
 # --- 1. escaping: foreign text shows as text, the bot's own mentions stay mentions ---------
@@ -225,16 +220,6 @@ async def test_a_huge_reason_is_cut_but_the_approval_still_shows_when_it_expires
         assert len(text) <= (blocks.BUTTON_TEXT if where == "elements" and kind == "plain_text"
                              else blocks.SECTION_TEXT), where
     assert thread.pending_approval().reason == reason
-
-
-def test_cut_never_splits_an_entity_or_the_bots_markup():
-    for text in ("&amp;" * 100, "x" * 95 + "<@UAPPROVER> " + "y" * 100, "&lt;" * 50):
-        for limit in range(60, 160):
-            out = blocks.cut(text, limit)
-            assert len(out) <= limit and out.endswith(blocks.truncation_marker())
-            assert whole_entities(out.removesuffix(blocks.truncation_marker()))
-    assert blocks.cut("short", 10) == "short"
-    assert len(blocks.cut("x" * 100, blocks.BUTTON_TEXT)) == blocks.BUTTON_TEXT
 
 
 # --- 3. robustness: bad payloads are a log line and a 200 (or a form error), never a 500 ------

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from bot.adapters.channels.slack import SlackNotifier
-from bot.adapters.channels.slack_blocks import APPROVE, mentions, principal_mention
-from bot.core.people import Directory, Person
+from bot.adapters.channels.slack_blocks import APPROVE
 from tests.channels import test_slack as base
 from tests.channels.test_slack import new_ts, paused, settled
 from tests.helpers import eventually, ledger_lines, reply
@@ -211,13 +210,3 @@ async def test_a_reminder_of_one_of_two_names_only_who_may_still_decide(app, sla
 async def _approved_once(app, root: str):
     thread = await settled(app, root)
     return thread if any(e.type == "human_response" for e in thread.events) else None
-
-
-def test_who_may_decide_is_escaped_for_slack_and_only_slack_ids_are_mentioned():
-    directory = Directory([Person("<!here>"), Person("bob", slack=("UBOB",)), Person("Uma")])
-    assert principal_mention("<!here>", directory) == "&lt;!here&gt;"
-    assert principal_mention("Uma", directory) == "Uma"  # a name that looks like an id is no mention
-    assert principal_mention("bob", directory) == "<@UBOB>"
-    assert principal_mention("slack:U9", directory) == "<@U9>"
-    assert principal_mention("email:x<y@example.com", directory) == "x&lt;y@example.com"
-    assert mentions(["bob", "Uma", "*"], directory) == "<@UBOB>, Uma or anyone"

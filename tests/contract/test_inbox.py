@@ -88,10 +88,6 @@ async def test_names_are_kept_apart(inbox, name):
     assert (await inbox.lookup(name), await inbox.lookup(name + "x")) == ("v1", "v2")
 
 
-async def test_ping(inbox):
-    await inbox.ping()
-
-
 # --- what goes with a thread ------------------------------------------------------------------
 
 

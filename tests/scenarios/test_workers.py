@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from redis import Redis as SyncRedis
 
+from bot.adapters.redis.keys import Keys
 from bot.testing import cluster
 from bot.testing.chaos import FIGURES, run
 from tests.helpers import ledger_lines, reply
@@ -49,7 +51,8 @@ def test_web_only_hands_over_and_a_worker_started_later_runs_the_thread(env, pro
     fake_llm.script(reply(intent="done_for_now", message="hello to you"))
     server = web(env, tmp_path, procs)
     thread_id = server.http.post("/threads", json={"message": "hello", "user": "bob"}).json()["id"]
-    time.sleep(0.5)
+    with SyncRedis.from_url(env["REDIS_URL"]) as r:  # handed over: waiting in the work stream
+        wait_for(lambda: r.xlen(Keys().work()) == 1)
     assert server.http.get(f"/threads/{thread_id}").json()["status"] == "running"
     assert fake_llm.prompts == []  # nobody runs threads in the web process
     procs.append(cluster.worker(env, tmp_path / "worker.log"))

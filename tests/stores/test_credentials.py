@@ -234,12 +234,3 @@ async def test_an_ended_session_is_remembered_for_the_rest_of_its_cookie_s_life(
     await credentials.end_session("s1", ttl_seconds=3600)
     assert await credentials.session_ended("s1") is True and await credentials.session_ended("s2") is False
     assert 3590 < await redis.ttl(credentials.keys.ended_session("s1")) <= 3600
-
-
-def test_stored_names_are_unchanged():
-    """Data stored by earlier versions must still be found: these strings never change."""
-    keys = Keys("deploybot")
-    assert keys.api_token("ab12") == "deploybot:{api-tokens}:ab12"
-    assert keys.api_tokens() == "deploybot:{api-tokens}"
-    assert keys.sign_in_link("f00") == "deploybot:sign-in:f00"
-    assert keys.ended_session("s1") == "deploybot:session-ended:s1"

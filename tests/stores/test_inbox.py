@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
-from bot.adapters.redis import keys as names
 from bot.adapters.redis.inbox import _RECEIVE, RedisInbox
-from bot.adapters.redis.keys import Keys
+from bot.testing.cluster import free_port
 
 
 @pytest.fixture
@@ -51,24 +52,11 @@ async def test_the_receive_script_is_reloaded_after_a_server_forgets_it(inbox, r
     assert await inbox.receive("slack:C1:4.0", "Ev1", 60, "t1") == (True, "t1", True)
 
 
-async def test_ping(inbox):
-    await inbox.ping()
-
-
-def test_stored_names_are_unchanged():
-    """Data stored by earlier versions must still be found: these strings never change."""
-    keys = Keys("deploybot")
-    assert names.slack_conversation("C1", "1.0") == "slack:C1:1.0"
-    assert names.slack_approval_message("a1") == "slack:approval-message:a1"
-    assert names.email_message("<m@x>") == "email:msg:<m@x>"
-    assert names.email_approval("a1") == "email:approval:a1"
-    assert names.EMAIL_INBOUND == "email:inbound"
-    assert keys.conversation("slack:C1:1.0") == "deploybot:conversation:{slack:C1:1.0}"
-    assert keys.delivery("email:inbound", "<m@x>") == "deploybot:conversation:{email:inbound}:seen:<m@x>"
-    assert keys.ref("email:msg:<m@x>") == "deploybot:ref:email:msg:<m@x>"
-    assert keys.work() == "deploybot:work"
-    assert keys.turn("sweep") == "deploybot:work:turn:sweep"
-    assert keys.lease("t") == "deploybot:thread:{t}:lease"
-    assert keys.recent() == "deploybot:threads:recent"
-    assert keys.lock("prod") == "deploybot:lock:prod"
-    assert keys.history("prod") == "deploybot:deploys:prod"
+async def test_ping_answers_while_the_server_is_up_and_raises_when_it_is_unreachable(inbox):
+    await inbox.ping()  # up: answers
+    down = RedisInbox(Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1))
+    try:
+        with pytest.raises(RedisConnectionError):
+            await down.ping()
+    finally:
+        await down.redis.aclose()

@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.threads import FACT_ATTEMPTS, RedisThreadStore
 from bot.core.events import DeployBackend, Error, ListGitTags, UserMessage
 from bot.core.thread import Origin, Thread
@@ -115,12 +114,6 @@ async def test_the_append_script_is_reloaded_after_a_server_forgets_it(store, re
     thread = await store.create(Origin(), [UserMessage(text="a", user="u")])
     await redis.script_flush()
     assert (await store.append(thread, [ListGitTags()])).version == 2
-
-
-def test_keys_of_one_thread_share_a_cluster_hash_tag():
-    keys = Keys("deploybot")
-    assert keys.events("abc") == "deploybot:thread:{abc}:events"
-    assert keys.meta("abc") == "deploybot:thread:{abc}:meta"
 
 
 async def test_creating_a_taken_id_writes_nothing(store):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from bot.adapters.redis.work import RedisWorkQueue
+from tests.helpers import eventually
 
 
 @pytest.fixture
@@ -34,8 +33,7 @@ async def test_a_dead_workers_work_is_reclaimed_after_the_idle_time(queue):
     await queue.push("t1")
     [taken] = await queue.take("dead", 1, 100)
     assert await queue.reclaim("alive", 200, 10) == []  # too fresh: its worker may be alive
-    await asyncio.sleep(0.25)
-    [reclaimed] = await queue.reclaim("alive", 200, 10)
+    [reclaimed] = await eventually(lambda: queue.reclaim("alive", 200, 10), message="never idle for 200 ms")
     assert reclaimed == taken
     await queue.done([reclaimed.entry])
     assert await queue.backlog() == 0
@@ -43,20 +41,25 @@ async def test_a_dead_workers_work_is_reclaimed_after_the_idle_time(queue):
 
 async def test_kept_work_is_not_reclaimed(queue):
     await queue.push("t1")
-    [taken] = await queue.take("slow", 1, 100)
-    for _ in range(4):
-        await asyncio.sleep(0.1)
-        await queue.keep("slow", [taken.entry])
-    assert await queue.reclaim("other", 200, 10) == []  # 400 ms old, but kept every 100 ms
+    await queue.push("t2")
+    kept, left = await queue.take("slow", 2, 100)
+
+    async def reclaimed_while_one_is_kept() -> list:
+        await queue.keep("slow", [kept.entry])
+        return await queue.reclaim("other", 200, 10)
+
+    # Until the entry left alone is idle long enough to be reclaimed, the kept one is kept:
+    # only the one left alone goes to another worker.
+    reclaimed = await eventually(reclaimed_while_one_is_kept, every=0.05, message="never idle for 200 ms")
+    assert [w.thread_id for w in reclaimed] == [left.thread_id] == ["t2"]
 
 
 async def test_reclaim_walks_the_whole_pending_list(queue):
     for i in range(25):
         await queue.push(f"t{i}")
     await queue.take("dead", 25, 100)
-    await asyncio.sleep(0.05)
-    seen: list[str] = []
-    for _ in range(10):
+    seen = [w.thread_id for w in await eventually(lambda: queue.reclaim("alive", 10, 10))]  # idle 10 ms
+    for _ in range(9):
         seen += [w.thread_id for w in await queue.reclaim("alive", 10, 10)]
     assert sorted(set(seen)) == sorted(f"t{i}" for i in range(25))
 
@@ -78,7 +81,7 @@ async def test_dead_workers_are_forgotten_once_they_hold_nothing(queue, redis):
     await queue.push("t1")
     await queue.take("dead-idle", 10, 50)  # took t1 and died holding it
     await queue.take("dead-empty", 10, 50)  # took nothing, died
-    await asyncio.sleep(0.25)
+    await eventually(lambda: queue.drop_dead(200, dry_run=True), message="never idle for 200 ms")
     await queue.take("alive", 10, 50)
     assert await queue.drop_dead(200, dry_run=True) == ["dead-empty"]
     assert await queue.drop_dead(200) == ["dead-empty"]
@@ -86,15 +89,18 @@ async def test_dead_workers_are_forgotten_once_they_hold_nothing(queue, redis):
     assert names == {b"dead-idle", b"alive"}
     [work] = await queue.reclaim("alive", 100, 10)  # its work goes to a live worker first
     await queue.done([work.entry])
-    await asyncio.sleep(0.25)
     await queue.take("alive", 10, 50)
-    assert await queue.drop_dead(200) == ["dead-idle"]
+    assert await queue.drop_dead(200) == ["dead-idle"]  # idle for long, and now holding nothing
 
 
 async def test_lost_work_older_than_the_limit_is_trimmed(queue):
     await queue.push("old-1")
     await queue.push("old-2")
-    await asyncio.sleep(0.2)
+
+    async def both_old() -> bool:
+        return await queue.trim(150, dry_run=True) == 2
+
+    await eventually(both_old, message="never 150 ms old")
     await queue.push("new")
     assert await queue.trim(150, dry_run=True) == 2
     assert await queue.backlog() == 3

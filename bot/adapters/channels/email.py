@@ -18,7 +18,7 @@ thread.
 
 A new email (or a reply without a token) is its From's person only when proven: the
 receiving mail server's Authentication-Results (an authserv-id of EMAIL_TRUSTED_AUTHSERV_IDS
-saying DMARC pass, or DKIM pass aligned with the From domain: `email_parse.proven_by`). An
+saying DMARC pass, or DKIM pass aligned with the From domain: `email_auth.proven_by`). An
 unproven new request is recorded as an unverified sender's and waits (`waiting_for_sender`),
 with no powers, until the person it names answers "Did you send this?", mailed to their
 stored address with a confirmation code signed as such (it never decides an approval), or it
@@ -52,6 +52,10 @@ from starlette.responses import JSONResponse, Response
 from bot.adapters.channels import email_parse as parse
 from bot.adapters.channels import email_render as render
 from bot.adapters.channels import email_reply as reply
+from bot.adapters.channels import email_tokens as tokens
+from bot.adapters.channels.deliveries import Deliveries
+from bot.adapters.channels.email_auth import proven_by
+from bot.adapters.channels.email_decision import decision
 from bot.adapters.redis import keys as names
 from bot.core import wording
 from bot.core.commands import is_approval
@@ -60,7 +64,6 @@ from bot.core.events import (
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
-    DeliveryFailed,
     Event,
     HumanResponse,
     SenderConfirmationRequested,
@@ -128,7 +131,10 @@ class EmailChannel:
     policy: Policy  # who may approve: `email_approvers` are the addresses to ask
     max_bytes: int = 1_000_000
     trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
-    _sending: set[asyncio.Task[None]] = field(default_factory=set)
+    _deliveries: Deliveries = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._deliveries = Deliveries("email", self.service.record)
 
     # --- inbound ------------------------------------------------------------------------
     #
@@ -233,18 +239,18 @@ class EmailChannel:
         if not mail.token:
             return None, None
         try:
-            return parse.check_token(self.reply_secret, mail.token, mail.sender, utcnow()), None
-        except parse.TokenError as e:
+            return tokens.check_token(self.reply_secret, mail.token, mail.sender, utcnow()), None
+        except tokens.TokenError as e:
             return None, str(e)
 
     def _confirmation(self, mail: parse.Inbound) -> tuple[str | None, str | None]:
         """(confirmation id, None) when `mail`'s token is a valid confirmation code (signed for
         this sender, not expired); (None, why) for a genuine one that expired; else (None, None)."""
         try:
-            return parse.check_token(
-                self.reply_secret, mail.token or "", mail.sender, utcnow(), parse.CONFIRMATION,
+            return tokens.check_token(
+                self.reply_secret, mail.token or "", mail.sender, utcnow(), tokens.CONFIRMATION,
             ), None
-        except parse.TokenError as e:
+        except tokens.TokenError as e:
             return None, str(e) if str(e).endswith("has expired") else None
 
     def _lapsed(self, mail: parse.Inbound) -> str | None:
@@ -257,8 +263,8 @@ class EmailChannel:
             return None
         try:
             at = datetime.fromtimestamp(int(expires), UTC)
-            return parse.check_token(self.reply_secret, mail.token, mail.sender, at)
-        except (parse.TokenError, ValueError, OverflowError, OSError):
+            return tokens.check_token(self.reply_secret, mail.token, mail.sender, at)
+        except (tokens.TokenError, ValueError, OverflowError, OSError):
             return None
 
     async def _too_late(self, mail: parse.Inbound, approval_id: str, token_error: str) -> tuple[str, str]:
@@ -287,7 +293,7 @@ class EmailChannel:
         except Refused as e:
             return await self._refuse(mail, e.message)
         pending = thread.pending_approval()
-        if pending and parse.decision(mail.text)[0]:
+        if pending and decision(mail.text)[0]:
             return await self._refuse(mail, "an approval needs the approval code: reply to the approval email itself")
         # Without a valid reply token the From header is a claim, and anyone can write it: an
         # unproven sender is nobody (see `_proven`).
@@ -336,7 +342,7 @@ class EmailChannel:
         (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS). Else the From is a
         claim: anyone who can send mail can write any address there. In a thread, as the MIME
         parse: the header parser is superlinear, and the event loop serves everyone."""
-        server = await asyncio.to_thread(parse.proven_by, mail.auth_results, mail.sender, self.trusted_authserv_ids)
+        server = await asyncio.to_thread(proven_by, mail.auth_results, mail.sender, self.trusted_authserv_ids)
         return server is not None
 
     def _confirmation_request(self, mail: parse.Inbound, text: str) -> SenderConfirmationRequested:
@@ -375,7 +381,7 @@ class EmailChannel:
     async def _decide(self, mail: parse.Inbound, approval_id: str) -> tuple[str, str]:
         # The token from the address the reply was sent to wins (the parser prefers it);
         # a code for another approval in the new text makes the message ambiguous.
-        others = {code.partition(".")[0] for code in re.findall(rf"\b{parse.TOKEN}\b", mail.text)} - {approval_id}
+        others = {code.partition(".")[0] for code in re.findall(rf"\b{tokens.TOKEN}\b", mail.text)} - {approval_id}
         if others:
             return await self._refuse(
                 mail, "it carries the approval code of another deploy: reply to each approval email on its own",
@@ -390,7 +396,7 @@ class EmailChannel:
             return await self._refuse(
                 mail, "the reply has no text of its own: reply approve, or say what should change",
             )
-        approve, feedback = parse.decision(mail.text)
+        approve, feedback = decision(mail.text)
         try:
             # The token proved the address: its person decides.
             await self.service.respond(
@@ -531,8 +537,8 @@ class EmailChannel:
         local, _, domain = self.sender.partition("@")
 
         def build() -> EmailMessage:
-            token = parse.make_token(
-                self.reply_secret, asked.confirmation_id, asked.address, asked.expires_at, parse.CONFIRMATION,
+            token = tokens.make_token(
+                self.reply_secret, asked.confirmation_id, asked.address, asked.expires_at, tokens.CONFIRMATION,
             )
             return render.message(
                 self.sender, asked.address, render.reply_subject(thread.origin.email_subject or ""),
@@ -565,7 +571,7 @@ class EmailChannel:
     ) -> EmailMessage:
         local, _, domain = self.sender.partition("@")
         from_email = thread.origin.channel == "email"
-        token = parse.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
+        token = tokens.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
         return render.message(
             self.sender, address, self._approval_subject(thread, request), render.approval_text(request, token, intro),
             reply_to=f"{local}+{token}@{domain}",
@@ -616,7 +622,7 @@ class EmailChannel:
         subject = render.reply_subject(self._approval_subject(thread, request))
 
         def build(address: str) -> EmailMessage:
-            token = parse.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
+            token = tokens.make_token(self.reply_secret, request.approval_id, address, request.expires_at)
             return render.message(
                 self.sender, address, subject, render.follow_up_text(text, token) if decide else text,
                 reply_to=f"{local}+{token}@{domain}" if decide else None,
@@ -665,7 +671,7 @@ class EmailChannel:
         except Exception as e:
             log.exception("email to %s could not be built", _short(to))
             if thread is not None:
-                await self._record_failure(thread, to, f"could not build the email: {type(e).__name__}: {e}")
+                await self._failed(thread, to, f"could not build the email: {type(e).__name__}: {e}")
             return
         if msg is None:
             return
@@ -681,9 +687,7 @@ class EmailChannel:
         self._spawn(thread, msg)
 
     def _spawn(self, thread: Thread | None, msg: EmailMessage) -> None:
-        task = asyncio.create_task(self._deliver(thread, msg))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        self._deliveries.spawn(self._deliver(thread, msg))
 
     async def _deliver(self, thread: Thread | None, msg: EmailMessage) -> None:
         try:
@@ -691,18 +695,13 @@ class EmailChannel:
         except Exception as e:  # the thread keeps its events; the failure is recorded beside them
             log.error("email to %s could not be delivered: %s", msg["To"], e)
             if thread is not None:
-                await self._record_failure(thread, str(msg["To"]), f"{type(e).__name__}: {e}")
+                await self._failed(thread, str(msg["To"]), f"{type(e).__name__}: {e}")
 
-    async def _record_failure(self, thread: Thread, to: str, reason: str) -> None:
-        event = DeliveryFailed(channel="email", to=render.address(to), reason=reason[:300])
-        try:
-            await self.service.record(thread.id, [event])
-        except Exception:
-            log.exception("thread %s: recording that an email to %s failed also failed", thread.id, _short(to))
+    async def _failed(self, thread: Thread, to: str, reason: str) -> None:
+        await self._deliveries.failed(thread.id, render.address(to), reason, f"an email to {_short(to)}")
 
     async def drain(self) -> None:
-        while self._sending:
-            await asyncio.gather(*list(self._sending), return_exceptions=True)
+        await self._deliveries.drain()
 
 
 def closed(thread: Thread, approval_id: str) -> str | None:

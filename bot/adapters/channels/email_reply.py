@@ -16,7 +16,7 @@ clients; the bot knows exactly what it sent (`Sent`), so:
    address or display name, the sent subject, a date or time, or are a separator line, in any
    language, with the lines between such lines and the short "wrote:" tail. A line without
    any of those (what the person typed) is kept, even directly above the attribution.
-4. What is left is read by the language-independent rules of `email_parse.new_text` (quote
+4. What is left is read by the language-independent rules of `email_reply_rules.new_text` (quote
    prefixes, signatures, "Sent from my ..."): a signature between the new text and the
    attribution is never new text, and mail that quotes nothing of the bot's is read by them
    alone.
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
 
-from bot.adapters.channels import email_parse
+from bot.adapters.channels import email_parse, email_reply_rules
 from bot.core.commands import is_approval
 
 MIN_COPY = 6  # words: a shorter run of the bot's words ("approve") may be the person's own
@@ -114,9 +114,9 @@ def reading(text: str, sent: Sent | None) -> Reading:
     if markers and (top := _trailing_block(lines, markers)) is not None:
         # A client that sent HTML only: its quote was left out with the HTML, its attribution
         # or header block was not.
-        return Reading(email_parse.new_text("\n".join(lines[:top])), "block")
+        return Reading(email_reply_rules.new_text("\n".join(lines[:top])), "block")
     whole = "\n".join(lines)
-    kept = email_parse.new_text(whole)
+    kept = email_reply_rules.new_text(whole)
     return Reading(kept, "as-is" if kept == whole.strip() else "fallback")
 
 
@@ -129,13 +129,13 @@ def _around_copies(lines: list[str], copies: list[tuple[int, int, bool]], marker
         top = _block_start(lines, start, at, markers)
         block = block or top < start
         # A reply on the attribution's own line ("approve On Wed, ... wrote:") is kept.
-        lead = email_parse.lead_of_attribution(lines, top) if top < start else ""
+        lead = email_reply_rules.lead_of_attribution(lines, top) if top < start else ""
         pieces.append("\n".join([*lines[at:top], lead]))
         at = end + 1 if quoted else len(lines)
         if not quoted:
             break
     pieces.append("\n".join(lines[at:]))
-    kept = "\n\n".join(email_parse.new_text(piece) for piece in pieces)
+    kept = "\n\n".join(email_reply_rules.new_text(piece) for piece in pieces)
     return Reading(re.sub(r"\n{3,}", "\n\n", kept).strip(), "copy+block" if block else "copy")
 
 

@@ -27,9 +27,9 @@ before a POST the deployments of that commit and environment are searched for th
 never makes a second one.
 
 Each deploy's statuses are posted in order, in the background (a slow GitHub never holds up a
-run). Connection failures, timeouts, 408, 429 and 5xx are retried with backoff; any other
-answer, or retries running out, is recorded on the thread as a delivery_failed event (channel
-`github-deployments`) and logged. The deploy itself is never affected.
+run). Connection failures, timeouts, 408, 429, 5xx and rate limits are retried with backoff
+(bot/adapters/outbound.py); any other answer, or retries running out, is recorded on the
+thread as a delivery_failed event (channel `github-deployments`) and logged. The deploy itself is never affected.
 """
 
 from __future__ import annotations
@@ -37,20 +37,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
+from bot.adapters import github_api, outbound
+from bot.adapters.channels.deliveries import Deliveries, Record
 from bot.adapters.redis import keys
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
     ApprovalRequested,
     Cancelled,
-    DeliveryFailed,
     Deploy,
     DeployQueued,
     DeployResult,
@@ -62,7 +63,6 @@ from bot.core.events import (
 )
 from bot.core.thread import Thread
 from bot.runtime.deploying import deploy_id as deploy_id_of
-from bot.runtime.retry import retrying
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,6 @@ DESCRIPTION_MAX = 140  # GitHub's limit on a status's description
 TASK = "deploy"
 
 State = Literal["queued", "in_progress", "success", "failure", "error", "inactive"]
-Record = Callable[[str, Sequence[Event]], Awaitable[object]]  # ThreadService.record
 
 
 class Links(Protocol):
@@ -103,14 +102,6 @@ class Update:
     run_url: str = ""
 
 
-class _Retryable(Exception):
-    """An answer worth trying again (408, 429, 5xx)."""
-
-
-class _Refused(Exception):
-    """An answer that will not change (any other 4xx, an unexpected 2xx)."""
-
-
 # --- what each event means for GitHub (pure) ----------------------------------------------
 
 
@@ -128,40 +119,51 @@ def _update_for(thread: Thread, event: Event) -> Update | None:
         case DeployQueued():
             return _update(thread, event.step_id, "queued", f"waiting in line: {event.behind}", create=True)
         case DeployStarted():
-            decision = _closing_approval(thread, event.step_id)
-            by = f", approved by {_who(principal_of(decision))}" if decision else ""
+            by = _approved_by(thread, event.step_id)
             return _update(thread, event.step_id, "in_progress", f"deploying{by}", create=True, commit=event.commit)
         case DeployResult():
-            said = "deployed" if event.ok else "failed"
-            if not event.ok and event.exit_code not in (None, 0):
-                said += f" (exit code {event.exit_code})"
-            if decision := _closing_approval(thread, event.step_id):
-                said += f", approved by {_who(principal_of(decision))}"
-            return _update(thread, event.step_id, "success" if event.ok else "failure", said, create=True,
-                           commit=event.commit, result=True, run_url=event.url)
+            return _finished(thread, event)
         case HumanResponse(approval_id=str(approval_id), approve=False):
-            request = thread.approval(approval_id)
-            decision = thread.decision_for(approval_id)
-            if request is None or decision is None or decision.id != event.id:
-                return None  # not the rejection that closed it
-            if event.at > request.expires_at:  # a reply that closed an approval nobody decided
-                why = "approval expired"
-            else:
-                # Not the feedback: what people wrote stays out of a repository others may read.
-                why = f"rejected by {_who(principal_of(event))}"
-            return _update(thread, request.step_id, "inactive", why, create=False)
+            return _rejected(thread, event, approval_id)
         case ApprovalExpired():
             return _update(thread, event.step_id, "inactive", "approval expired", create=False)
         case Cancelled():
             step = _waiting_step(thread, event)
-            if step is None:
-                return None
-            return _update(thread, step.id, "inactive", f"cancelled by {_who(principal_of(event))}", create=False)
+            by = f"cancelled by {_who(principal_of(event))}"
+            return _update(thread, step.id, "inactive", by, create=False) if step else None
         case Error(step_id=str(step_id)):
             started = thread.started(step_id) is not None  # else it never ran: only an existing one is closed
             # The kind only: an error's message can hold a deployer's output or a path.
             return _update(thread, step_id, "error", f"{event.kind} error (see the thread)", create=started)
     return None
+
+
+def _finished(thread: Thread, result: DeployResult) -> Update | None:
+    said = "deployed" if result.ok else "failed"
+    if not result.ok and result.exit_code not in (None, 0):
+        said += f" (exit code {result.exit_code})"
+    said += _approved_by(thread, result.step_id)
+    return _update(thread, result.step_id, "success" if result.ok else "failure", said, create=True,
+                   commit=result.commit, result=True, run_url=result.url)
+
+
+def _rejected(thread: Thread, reply: HumanResponse, approval_id: str) -> Update | None:
+    request = thread.approval(approval_id)
+    decision = thread.decision_for(approval_id)
+    if request is None or decision is None or decision.id != reply.id:
+        return None  # not the rejection that closed it
+    if reply.at > request.expires_at:  # a reply that closed an approval nobody decided
+        why = "approval expired"
+    else:
+        # Not the feedback: what people wrote stays out of a repository others may read.
+        why = f"rejected by {_who(principal_of(reply))}"
+    return _update(thread, request.step_id, "inactive", why, create=False)
+
+
+def _approved_by(thread: Thread, step_id: str) -> str:
+    """", approved by <who>" for a step whose approval was granted; "" otherwise."""
+    decision = _closing_approval(thread, step_id)
+    return f", approved by {_who(principal_of(decision))}" if decision else ""
 
 
 def _update(
@@ -233,19 +235,19 @@ class GitHubDeployments:
         repositories: Mapping[str, str],
         record: Record,
         links: Links,
-        api_url: str = "https://api.github.com",
+        api_url: str = github_api.API_URL,
         public_url: str | None = None,
         backoff: Sequence[float] = BACKOFF,
         timeout: float = TIMEOUT,
     ) -> None:
         """`repositories`: service -> "owner/name", for the services on GitHub; `public_url`:
         PUBLIC_URL, for the console links (unset: the run link is the log)."""
-        self.token, self.repositories, self.record, self.links = token, dict(repositories), record, links
+        self.token, self.repositories, self.links = token, dict(repositories), links
         self.api_url = api_url.rstrip("/")
         self.public_url = _without_userinfo(public_url.rstrip("/")) if public_url else None
         self.backoff, self.timeout = tuple(backoff), timeout
-        self._client: httpx.AsyncClient | None = None
-        self._sending: set[asyncio.Task[None]] = set()
+        self._github: github_api.GitHub | None = None
+        self._deliveries = Deliveries(CHANNEL, record)
         self._last: dict[str, asyncio.Task[None]] = {}  # deploy id -> its newest update's task
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
@@ -257,12 +259,10 @@ class GitHubDeployments:
     def _send(self, update: Update) -> None:
         """Post `update` in the background, after every earlier update of the same deploy."""
         before = self._last.get(update.deploy_id)
-        task = asyncio.create_task(self._after(before, update))
+        task = self._deliveries.spawn(self._after(before, update))
         self._last[update.deploy_id] = task
-        self._sending.add(task)
 
         def done(t: asyncio.Task[None]) -> None:
-            self._sending.discard(t)
             if self._last.get(update.deploy_id) is t:
                 del self._last[update.deploy_id]
 
@@ -279,26 +279,17 @@ class GitHubDeployments:
     async def _deliver(self, update: Update) -> None:
         repository = self.repositories[update.service]
         what = f"GitHub deployment status {update.state} for {update.deploy_id} on {repository}"
-        attempts = 0
-        try:
-            async for attempt in retrying(self.backoff, (httpx.TransportError, _Retryable), what, log):
-                with attempt:
-                    attempts += 1
-                    deployment = await self._deployment(repository, update)
-                    if deployment is None:
-                        return
-                    await self._status(repository, deployment, update)
-        except (httpx.HTTPError, _Retryable, _Refused) as e:
-            why = str(e) if isinstance(e, (_Retryable, _Refused)) else f"{type(e).__name__}: {e}"
-            log.error("thread %s: %s failed: %s", update.thread_id, what, why)
-            reason = f"GitHub deployment status {update.state} for {update.service} in {update.environment}" \
-                     f" failed {attempts} times: {why}"
-            failed = DeliveryFailed(channel=CHANNEL, to=repository, reason=reason[:300])
-            try:
-                await self.record(update.thread_id, [failed])
-            except Exception:
-                log.exception("thread %s: recording that a GitHub deployment status failed also failed",
-                              update.thread_id)
+
+        async def attempt() -> None:
+            deployment = await self._deployment(repository, update)
+            if deployment is not None:
+                await self._status(repository, deployment, update)
+
+        def reason(attempts: int, why: str) -> str:
+            return (f"GitHub deployment status {update.state} for {update.service} in {update.environment}"
+                    f" failed {attempts} times: {why}")
+
+        await self._deliveries.retried(update.thread_id, repository, what, attempt, self.backoff, reason)
 
     # --- GitHub ----------------------------------------------------------------------------
 
@@ -349,7 +340,7 @@ class GitHubDeployments:
         }
         response = await self._call("POST", f"/repos/{repository}/deployments", json=body)
         if response.status_code != 201:  # 202: GitHub merged instead of deploying (auto_merge is off)
-            raise _Refused(f"HTTP {response.status_code}: {_message(response)}")
+            raise outbound.Refused(response, github_api.message(response))
         return int(response.json()["id"])
 
     async def _status(self, repository: str, deployment: int, update: Update) -> None:
@@ -372,42 +363,16 @@ class GitHubDeployments:
         return f"{self.public_url}/console/threads/{update.thread_id}"
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                base_url=self.api_url, timeout=self.timeout, follow_redirects=False,
-                headers={  # as the GitHub deployer sends them
-                    "Authorization": f"Bearer {self.token}",
-                    "Accept": "application/vnd.github+json",
-                    "X-GitHub-Api-Version": "2022-11-28",
-                    "User-Agent": "deploybot",
-                },
-            )
-        response = await self._client.request(method, path, **kwargs)
-        status = response.status_code
-        if status in (408, 429) or status >= 500 or (status == 403 and _rate_limited(response)):
-            raise _Retryable(f"HTTP {status}: {_message(response)}")
-        if not 200 <= status < 300:
-            raise _Refused(f"HTTP {status}: {_message(response)}")
-        return response
+        """One call to GitHub, its answer checked (outbound.Retryable, outbound.Refused)."""
+        if self._github is None:
+            self._github = github_api.GitHub(self.token, self.api_url, self.timeout)
+        return await self._github.request(method, path, **kwargs)
 
     async def drain(self) -> None:
-        while self._sending:
-            await asyncio.gather(*list(self._sending), return_exceptions=True)
+        await self._deliveries.drain()
 
     async def aclose(self) -> None:
         await self.drain()
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-
-def _rate_limited(response: httpx.Response) -> bool:
-    return response.headers.get("x-ratelimit-remaining") == "0" or "retry-after" in response.headers
-
-
-def _message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:200]
-    return str(body.get("message", ""))[:200] if isinstance(body, dict) else ""
+        if self._github is not None:
+            await self._github.aclose()
+            self._github = None

@@ -6,7 +6,8 @@ slow receiver never holds up a run), signed with HMAC-SHA256 of the raw body und
 NOTIFY_WEBHOOK_SECRET (`X-Deploybot-Signature-256: sha256=<hex>`, GitHub's scheme), with
 `X-Deploybot-Timestamp` (Unix seconds of this attempt), `X-Deploybot-Event` and
 `X-Deploybot-Delivery` (the same on every retry of one payload: receivers dedupe on it).
-Connection failures, timeouts, 408, 429 and 5xx are retried with backoff; any other answer,
+Connection failures, timeouts, 408, 429 and 5xx are retried with backoff (bot/adapters/outbound.py:
+a 429's Retry-After is believed, up to a minute); any other answer,
 or retries running out, is recorded on the thread as a delivery_failed event and logged.
 Every text in a payload is redacted as the transcript is (bot.core.prompt.redact): a secret a
 person pasted or the model wrote never leaves. The payload is documented in the README
@@ -15,24 +16,23 @@ person pasted or the model wrote never leaves. The payload is documented in the 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
+from bot.adapters import outbound
+from bot.adapters.channels.deliveries import Deliveries, Record
 from bot.core import wording
 from bot.core.events import (
     ApprovalExpired,
     ApprovalRequested,
-    DeliveryFailed,
     DeployResult,
     DeployStarted,
     Event,
@@ -40,7 +40,6 @@ from bot.core.events import (
 )
 from bot.core.prompt import redact
 from bot.core.thread import Thread
-from bot.runtime.retry import retrying
 
 log = logging.getLogger(__name__)
 
@@ -52,26 +51,10 @@ DELIVERY_HEADER = "X-Deploybot-Delivery"
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0)  # five retries, about half a minute in all
 TIMEOUT = 10.0  # seconds per attempt
 
-Record = Callable[[str, Sequence[Event]], Awaitable[object]]  # ThreadService.record
-
-
-class _Retryable(Exception):
-    """An answer worth trying again (408, 429, 5xx)."""
-
-
-class _Refused(Exception):
-    """An answer that will not change (any other 4xx, a redirect)."""
-
 
 def sign(secret: str, body: bytes) -> str:
     """The signature header's value for `body`: `sha256=` and the hex HMAC-SHA256."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def where(url: str) -> str:
-    """A URL as events and logs name it: scheme and host only (its path is often a credential)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
 
 
 def _iso(at: datetime) -> str:
@@ -169,11 +152,11 @@ class WebhookNotifier:
         secrets: Sequence[str] = (),
     ) -> None:
         """`secrets`: the values redacted from every payload (Settings.secrets)."""
-        self.urls, self.secret, self.record = tuple(urls), secret, record
+        self.urls, self.secret = tuple(urls), secret
         self.secrets = tuple(secrets)
         self.backoff, self.timeout = tuple(backoff), timeout
         self._client: httpx.AsyncClient | None = None
-        self._sending: set[asyncio.Task[None]] = set()
+        self._deliveries = Deliveries("webhook", record)
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
         for event in new:
@@ -186,49 +169,29 @@ class WebhookNotifier:
         body = redacted(body, self.secrets)
         raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
         for url in self.urls:
-            task = asyncio.create_task(self._deliver(thread_id, url, raw, body["event"], body["id"]))
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
+            self._deliveries.spawn(self._deliver(thread_id, url, raw, body["event"], body["id"]))
 
     async def _deliver(self, thread_id: str, url: str, raw: bytes, event: str, delivery: str) -> None:
-        attempts = 0
-        try:
-            async for attempt in retrying(
-                self.backoff, (httpx.TransportError, _Retryable), f"webhook {event} to {where(url)}", log,
-            ):
-                with attempt:
-                    attempts += 1
-                    await self._post(url, raw, event, delivery)
-        except (httpx.HTTPError, _Retryable, _Refused) as e:
-            why = f"{type(e).__name__}: {e}" if not isinstance(e, (_Retryable, _Refused)) else str(e)
-            log.error("thread %s: webhook %s to %s failed: %s", thread_id, event, where(url), why)
-            failed = DeliveryFailed(
-                channel="webhook", to=where(url), reason=wording.delivery_kept_failing(where(url), attempts, why)[:300]
-            )
-            try:
-                await self.record(thread_id, [failed])
-            except Exception:
-                log.exception("thread %s: recording that a webhook failed also failed", thread_id)
+        to = outbound.where(url)
+        await self._deliveries.retried(
+            thread_id, to, f"webhook {event} to {to}", lambda: self._post(url, raw, event, delivery), self.backoff,
+            lambda attempts, why: wording.delivery_kept_failing(to, attempts, why),
+        )
 
     async def _post(self, url: str, raw: bytes, event: str, delivery: str) -> None:
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
-        response = await self._client.post(url, content=raw, headers={
+        await outbound.request(self._client, "POST", url, content=raw, headers={
             "Content-Type": "application/json",
             "User-Agent": "deploybot-webhook/1",
             SIGNATURE_HEADER: sign(self.secret, raw),
-            TIMESTAMP_HEADER: str(int(time.time())),
+            TIMESTAMP_HEADER: str(int(time.time())),  # of this attempt
             EVENT_HEADER: event,
             DELIVERY_HEADER: delivery,
         })
-        if response.status_code in (408, 429) or response.status_code >= 500:
-            raise _Retryable(f"HTTP {response.status_code}")
-        if not 200 <= response.status_code < 300:
-            raise _Refused(f"HTTP {response.status_code}")
 
     async def drain(self) -> None:
-        while self._sending:
-            await asyncio.gather(*list(self._sending), return_exceptions=True)
+        await self._deliveries.drain()
 
     async def aclose(self) -> None:
         await self.drain()

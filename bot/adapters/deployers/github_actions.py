@@ -25,10 +25,11 @@ from urllib.parse import quote
 
 import httpx
 
+from bot.adapters import outbound
 from bot.adapters.deployers.command import commit_summary
+from bot.adapters.github_api import GitHub
 from bot.core.events import CommitSummary, GitTag
 from bot.runtime.ports import Check, CheckState, Comparison, DeployerError, DeployOutcome, DeployRequest
-from bot.runtime.retry import retrying
 
 log = logging.getLogger(__name__)
 RETRIES = 4
@@ -66,28 +67,17 @@ class GitHubDeployer:
         self.repository, self.workflows, self.ref = repository, workflows, ref
         self.commit_input = commit_input  # "": the workflow takes no commit input
         self.poll_seconds, self.find_seconds, self.timeout_seconds = poll_seconds, find_seconds, timeout_seconds
-        self.http = httpx.AsyncClient(
-            base_url=api_url.rstrip("/"),
-            timeout=30,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": "2022-11-28",
-                "User-Agent": "deploybot",
-            },
-        )
+        self.github = GitHub(token, api_url, timeout=30)
+        self.http = self.github.http
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.github.aclose()
 
     async def list_tags(self) -> list[GitTag]:
         """All tags, newest first by version order (GitHub's tag list carries no dates)."""
         tags: list[GitTag] = []
-        url: str | None = f"/repos/{self.repository}/tags?per_page=100"
-        while url:
-            response = await self._call("GET", url, what="repository")
-            tags += [GitTag(name=t["name"], commit=t["commit"]["sha"]) for t in response.json()]
-            url = response.links.get("next", {}).get("url")
+        for page in await self._pages(f"/repos/{self.repository}/tags", what="repository"):
+            tags += [GitTag(name=t["name"], commit=t["commit"]["sha"]) for t in page.json()]
         return sorted(tags, key=lambda t: version_key(t.name), reverse=True)
 
     async def resolve(self, tag: str) -> str | None:
@@ -125,9 +115,9 @@ class GitHubDeployer:
         def add(name: str, state: CheckState) -> None:
             found[name] = max(found.get(name, state), state, key=_SEVERITY.index)
 
-        for status in await self._pages(f"/repos/{self.repository}/commits/{ref}/status", "statuses", "statuses"):
+        for status in await self._items(f"/repos/{self.repository}/commits/{ref}/status", "statuses", "statuses"):
             add(str(status.get("context") or "status"), STATUS_STATES.get(status.get("state") or "", "failure"))
-        for run in await self._pages(f"/repos/{self.repository}/commits/{ref}/check-runs", "check_runs",
+        for run in await self._items(f"/repos/{self.repository}/commits/{ref}/check-runs", "check_runs",
                                      "check runs"):
             state: CheckState = "pending"
             if run.get("status") == "completed":
@@ -135,15 +125,19 @@ class GitHubDeployer:
             add(str(run.get("name") or "check run"), state)
         return [Check(name=name, state=state) for name, state in found.items()]
 
-    async def _pages(self, path: str, field: str, what: str) -> list[dict[str, Any]]:
-        """The `field` lists of every page of `path`, following the `next` links."""
+    async def _items(self, path: str, field: str, what: str) -> list[dict[str, Any]]:
+        """The `field` lists of every page of `path`."""
         items: list[dict[str, Any]] = []
-        url: str | None = f"{path}?per_page=100"
-        while url:
-            response = await self._call("GET", url, what=what)
-            items += response.json().get(field) or []
-            url = response.links.get("next", {}).get("url")
+        for page in await self._pages(path, what):
+            items += page.json().get(field) or []
         return items
+
+    async def _pages(self, path: str, what: str) -> list[httpx.Response]:
+        """Every page of `path`, following the `next` links; errors as _call makes them."""
+        try:
+            return [page async for page in self.github.pages(path, self._backoff(), log)]
+        except (httpx.TransportError, outbound.Failed) as e:
+            raise self._failure(e, what) from None
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         workflow = self.workflows.get(request.service)
@@ -168,7 +162,7 @@ class GitHubDeployer:
                     json={"ref": ref, "inputs": inputs},
                     once=True,
                 )
-            except _Unsure as e:
+            except outbound.Unsure as e:
                 # GitHub may have started the run before the answer was lost: sending the
                 # dispatch again could start a second one. Look for it instead.
                 log.warning("deploy %s: the dispatch may or may not have reached GitHub (%s); "
@@ -247,35 +241,20 @@ class GitHubDeployer:
         """One API call with retries for network failures, 5xx and rate limits; every other
         failure becomes a DeployerError that says what to fix. `once`: a call that must not run
         twice (a dispatch) is retried only where GitHub surely did not act on it (the connection
-        was never made, or a rate limit refused it); otherwise it raises _Unsure."""
-        backoff = [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
+        was never made, or a rate limit refused it); otherwise it raises outbound.Unsure."""
         try:
-            async for attempt in retrying(
-                backoff, (httpx.TransportError, _Again), f"GitHub {method} {url}", log,
-                wait_for=lambda e: e.wait if isinstance(e, _Again) else None,
-            ):
-                with attempt:
-                    try:
-                        response = await self.http.request(method, url, **kwargs)
-                    except (httpx.ConnectError, httpx.ConnectTimeout):
-                        raise
-                    except httpx.TransportError as e:
-                        if once:
-                            raise _Unsure(repr(e)) from e
-                        raise
-                    if response.status_code < 300:
-                        return response
-                    wait = _rate_limit_wait(response)
-                    if once and wait is None and response.status_code >= 500:
-                        raise _Unsure(f"{response.status_code} from GitHub")
-                    if wait is not None or response.status_code >= 500:
-                        raise _Again(response, wait)
-                    raise self._error(response, what)
-        except httpx.TransportError as e:
-            raise DeployerError(f"could not reach GitHub at {self.http.base_url}: {e!r}") from e
-        except _Again as e:  # still failing after the last retry
-            raise self._error(e.response, what) from None
-        raise AssertionError("unreachable: retrying returns or raises")
+            return await self.github.call(method, url, self._backoff(), log, once=once, **kwargs)
+        except (httpx.TransportError, outbound.Failed) as e:
+            raise self._failure(e, what) from None
+
+    def _backoff(self) -> list[float]:
+        return [min(2**n, 10) * self.poll_seconds for n in range(RETRIES)]
+
+    def _failure(self, e: httpx.TransportError | outbound.Failed, what: str) -> Exception:
+        """What a call that failed for good raises: unreachable, or what GitHub's answer means."""
+        if isinstance(e, httpx.TransportError):
+            return DeployerError(f"could not reach GitHub at {self.github.base_url}: {e!r}")
+        return self._error(e.response, what)
 
     def _error(self, response: httpx.Response, what: str) -> Exception:
         status = response.status_code
@@ -331,27 +310,3 @@ def _newest(commits: list[dict[str, Any]], limit: int) -> tuple[CommitSummary, .
 
 class _Missing(Exception):
     """An unknown ref: not an error, just no such tag."""
-
-
-class _Unsure(Exception):
-    """A call that must not run twice failed in a way that leaves open whether GitHub acted."""
-
-
-class _Again(Exception):
-    """A 5xx or a rate limit: worth another try, after `wait` seconds if GitHub said so."""
-
-    def __init__(self, response: httpx.Response, wait: float | None) -> None:
-        limited = " (rate limited)" if wait is not None else ""
-        super().__init__(f"{response.status_code} from GitHub{limited}")
-        self.response, self.wait = response, wait
-
-
-def _rate_limit_wait(response: httpx.Response) -> float | None:
-    if response.status_code not in (403, 429):
-        return None
-    if retry_after := response.headers.get("retry-after"):
-        return min(float(retry_after), 60)
-    if response.headers.get("x-ratelimit-remaining") == "0":
-        reset = float(response.headers.get("x-ratelimit-reset", time.time() + 1))
-        return min(max(reset - time.time(), 1), 60)
-    return None

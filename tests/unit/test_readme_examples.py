@@ -14,7 +14,7 @@ import pytest
 
 from bot.config.settings import Settings, config_problems
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^(?P<indent>[ \t]*)```toml\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 # What every example may need switched on: the channels notify targets name, GitHub for

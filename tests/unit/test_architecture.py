@@ -16,9 +16,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-BOT = Path(__file__).resolve().parent.parent / "bot"
+BOT = Path(__file__).resolve().parents[2] / "bot"
 
 EDGES = {"redis", "channels", "deployers", "http", "llm"}
+# Shared bases every edge may use, themselves no edge: one way to call out over HTTP
+# (timeouts, retries, rate limits, URLs kept out of errors) and one GitHub API client, for
+# the GitHub deployer and the GitHub Deployments channel alike. They import no edge.
+SHARED = {"adapters.outbound", "adapters.github_api"}
 LAYERS = ("core", "runtime", "adapters", "config", "wiring")
 ROOT_MODULES = {"__main__", "__init__"}
 SUPPORT = {"testing", "baml_client"}  # test stand-ins shipped with the package, generated code
@@ -85,7 +89,7 @@ def test_only_entry_points_sit_directly_in_bot():
 
 def test_every_adapter_is_an_edge():
     for name in modules():
-        if layer(name) == "adapters" and name != "adapters.__init__":
+        if layer(name) == "adapters" and name != "adapters.__init__" and name not in SHARED:
             assert edge(name) in EDGES, name
 
 
@@ -107,13 +111,15 @@ def test_runtime_sees_only_core_and_runtime():
 
 def test_adapters_never_import_each_other_or_what_is_above_them():
     # The shared naming: channels name their inbox entries through the Redis keys (pure naming).
-    allowed = {"adapters.redis.keys"}
+    allowed = {"adapters.redis.keys"} | SHARED
     for name, imports in modules().items():
         if layer(name) != "adapters" or name == "adapters.__init__":
             continue
         for target in ours(imports):
             if layer(target) in ("config", "wiring"):
                 raise AssertionError(f"{name} imports {target}: adapters are handed what they need")
+            if name in SHARED and layer(target) == "adapters" and target not in SHARED:
+                raise AssertionError(f"{name} imports {target}: a shared base imports no edge")
             if layer(target) == "adapters" and edge(target) != edge(name) and target not in allowed:
                 raise AssertionError(f"{name} imports {target}: adapters never import each other")
 

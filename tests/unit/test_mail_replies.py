@@ -6,7 +6,14 @@ bottom- and inline-posted; plain and HTML-only), with the bot's own approval ema
 place the client quotes it: `{quote:P}` is email_render.approval_text with every line
 prefixed by P (`> `, `| `, `> > `, or nothing: Outlook's unquoted original), `{quoteN:P}` the
 same re-wrapped at N columns as Thunderbird and Gmail do, `{quote_html}` the HTML a client
-quotes. Each case gives the exact new text and the decision with the exact feedback recorded.
+quotes (`{sent_html}` the same without its blockquote, inside a client's own markup). Each
+case gives the exact new text and the decision with the exact feedback recorded.
+
+`source` names the public reply-parser test fixture a case was taken from (`owner/repo:path`):
+its typed text and its client's attribution or header block as they were, the quoted mail
+replaced by the bot's and the sender and subject by the bot's; `layout` says which, and when
+the typed words were changed to an approval or to feedback. `source = "template"` marks the
+earlier cases written from client layouts rather than taken from a fixture.
 
 The share of the corpus each rule of email_reply handles is the table in
 docs/email-replies.md; `test_the_docs_table_is_the_corpus_s` fails (printing the table)
@@ -27,12 +34,14 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.channels import email_reply
-from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, decision, html_to_text, read
+from bot.adapters.channels.email_decision import decision
+from bot.adapters.channels.email_html import html_to_text
+from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, read
 from bot.adapters.channels.email_render import approval_text
 from bot.core.events import ApprovalRequested
-from tests.channels.test_email_corpus import MANIFEST
+from tests.unit.test_email_corpus import MANIFEST
 
-CORPUS = Path(__file__).parent / "mail_corpus" / "replies.toml"
+CORPUS = Path(__file__).parents[1] / "channels" / "mail_corpus" / "replies.toml"
 DOC = Path(__file__).parents[2] / "docs" / "email-replies.md"
 TOKEN = "3f2a9c0d1e7b4a65.1924992000.9b8c7d6e5f4a3b2c"
 SUBJECT = "Approve deploy: backend v1.2.3 to production?"
@@ -53,7 +62,8 @@ class Case:
     language: str
     posting: str
     html: bool
-    source: str
+    source: str  # "owner/repo:path" of the public fixture the reply was taken from, or "template"
+    layout: str  # the client's layout, and what was changed in the fixture's typed text
     body: str
     text: str
     decision: str
@@ -78,10 +88,10 @@ def quoted(prefix: str, width: int = 0, sent: str = BOT_TEXT) -> str:
 
 def filled(case: Case, sent: str = BOT_TEXT) -> str:
     """The reply as its client sends it, quoting `sent`: plain text, or HTML."""
-    quote_html = "<blockquote>" + html.escape(sent).replace("\n", "<br>") + "</blockquote>"
+    sent_html = html.escape(sent).replace("\n", "<br>")
     return re.sub(
         r"\{quote(\d*):([^}]*)\}", lambda m: quoted(m[2], int(m[1] or 0), sent),
-        case.body.replace("{quote_html}", quote_html),
+        case.body.replace("{quote_html}", f"<blockquote>{sent_html}</blockquote>").replace("{sent_html}", sent_html),
     )
 
 
@@ -98,6 +108,17 @@ def test_the_corpus_is_large_and_varied():
     assert any(c.html for c in cases) and any(not c.html for c in cases)
     assert len({c.client for c in cases}) >= 15
     assert all(c.decision in ("approve", "reject", "refuse") for c in cases)
+
+
+def test_most_of_the_corpus_is_taken_from_public_fixtures():
+    """A real case names the public test fixture it was taken from: its typed text and the
+    client's attribution or header block as they were, the quoted mail replaced by the bot's."""
+    real = [c for c in CASES.values() if c.source != "template"]
+    assert len(real) >= 150 and len({c.language for c in real}) >= 20
+    assert all(re.fullmatch(r"[\w.-]+/[\w.-]+:\S.*", c.source) for c in real)
+    assert all(c.layout for c in CASES.values())
+    assert {c.decision for c in real} == {"approve", "reject", "refuse"}
+    assert {c.posting for c in real} == {"top", "bottom", "inline"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -136,9 +157,13 @@ def shares() -> str:
     rows = [f"| {rule} | {email_reply.RULES[rule]} | {counts[rule]} | {100 * counts[rule] / total:.0f}% |"
             for rule in email_reply.RULES]
     alone = sum(email_reply.new_text(body(case), None) == case.text for case in CASES.values())
+    suites = Counter(case.source.partition(":")[0] for case in CASES.values() if case.source != "template")
+    taken = ", ".join(f"{n} from {suite}" for suite, n in sorted(suites.items(), key=lambda s: (-s[1], s[0])))
     return "\n".join(["| rule | what found the new text | replies | share |", "|---|---|---|---|", *rows,
                       f"| all | | {total} | 100% |", "",
-                      f"Without the sent mail (the fallback rules alone), {alone} of the {total} come out exact."])
+                      f"Without the sent mail (the fallback rules alone), {alone} of the {total} come out exact.", "",
+                      f"Taken from public reply-parser test suites: {sum(suites.values())} ({taken}); "
+                      f"the other {total - sum(suites.values())} are written from templates of client layouts."])
 
 
 def test_the_docs_table_is_the_corpus_s():

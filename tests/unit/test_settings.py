@@ -396,7 +396,7 @@ def test_the_docs_deploybot_toml_is_a_working_configuration(tmp_path):
     import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "people-and-approvals.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "people-and-approvals.md").read_text()
     example = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", doc, re.S)
     assert example, "docs/people-and-approvals.md: the People and approvers section shows a deploybot.toml"
     (tmp_path / "deploybot.toml").write_text(example[1])
