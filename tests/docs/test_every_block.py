@@ -25,7 +25,7 @@ def kind(block: Block) -> str:
     if block.illustrative:
         return "illustrative"
     if block.lang == "toml":
-        return "toml"  # tests/test_readme_examples.py loads it
+        return "toml"  # tests/unit/test_readme_examples.py loads it
     if block.lang == "console":
         return "session"
     if block in test_http_examples.examples():
