@@ -141,3 +141,20 @@ def test_user_names_a_person_of_deploybot_toml(shared_env, tmp_path, ledger):
                     if e["type"] == "human_response")
     # recorded as named through the CLI, which runs where the bot's own secrets are: not proven otherwise
     assert (decision["person"], decision["via"], decision["evidence"]) == ("bob", "cli", "bob")
+
+
+def test_chat_prints_each_event_once_and_the_piped_answer_after_its_prompt(shared_env):
+    out = bot(shared_env, "chat", "deploy backend v1.2.3 to production", "--user", "alice", stdin="y\n").stdout
+    assert out.count("alice (cli): deploy backend v1.2.3 to production") == 1
+    assert out.count("alice approved") == 1 and out.count("\nthread ") + out.startswith("thread ") == 1
+    assert "rejects it as feedback] y\n  alice approved\n" in out
+
+
+def test_chat_with_stdin_ended_says_the_command_that_answers_the_approval(shared_env):
+    out = bot(shared_env, "chat", "deploy backend v1.2.3 to production", stdin="").stdout
+    thread_id = re.search(r"thread (\w+)", out)[1]
+    approval_id = re.search(r"approval id (\w+)", out)[1]
+    assert out.rstrip().endswith(
+        f"[waiting_for_approval] thread {thread_id} is paused; answer it later with "
+        f"`python -m bot threads respond {thread_id} --approve --approval-id {approval_id}`"
+    )

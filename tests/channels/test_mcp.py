@@ -338,21 +338,22 @@ def test_stdio_refuses_to_start_without_an_agents_token(settings, config, tmp_pa
     assert "needs an agent's token" in done.stderr
 
 
-# --- the README's examples -------------------------------------------------------------------
+# --- the examples of docs/agents.md -------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def readme_agents() -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    return readme.split("## Agents (MCP)", 1)[1].split("\n## ", 1)[0]
+    return (DOCS / "agents.md").read_text()
 
 
-def test_the_readme_s_agent_configuration_and_client_snippets_work(tmp_path, monkeypatch):
+def test_the_docs_agent_configuration_and_client_snippets_work(tmp_path, monkeypatch):
     import re
 
     from bot.__main__ import parser
     from bot.config.settings import Settings
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (DOCS / "people-and-approvals.md").read_text()
     people = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)[1]
     section = readme_agents()
     agent_toml = re.search(r"```toml\n(.*?)```", section, re.S)[1]

@@ -1,7 +1,8 @@
-"""Every deploybot.toml example of the README (its fenced ```toml blocks) loads through the
-real settings loader, so the docs cannot drift from what starts. Each example shows one part
-of a file: what it leaves out ([people.*], [groups], [environments.*], [services.*]) is taken
-from the People and approvers example and the Services example, the file the README builds on."""
+"""Every deploybot.toml example of the README and docs/*.md (their fenced ```toml blocks)
+loads through the real settings loader, so the docs cannot drift from what starts. Each
+example shows one part of a file: what it leaves out ([people.*], [groups], [environments.*],
+[services.*]) is taken from the People and approvers example and the Services example
+(docs/people-and-approvals.md), the file the others build on."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import pytest
 
 from bot.config.settings import Settings, config_problems
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+# docs/extending.md registers a deployer kind of its own first: tests/unit/test_extending.py
+# checks its blocks against the code it shows, with that kind registered.
+DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "extending.md")]
 BLOCK = re.compile(r"^(?P<indent>[ \t]*)```toml\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 # What every example may need switched on: the channels notify targets name, GitHub for
 # services and webhooks. Values are placeholders; nothing is contacted.
@@ -26,7 +30,7 @@ CHANNELS = {
 
 
 def examples() -> list[str]:
-    return [textwrap.dedent(m["body"]) for m in BLOCK.finditer(README.read_text())]
+    return [textwrap.dedent(m["body"]) for doc in DOCS for m in BLOCK.finditer(doc.read_text())]
 
 
 def tables(text: str) -> list[str]:
@@ -48,13 +52,13 @@ def completed(example: str) -> str:
     return "".join(t for t in base if top_key(t) not in own) + example
 
 
-def test_the_readme_has_the_examples_this_test_loads():
+def test_the_docs_have_the_examples_this_test_loads():
     assert len(examples()) >= 5
     assert any("[services." in e for e in examples())
 
 
 @pytest.mark.parametrize("example", examples(), ids=lambda e: e.strip().splitlines()[0][:40])
-def test_every_toml_example_of_the_readme_loads(example, tmp_path, monkeypatch):
+def test_every_toml_example_of_the_docs_loads(example, tmp_path, monkeypatch):
     for name in Settings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
     for name, value in CHANNELS.items():

@@ -392,13 +392,13 @@ def test_the_file_s_environments_are_the_environments(tmp_path):
     assert policy.rules_for("live").approvers == {"ops"} and policy.rules_for("qa").approvers == frozenset()
 
 
-def test_the_readme_s_deploybot_toml_is_a_working_configuration(tmp_path):
+def test_the_docs_deploybot_toml_is_a_working_configuration(tmp_path):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    example = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)
-    assert example, "README.md: the People and approvers section shows a deploybot.toml"
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "people-and-approvals.md").read_text()
+    example = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", doc, re.S)
+    assert example, "docs/people-and-approvals.md: the People and approvers section shows a deploybot.toml"
     (tmp_path / "deploybot.toml").write_text(example[1])
     settings = Settings(_env_file=None)
     policy, people = settings.policy(), settings.directory()

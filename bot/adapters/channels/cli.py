@@ -38,9 +38,17 @@ class Terminal:
 
 
 class PrintNotifier:
-    """Shows each new event as it is recorded."""
+    """Shows each new event as it is recorded, under a `thread ID` line the first time this
+    process hears of the thread. It is the only printer of events: the service publishes what
+    a person says as it records it, so a command printing it again would show it twice."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        if thread.id not in self.seen:
+            self.seen.add(thread.id)
+            print(f"thread {safe(thread.id, True)}", flush=True)
         for event in new:
             print(f"  {plain(event)}", flush=True)
 
@@ -72,15 +80,20 @@ def _now(term: Terminal) -> datetime:
 
 
 async def ask(prompt: str) -> str | None:
+    """The answer typed after `prompt`; None when stdin has ended. Read from a pipe, nothing
+    echoes it, so it is printed after the prompt: the output reads as the terminal would."""
     try:
-        return (await asyncio.to_thread(input, prompt)).strip()
+        answer = (await asyncio.to_thread(input, prompt)).strip()
     except EOFError:
+        print(flush=True)  # end the prompt's line
         return None
+    if not sys.stdin.isatty():
+        print(safe(answer, one_line=True), flush=True)
+    return answer
 
 
 async def chat(term: Terminal, message: str, user: str) -> int:
     thread = await term.service.launch(message, who(term, user), channel="cli")
-    print(f"thread {safe(thread.id, True)}\n  {plain(thread.events[0])}", flush=True)
     while True:
         ran = await term.run(thread.id)
         if ran is None:
@@ -113,19 +126,20 @@ async def _respond(
     term: Terminal, thread: Thread, text: str, user: str, approval_id: str | None, approve: bool | None
 ) -> None:
     try:
-        answered = await term.service.respond(thread.id, text, who(term, user), approval_id, approve, channel="cli")
-        print(f"  {plain(answered.events[-1])}", flush=True)
+        await term.service.respond(thread.id, text, who(term, user), approval_id, approve, channel="cli")
     except Refused as e:
         print(f"refused: {safe(e.message)}", file=sys.stderr)
         raise SystemExit(_paused(thread, _now(term))) from e
 
 
 def _paused(thread: Thread, now: datetime | None = None) -> int:
+    """No answer to read (stdin ended: a pipe, a script, no terminal): the thread waits in the
+    store, and this says the command that answers it, from any terminal."""
     tid = safe(thread.id, True)
-    print(
-        f"[{thread.status(now)}] thread {tid} is paused; answer it later with "
-        f"`python -m bot threads respond {tid} ...`"
-    )
+    request = thread.pending_approval(now)
+    how = (f"--approve --approval-id {safe(request.approval_id, True)}" if request else '"your reply"')
+    print(f"[{thread.status(now)}] thread {tid} is paused; answer it later with "
+          f"`python -m bot threads respond {tid} {how}`")
     return 0
 
 
