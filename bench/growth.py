@@ -277,33 +277,41 @@ async def measure(
 
         out["(before: the 500 most recent loaded)"] = await timed(old_sweep, ping, 5)
     if first:  # compaction, measured once: its figures do not depend on the size
-        kinds = {}
-        cursor = None
-        ids: list[str] = []
-        while True:
-            page, cursor = await app.store.listed(["done"], 1000, cursor)
-            ids += page
-            if cursor is None:
-                break
-        for tid in ids[:50]:
-            kind = "slack" if (await app.store.load(tid)).origin.channel == "slack" else "api"
-            kinds.setdefault(kind, tid)
-        per_key = {k: await thread_bytes(app, t) for k, t in kinds.items()}
-        before_compact = await used_memory(app)
-        began = time.perf_counter()
-        for first in range(0, len(ids), 50):
-            await asyncio.gather(*(app.store.compact(t) for t in ids[first:first + 50]))
-        compact_s = time.perf_counter() - began
-        after_compact = await used_memory(app)
-        out["compact_s"] = compact_s
-        out["bytes_per_thread_compacted"] = (after - before - (before_compact - after_compact)) / size
-        for kind, tid in kinds.items():
-            out[f"{kind}_keys"] = per_key[kind]
-            out[f"{kind}_keys_compacted"] = await thread_bytes(app, tid)
-            assert (await app.store.load(tid)).status() == "done"
-        print(f"  compacted {len(ids):,} threads in {compact_s:.1f} s")
+        out.update(await compaction(app, size, after - before))
     await app.redis.flushdb()
     await app.close()
+    return out
+
+
+async def compaction(app: App, size: int, grown: int) -> dict[str, float]:
+    """Memory per finished thread before and after compaction (`grown`: what seeding `size`
+    threads added), and how long compacting them took."""
+    out: dict[str, float] = {}
+    kinds = {}
+    cursor = None
+    ids: list[str] = []
+    while True:
+        page, cursor = await app.store.listed(["done"], 1000, cursor)
+        ids += page
+        if cursor is None:
+            break
+    for tid in ids[:50]:
+        kind = "slack" if (await app.store.load(tid)).origin.channel == "slack" else "api"
+        kinds.setdefault(kind, tid)
+    per_key = {k: await thread_bytes(app, t) for k, t in kinds.items()}
+    before_compact = await used_memory(app)
+    began = time.perf_counter()
+    for first in range(0, len(ids), 50):
+        await asyncio.gather(*(app.store.compact(t) for t in ids[first:first + 50]))
+    compact_s = time.perf_counter() - began
+    after_compact = await used_memory(app)
+    out["compact_s"] = compact_s
+    out["bytes_per_thread_compacted"] = (grown - (before_compact - after_compact)) / size
+    for kind, tid in kinds.items():
+        out[f"{kind}_keys"] = per_key[kind]
+        out[f"{kind}_keys_compacted"] = await thread_bytes(app, tid)
+        assert (await app.store.load(tid)).status() == "done"
+    print(f"  compacted {len(ids):,} threads in {compact_s:.1f} s")
     return out
 
 

@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     deploys.add_argument("environment")
     _credentials_commands(sub)
     gc = sub.add_parser("gc", help="retention: remove threads finished longer than THREAD_RETENTION, and the rest "
-                        "(README: Retention); workers do it continuously")
+                        "(docs/operations.md#retention); workers do it continuously")
     gc.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
     gc.add_argument("--limit", type=int, default=1000, help="threads (and records) per pass (default 1000)")
     gc.add_argument("--reindex", action="store_true",
@@ -137,7 +137,7 @@ def _me() -> str:
 
 def configure_logging(settings: Settings) -> logging.Filter:
     """LOG_LEVEL and the format, and the one filter that keeps every secret out of every
-    log line, a library's too (README: Limits and hostile input)."""
+    log line, a library's too (docs/security.md#limits-and-hostile-input)."""
     from bot.adapters.http.logs import redact_logs
 
     logging.basicConfig(

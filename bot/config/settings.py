@@ -193,7 +193,7 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(4, ge=1, description="agent runs at once in one process")
     worker_grace: float = Field(25.0, ge=0, description="seconds a stopping worker lets runs finish")
 
-    # Retention (README: Retention; bot/runtime/gc.py).
+    # Retention (docs/operations.md#retention; bot/runtime/gc.py).
     thread_retention: float = Field(
         90 * 86400, gt=0, description="seconds a finished thread is kept, then removed with its conversation keys"
     )
@@ -215,7 +215,7 @@ class Settings(BaseSettings):
     github_poll_seconds: float = Field(5.0, gt=0)
     github_commit_input: str = Field("commit", description="the workflow input given the approved commit")
 
-    # Triggers and outgoing webhooks (README: GitHub webhooks, Outgoing webhooks).
+    # Triggers and outgoing webhooks (docs/channels.md: GitHub webhooks, Outgoing webhooks).
     github_webhook_secret: SecretStr | None = Field(None, description="verifies POST /github/webhook")
     notify_webhook_url: str = Field("", description="URLs, comma-separated, POSTed every notable event")
     notify_webhook_secret: SecretStr | None = Field(None, description="signs what NOTIFY_WEBHOOK_URL gets")

@@ -180,7 +180,7 @@ class Deploying:
             checks = await versions.checks(commit)
         except DeployerError as e:
             return Error(kind="checks", step_id=step.id, message=wording.checks_unreadable(commit, e))
-        if checks is None:  # a local repository: no CI to ask (see the README)
+        if checks is None:  # a local repository: no CI to ask (docs/people-and-approvals.md)
             return None
         failing = sorted(c.name for c in checks if c.state == "failure")
         pending = sorted(c.name for c in checks if c.state == "pending")

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 
 import yaml
 
@@ -21,32 +22,25 @@ from tests.docs.markdown import DOCS, ROOT, Block, blocks
 MAKEFILE = (ROOT / "Makefile").read_text()
 
 
+# Which test takes a block: the first whose question it answers yes.
+KINDS: tuple[tuple[str, Callable[[Block], bool]], ...] = (
+    ("illustrative", lambda b: b.illustrative),
+    ("extending", lambda b: b.path.name == "extending.md"),  # tests/unit/test_extending.py holds it to the code
+    ("mcp client", lambda b: b.lang == "json" and b.path.name == "agents.md"),  # tests/channels/test_mcp.py
+    ("toml", lambda b: b.lang == "toml"),  # tests/unit/test_readme_examples.py loads it
+    ("session", lambda b: b.lang == "console"),
+    ("http", lambda b: b in test_http_examples.examples()),
+    ("cli synopsis", lambda b: b.lang == "sh" and b.body.startswith("python -m bot serve")),
+    ("setup", lambda b: b.lang == "sh" and b.body == "git tag v0.1.0\n"),  # tests/docs/conftest.py's app_repo runs it
+    ("commands", lambda b: b.lang == "sh"),
+    ("workflow", lambda b: b.lang == "yaml"),
+    ("procfile", lambda b: b.body.startswith("# Procfile\n")),
+    ("diagram", lambda b: b.lang == ""),
+)
+
+
 def kind(block: Block) -> str:
-    if block.illustrative:
-        return "illustrative"
-    if block.path.name == "extending.md":
-        return "extending"  # tests/unit/test_extending.py holds each block to the code it shows
-    if block.lang == "json" and block.path.name == "agents.md":
-        return "mcp client"  # tests/channels/test_mcp.py reads each client's configuration
-    if block.lang == "toml":
-        return "toml"  # tests/unit/test_readme_examples.py loads it
-    if block.lang == "console":
-        return "session"
-    if block in test_http_examples.examples():
-        return "http"
-    if block.lang == "sh" and block.body.startswith("python -m bot serve"):
-        return "cli synopsis"
-    if block.lang == "sh" and block.body == "git tag v0.1.0\n":
-        return "setup"  # tests/docs/conftest.py's app_repo runs it
-    if block.lang == "sh":
-        return "commands"
-    if block.lang == "yaml":
-        return "workflow"
-    if block.body.startswith("# Procfile\n"):
-        return "procfile"
-    if block.lang == "":
-        return "diagram"
-    return "unchecked"
+    return next((name for name, takes in KINDS if takes(block)), "unchecked")
 
 
 def test_every_block_is_checked_or_marked_illustrative():

@@ -4,6 +4,7 @@ and invariants over thousands of generated threads, valid or not. Pure: no I/O, 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -188,88 +189,133 @@ def cleared(thread: Thread, step) -> bool:
     return bool(decision and decision.approve)
 
 
+@dataclass
+class _Draw:
+    """The draws of one generated thread: each rule adds events when it can (and then says so),
+    consuming random numbers only when it acts, so the threads stay as they were drawn."""
+
+    rng: random.Random
+    sender: random.Random  # its own draws: the sender confirmations left the other threads as they were
+    events: list = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    deploys: list = field(default_factory=list)
+    approvals: list = field(default_factory=list)
+
+    def step(self) -> bool:
+        rng = self.rng
+        step = rng.choice([
+            lambda: ListGitTags(),
+            lambda: DeployBackend(tag="v1", environment=rng.choice(ENVIRONMENTS)),
+            lambda: DeployFrontend(tag="v2", environment=rng.choice(ENVIRONMENTS)),
+            lambda: RequestMoreInformation(message="?"),
+            lambda: DoneForNow(message="done"),
+            lambda: LockEnvironment(environment="staging"),
+            lambda: UnlockEnvironment(environment="staging"),
+            lambda: ShowDeploys(environment="production"),
+            lambda: DeployService(service="api", tag="v3", environment=rng.choice(ENVIRONMENTS)),
+            lambda: RollBack(service="api", environment="production"),
+        ])()
+        self.steps.append(step)
+        if isinstance(step, (DeployBackend, DeployFrontend, DeployService)):
+            self.deploys.append(step)
+        self.events.append(step)
+        return True
+
+    def ask(self) -> bool:
+        # Approvals are asked for protected deploys only (as long as the policy holds).
+        protected = [d for d in self.deploys if POLICY.needs_approval(d.environment)]
+        if not protected:
+            return False
+        request = request_for(self.rng.choice(protected), self.rng.choice([THREAD, THREAD, "elsewhere"]))
+        self.approvals.append(request)
+        self.events.append(request)
+        return True
+
+    def decide(self) -> bool:
+        if not self.approvals:
+            return False
+        rng, chosen = self.rng, self.rng.choice(self.approvals)
+        if rng.random() < 0.1:
+            self.events.append(ApprovalExpired(approval_id=chosen.approval_id, step_id=chosen.step_id,
+                                               expires_at=chosen.expires_at))
+        else:
+            self.events.append(HumanResponse(text="", user=rng.choice(["bob", "carol"]),
+                                             approval_id=chosen.approval_id, approve=rng.random() < 0.6))
+        return True
+
+    def start(self) -> bool:
+        # A deploy starts only once the policy lets it: unprotected, or approved; or it meets a
+        # lock and waits in line.
+        ready = [d for d in self.deploys if cleared(Thread(THREAD, tuple(self.events)), d)]
+        if not ready:
+            return False
+        chosen = self.rng.choice(ready)
+        if self.rng.random() < 0.25:
+            self.events.append(DeployQueued(step_id=chosen.id, position=self.rng.randint(1, 3), behind="locked"))
+        else:
+            self.events.append(started_for(chosen, self.rng.choice([THREAD, THREAD, "elsewhere"])))
+        return True
+
+    def outcome(self) -> bool:
+        if not self.steps:
+            return False
+        rng, step = self.rng, self.rng.choice(self.steps)
+        outcomes = [
+            GitTagsResult(step_id=step.id, tags=[]),
+            CommandResult(step_id=step.id, ok=True, text="ok"),
+            Error(kind=rng.choice(["validation", "deployer", "locked", "recheck"]), step_id=step.id, message="no"),
+        ]
+        if step in self.deploys:
+            outcomes.append(result_for(step, ok=rng.random() < 0.8))
+        self.events.append(rng.choice(outcomes))
+        return True
+
+    def chatter(self) -> bool:
+        self.events.append(self.rng.choice([
+            lambda: UserMessage(text="more", user="alice"),
+            lambda: HumanResponse(text="answer", user="alice"),
+            lambda: Error(kind="llm", message="garbage"),
+            lambda: DeliveryFailed(channel="email", to="a@x", reason="bounced"),
+        ])())
+        return True
+
+    def bug(self) -> bool:
+        self.events.append(Error(kind="internal", message="a bug"))
+        return True
+
+    def cancel(self) -> bool:
+        self.events.append(Cancelled(user="alice"))
+        return True
+
+    def confirm(self) -> bool:
+        asked = next((e for e in self.events if isinstance(e, SenderConfirmationRequested)), None)
+        if asked is None:
+            return False
+        if self.sender.random() < 0.5:
+            self.events += [SenderConfirmed(confirmation_id=asked.confirmation_id),
+                            UserMessage(text="go", user="alice", person="alice")]
+        else:
+            self.events.append(SenderConfirmationExpired(confirmation_id=asked.confirmation_id,
+                                                         expires_at=asked.expires_at))
+        return True
+
+
+# Each draw: the first rule whose share the roll is under and that can act, acts.
+RULES = ((0.3, _Draw.step), (0.45, _Draw.ask), (0.58, _Draw.decide), (0.66, _Draw.start), (0.74, _Draw.outcome),
+         (0.84, _Draw.chatter), (0.86, _Draw.bug), (0.87, _Draw.cancel), (0.9, _Draw.confirm))
+
+
 def generated(seed: int) -> Thread:
     """A thread of up to 14 events, drawn so that results, approvals and decisions usually
     refer to earlier steps, but not always in a sensible order."""
-    rng = random.Random(seed)
-    events: list = [UserMessage(text="go", user="alice")]
-    sender = random.Random(-seed - 1)  # its own draws: the threads above stay as they were
-    if sender.random() < 0.1:  # by email, from a sender nothing proved: it waits for them to confirm
-        events.append(SenderConfirmationRequested(address="alice@x", claimed="alice", text="go",
-                                                  expires_at=datetime(2030, 1, 1, tzinfo=UTC)))
-    steps: list = []
-    deploys: list = []
-    approvals: list = []
-    for _ in range(rng.randrange(0, 14)):
-        roll = rng.random()
-        if roll < 0.3:
-            step = rng.choice([
-                lambda: ListGitTags(),
-                lambda: DeployBackend(tag="v1", environment=rng.choice(ENVIRONMENTS)),
-                lambda: DeployFrontend(tag="v2", environment=rng.choice(ENVIRONMENTS)),
-                lambda: RequestMoreInformation(message="?"),
-                lambda: DoneForNow(message="done"),
-                lambda: LockEnvironment(environment="staging"),
-                lambda: UnlockEnvironment(environment="staging"),
-                lambda: ShowDeploys(environment="production"),
-                lambda: DeployService(service="api", tag="v3", environment=rng.choice(ENVIRONMENTS)),
-                lambda: RollBack(service="api", environment="production"),
-            ])()
-            steps.append(step)
-            if isinstance(step, (DeployBackend, DeployFrontend, DeployService)):
-                deploys.append(step)
-            events.append(step)
-        elif roll < 0.45 and (protected := [d for d in deploys if POLICY.needs_approval(d.environment)]):
-            # Approvals are asked for protected deploys only (as long as the policy holds).
-            request = request_for(rng.choice(protected), rng.choice([THREAD, THREAD, "elsewhere"]))
-            approvals.append(request)
-            events.append(request)
-        elif roll < 0.58 and approvals:
-            chosen = rng.choice(approvals)
-            if rng.random() < 0.1:
-                events.append(ApprovalExpired(approval_id=chosen.approval_id, step_id=chosen.step_id,
-                                              expires_at=chosen.expires_at))
-            else:
-                events.append(HumanResponse(text="", user=rng.choice(["bob", "carol"]),
-                                            approval_id=chosen.approval_id, approve=rng.random() < 0.6))
-        elif roll < 0.66 and (ready := [d for d in deploys if cleared(Thread(THREAD, tuple(events)), d)]):
-            # A deploy starts only once the policy lets it: unprotected, or approved; or it
-            # meets a lock and waits in line.
-            chosen = rng.choice(ready)
-            if rng.random() < 0.25:
-                events.append(DeployQueued(step_id=chosen.id, position=rng.randint(1, 3), behind="locked"))
-            else:
-                events.append(started_for(chosen, rng.choice([THREAD, THREAD, "elsewhere"])))
-        elif roll < 0.74 and steps:
-            step = rng.choice(steps)
-            outcomes = [
-                GitTagsResult(step_id=step.id, tags=[]),
-                CommandResult(step_id=step.id, ok=True, text="ok"),
-                Error(kind=rng.choice(["validation", "deployer", "locked", "recheck"]), step_id=step.id,
-                      message="no"),
-            ]
-            if step in deploys:
-                outcomes.append(result_for(step, ok=rng.random() < 0.8))
-            events.append(rng.choice(outcomes))
-        elif roll < 0.84:
-            events.append(rng.choice([
-                lambda: UserMessage(text="more", user="alice"),
-                lambda: HumanResponse(text="answer", user="alice"),
-                lambda: Error(kind="llm", message="garbage"),
-                lambda: DeliveryFailed(channel="email", to="a@x", reason="bounced"),
-            ])())
-        elif roll < 0.86:
-            events.append(Error(kind="internal", message="a bug"))
-        elif roll < 0.87:
-            events.append(Cancelled(user="alice"))
-        elif roll < 0.9 and (asked := next((e for e in events if isinstance(e, SenderConfirmationRequested)), None)):
-            if sender.random() < 0.5:
-                events += [SenderConfirmed(confirmation_id=asked.confirmation_id),
-                           UserMessage(text="go", user="alice", person="alice")]
-            else:
-                events.append(SenderConfirmationExpired(confirmation_id=asked.confirmation_id,
-                                                        expires_at=asked.expires_at))
-    return Thread(THREAD, tuple(events))
+    draw = _Draw(random.Random(seed), random.Random(-seed - 1), [UserMessage(text="go", user="alice")])
+    if draw.sender.random() < 0.1:  # by email, from a sender nothing proved: it waits for them to confirm
+        draw.events.append(SenderConfirmationRequested(address="alice@x", claimed="alice", text="go",
+                                                       expires_at=datetime(2030, 1, 1, tzinfo=UTC)))
+    for _ in range(draw.rng.randrange(0, 14)):
+        roll = draw.rng.random()
+        next((True for limit, rule in RULES if roll < limit and rule(draw)), None)
+    return Thread(THREAD, tuple(draw.events))
 
 
 THREADS = [generated(seed) for seed in range(3000)]

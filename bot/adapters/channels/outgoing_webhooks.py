@@ -10,7 +10,7 @@ Connection failures, timeouts, 408, 429 and 5xx are retried with backoff (bot/ad
 a 429's Retry-After is believed, up to a minute); any other answer,
 or retries running out, is recorded on the thread as a delivery_failed event and logged.
 Every text in a payload is redacted as the transcript is (bot.core.prompt.redact): a secret a
-person pasted or the model wrote never leaves. The payload is documented in the README
+person pasted or the model wrote never leaves. The payload is documented in docs/channels.md
 (Outgoing webhooks).
 """
 
@@ -62,7 +62,7 @@ def _iso(at: datetime) -> str:
 
 
 def payload(thread: Thread, event: Event) -> dict[str, Any] | None:
-    """The JSON for `event` (README: Outgoing webhooks); None: not one webhooks hear about."""
+    """The JSON for `event` (docs/channels.md#outgoing-webhooks); None: not one webhooks hear about."""
     base: dict[str, Any] = {
         "version": VERSION, "id": event.id, "at": _iso(event.at),
         "thread": {"id": thread.id, "channel": thread.origin.channel},

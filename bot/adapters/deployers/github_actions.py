@@ -125,7 +125,8 @@ class GitHubApi:
         if status == 422 and self.commit_input and "Unexpected inputs" in message and self.commit_input in message:
             return DeployerError(
                 f"GitHub rejected the request (422): {message}; give the workflow a {self.commit_input!r} "
-                "input and check out that commit (see the README), or name its input in GITHUB_COMMIT_INPUT"
+                "input and check out that commit (docs/channels.md#github-actions), or name its input in "
+                "GITHUB_COMMIT_INPUT"
             )
         if status == 422:
             return DeployerError(f"GitHub rejected the request (422): {message}")

@@ -47,7 +47,7 @@ class RedisTarget:
     def waits(self) -> bool:
         """Whether writes that must survive a failover WAIT for a replica. Not on a cluster:
         WAIT must follow the write on the same connection, which a cluster client does not
-        promise (see README, Redis)."""
+        promise (docs/operations.md: Redis)."""
         return self.mode != "cluster" and self.wait_ms > 0
 
 
