@@ -52,6 +52,7 @@ bench-quick: install  ## every benchmark in quick mode (small counts, seconds ea
 	$(BIN)/python bench/console_render.py --quick
 	$(BIN)/python bench/context_tokens.py --quick
 	$(BIN)/python bench/hostile.py --quick
+	$(BIN)/python bench/mcp_roundtrip.py --quick
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos
