@@ -47,8 +47,10 @@ async def thread_of(app, ts: str) -> str | None:
 async def test_deploy_command_is_acknowledged_at_once_posted_in_the_channel_and_answered_in_its_thread(
     app, slack, fake_slack
 ):
-    response, took = await command(slack, fake_slack, "backend v1.2.3 to production")
-    assert response.status_code == 200 and took < 1.0, took
+    # How soon the ack comes is measured by bench/slack_ack.py, not asserted here (no timing
+    # thresholds in tests): here, that it is the ack and the work happens after it.
+    response, _ = await command(slack, fake_slack, "backend v1.2.3 to production")
+    assert response.status_code == 200
     [posted] = await fake_slack.wait_for("chat.postMessage", channel=CHANNEL,
                                          text="/deploy backend v1.2.3 to production")
     assert posted["text"].startswith(f"<@{ALICE}> asked:") and "thread_ts" not in posted
