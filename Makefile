@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# pytest-xdist workers for make test's integration tiers (JOBS=1: one process)
+# pytest-xdist workers for make test's tiers (JOBS=1: one process)
 JOBS ?= auto
 
 $(BIN)/.installed: pyproject.toml
@@ -22,7 +22,7 @@ run: install  ## set up and start the bot on http://127.0.0.1:8000 (no secrets n
 test: install lint types  ## lint, types, the whole suite (unit and contract first: they fail fastest), quick benchmarks
 	$(BIN)/baml-cli generate --from baml_src > /dev/null
 	@test -z "$$(git status --porcelain -- bot/baml_client)" || (git status --short -- bot/baml_client; echo "bot/baml_client differs from baml_src: run make baml and commit"; exit 1)
-	$(BIN)/python -m pytest -q tests/unit tests/contract
+	$(BIN)/python -m pytest -q -n $(JOBS) tests/unit tests/contract
 	@# the integration tiers on every core; a test file stays on one worker (module-scoped servers, the console's browser)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --ignore=tests/unit --ignore=tests/contract
 	$(MAKE) --no-print-directory bench-quick
