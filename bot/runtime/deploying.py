@@ -525,10 +525,9 @@ def audit_trail(thread: Thread, result: DeployResult, secrets: tuple[str, ...] =
     approval = thread.approval_for(result.step_id)
     if isinstance(request, UserMessage | HumanResponse):
         # An agent's request is named with whose agent it is, as its approval request says.
-        agents = request.via == people.AGENT and approval is not None
+        asker = approval.asker if approval is not None and request.via == people.AGENT else ""
         trail.update(
-            requested_by=approval.asker if agents and approval is not None else request.person or request.user,
-            request=request.text, requested_via=request.via,
+            requested_by=asker or request.person or request.user, request=request.text, requested_via=request.via,
             requested_channel=request.channel, request_evidence=request.evidence, requested_at=request.at,
         )
     if step is not None:

@@ -47,7 +47,7 @@ def text_for(thread: Thread, event: Event) -> str | None:
         case ApprovalRequested():
             return (
                 f"Deploying {event.service} {event.tag} to {event.environment} needs approval; "
-                f"I have asked the approvers. The request expires {event.expires_at:%Y-%m-%d %H:%M} UTC."
+                f"I have asked the approvers. The request expires {wording.utc(event.expires_at)}."
             )
     n = notice(thread, event)
     if n is None:
@@ -106,7 +106,7 @@ def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> st
         f"  Commit:      {one_line(request.commit, 200)}",
         f"  Environment: {one_line(request.environment, 200)}",
         *([f"  Why:         {one_line(request.reason, MAX_FIELD)}"] if request.reason else []),
-        f"  Valid until: {request.expires_at:%Y-%m-%d %H:%M} UTC",
+        f"  Valid until: {wording.utc(request.expires_at)}",
         *_change(request),
         "",
         "Reply APPROVE to deploy, or reply with what should change.",
