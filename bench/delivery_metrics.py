@@ -41,6 +41,11 @@ ROUNDS = 5
 TAGS = [f"v1.{i}.0" for i in range(20)]
 
 
+def every_commit(repo: Path) -> list[str]:
+    return subprocess.run(["git", "-C", str(repo), "rev-list", "--all"], check=True, capture_output=True,
+                          text=True).stdout.split()
+
+
 async def timed(client: httpx.AsyncClient, path: str, rounds: int) -> tuple[float, list[float], int]:
     began = time.perf_counter()
     first = await client.get(path)
@@ -60,8 +65,7 @@ async def main(deploys: int = DEPLOYS, rounds: int = ROUNDS) -> None:
     url = os.environ.get("REDIS_URL") or embedded_redis.ensure_running(tmp / "redis")
     try:
         repo = make_repo(tmp / "repo", TAGS)
-        commits = subprocess.run(["git", "-C", str(repo), "rev-list", "--all"], check=True, capture_output=True,
-                                 text=True).stdout.split()
+        commits = every_commit(repo)
         app = build(Settings(_env_file=None, redis_url=url, data_dir=tmp / "data", git_repo=repo))
         await app.redis.flushdb()
         t = time.perf_counter()

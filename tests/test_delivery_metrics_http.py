@@ -92,6 +92,12 @@ async def test_delivery_metrics_of_a_seeded_history_behind_the_token(api, app, g
            'service="backend"} 1.0' in scraped
 
 
+def start_prometheus(tmp_path: Path, port: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 async def test_a_real_prometheus_scrapes_the_counters_with_the_token(api, app, git_repo, tmp_path):
     if not os.access(PROMETHEUS, os.X_OK):
         pytest.fail(f"{PROMETHEUS} is missing: `make install` installs it (apt-get install prometheus)")
@@ -105,9 +111,7 @@ scrape_configs:
     static_configs: [{{targets: ["{api.base_url.host}:{api.base_url.port}"]}}]
 """)
     port = free_port()
-    prometheus = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prometheus = start_prometheus(tmp_path, port)
     query = 'deploybot_deploys_total{service="backend",environment="production",outcome="success"}'
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as prom:

@@ -183,20 +183,27 @@ def _weeks(
     inside: Sequence[Deploy], failed: set[str], leads: Sequence[tuple[Deploy, float]],
     waits: Sequence[tuple[Deploy, float]], since: datetime, until: datetime,
 ) -> tuple[Week, ...]:
-    """A bar per week, counted back from `until` (the oldest may be shorter), oldest first."""
-    weeks = []
-    end = until
-    while end > since:
-        start = max(since, end - WEEK)
+    """A bar per week, counted back from `until` (the oldest may be shorter), oldest first.
+    One pass over the deploys: each goes to its week by arithmetic."""
+    count = math.ceil((until - since) / WEEK)
 
-        def within(d: Deploy, start: datetime = start, end: datetime = end) -> bool:
-            return start <= d.at < end
+    def week(d: Deploy) -> int:  # 0: the newest
+        return min(count - 1, int((until - d.at) / WEEK))
 
-        these = [d for d in inside if within(d)]
-        weeks.append(Week(
-            start, end, len(these), sum(1 for d in these if d.deploy_id in failed),
-            median([s for d, s in leads if within(d)]), median([s for d, s in waits if within(d)]),
-            sum(1 for d in these if d.ok),
-        ))
-        end = start
-    return tuple(reversed(weeks))
+    deploys, broke, ok = [0] * count, [0] * count, [0] * count
+    lead: list[list[float]] = [[] for _ in range(count)]
+    wait: list[list[float]] = [[] for _ in range(count)]
+    for d in inside:
+        i = week(d)
+        deploys[i] += 1
+        broke[i] += d.deploy_id in failed
+        ok[i] += d.ok
+    for d, seconds in leads:
+        lead[week(d)].append(seconds)
+    for d, seconds in waits:
+        wait[week(d)].append(seconds)
+    return tuple(
+        Week(max(since, until - (i + 1) * WEEK), until - i * WEEK, deploys[i], broke[i], median(lead[i]),
+             median(wait[i]), ok[i])
+        for i in reversed(range(count))
+    )
