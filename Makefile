@@ -45,6 +45,7 @@ bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/growth.py
 	$(BIN)/python bench/mcp_roundtrip.py
+	$(BIN)/python bench/delivery_metrics.py
 
 bench-quick: install  ## every benchmark in quick mode (small counts, seconds each): run by make test, so none rots
 	$(BIN)/python bench/step_overhead.py --quick
