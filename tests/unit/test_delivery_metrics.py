@@ -94,3 +94,15 @@ def test_durations_rates_and_shares_for_people():
     assert wording.span(93784) == "1 d 2 h" and wording.span(5400) == "1 h 30 min" and wording.span(45) == "45 s"
     assert wording.span(0) == "0 s" and wording.span(None) == "–"
     assert wording.per_day(5 / 7) == "0.71 a day" and wording.share(2 / 6) == "33%" and wording.share(None) == "–"
+
+
+def test_git_batch_output_gives_each_found_commits_committer_time():
+    from bot.adapters.deployers.commit_times import parse_batch, wanted
+
+    body = (b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor d <d@x> 1700000000 +0000\n"
+            b"committer d <d@x> 1763640000 +0100\n\nsubject with committer 1 +0000 in it\n")
+    out = (b"aa" * 20 + b" commit " + str(len(body)).encode() + b"\n" + body + b"\n"
+           + b"bb" * 20 + b" missing\n")
+    # 1763640000 s since the epoch is 2025-11-20 12:00 UTC (the zone does not move the instant)
+    assert parse_batch(out) == {"aa" * 20: datetime(2025, 11, 20, 12, tzinfo=UTC)}
+    assert wanted(["abc1234", "abc1234", "-x", "HEAD", "v1.2.3"]) == ["abc1234"]
