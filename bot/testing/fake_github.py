@@ -237,7 +237,7 @@ class FakeGitHub:
             "sha": commit["sha"],
             "commit": {"message": commit["message"],
                        "author": {"name": commit["author"], "email": "dev@example.com"},
-                       **({"committer": {"name": commit["author"], "date": commit["date"]}} if commit.get("date") else {})},
+                       **({"committer": {"date": commit["date"]}} if commit.get("date") else {})},
             "author": {"login": commit["login"]} if commit.get("login") else None,
         }
 
