@@ -1,7 +1,8 @@
 """The delivery metrics page in Chromium against the real bot: a month of deploys of commits
 made in its repository (the command deployer's: the lead times' commit times), charts drawn
 on the server (a bar per week, lines for lead time and approval wait) with their numbers
-beside them, the filters, the CSV, and a phone's width. Screenshots: metrics.png, metrics-phone.png."""
+beside them, the filters, the CSV (neither for someone not signed in, nor a forged session),
+and a phone's width. Screenshots: metrics.png, metrics-phone.png."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def history(console: Console, now: datetime) -> list[DeployRecord]:
     return sorted(records, key=lambda r: r.at)
 
 
-def test_the_metrics_page_draws_its_charts_with_the_numbers_beside_them(context, console: Console):
+def test_the_metrics_page_draws_its_charts_with_the_numbers_beside_them(context, browser, console: Console):
     records = history(console, datetime.now(UTC))
 
     async def store() -> None:
@@ -102,6 +103,17 @@ def test_the_metrics_page_draws_its_charts_with_the_numbers_beside_them(context,
     assert rows[-1]["deploys"] == "15" and rows[-1]["failed"] == "3"
     assert float(rows[-1]["approval_wait_median_seconds"]) == 3900
     assert sum(int(r["deploys"]) for r in rows[:-1]) == 15
+
+    stranger = browser.new_context()  # no session: the sign-in page, and no figures
+    try:
+        for path in ("/console/metrics", "/console/metrics.csv"):
+            answer = stranger.request.get(f"{console.url}{path}")
+            assert answer.status == 401 and "alice" not in answer.text(), path
+        forged = stranger.request.get(f"{console.url}/console/metrics.csv",
+                                      headers={"Cookie": "deploybot_session=forged.value"})
+        assert forged.status == 401
+    finally:
+        stranger.close()
 
     bad = context.request.get(f"{console.url}/console/metrics?days=12")
     assert bad.status == 422 and "days must be one of 7, 30, 90" in bad.text()
