@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from starlette.requests import Request
 
 from bot.core.policy import Policy
+from bot.runtime.deploying import Deploying
 from bot.runtime.ports import FreezeStore, Health, History, Locks, Route
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 
@@ -70,6 +71,12 @@ class Parts(Protocol):
 
     @property
     def health(self) -> Health: ...
+
+    @property
+    def deploying(self) -> Deploying:
+        """The deploy path: each service's versions (tags, commits, CI) and the change preview
+        an approval shows, which the console's deploy form shows before anything is asked."""
+        ...
 
     @property
     def llm_configured(self) -> bool: ...
