@@ -126,7 +126,7 @@ async def _tags(deploying: Deploying, service: str | None, current: str) -> tupl
         return [], ""
     versions = deploying.deployers[service]
     try:
-        return await offering.offered(versions, current), ""
+        return await offering.offered(service, versions, current), ""
     except DeployerError as e:
         return [], wording.tags_unreadable(service, e)
 

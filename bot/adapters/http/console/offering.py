@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.core import people, wording
+from bot.core import commands, people, wording
 from bot.core.events import Change, DeployService, GitTag
 from bot.runtime.deploying import Deploying
 from bot.runtime.ports import Check, DeployerError, Versions
@@ -36,20 +36,8 @@ class Offered:
     ci: CiState  # none: no CI to ask (a local repository); unknown: not asked, or it failed
     current: bool  # what is deployed in the environment now
 
-    @property
-    def label(self) -> str:
-        """The option's text: "v1.3.0 · abc1234 · CI passed · faster sign-in"."""
-        parts = [self.name, self.commit[:7]]
-        if self.ci not in ("none", "unknown"):
-            parts.append(f"CI {self.ci}")
-        if self.current:
-            parts.append("deployed there now")
-        if self.subject:
-            parts.append(self.subject)
-        return " · ".join(parts)
 
-
-_subjects: OrderedDict[str, str] = OrderedDict()  # commit -> subject, for every service
+_subjects: OrderedDict[tuple[str, str], str] = OrderedDict()  # (service, commit) -> subject
 
 
 def ci_state(checks: list[Check] | None) -> CiState:
@@ -70,13 +58,13 @@ async def _ci(versions: Versions, commit: str) -> CiState:
         return "unknown"
 
 
-async def _subject(versions: Versions, tags: list[GitTag], index: int) -> str:
+async def _subject(service: str, versions: Versions, tags: list[GitTag], index: int) -> str:
     """The subject of tags[index]'s commit: the newest commit it has that the next older tag
     with another commit lacks (Versions has no "show one commit"; a comparison of one commit
     is what every deployer answers). The oldest tag's is not known."""
     commit = tags[index].commit
-    if commit in _subjects:
-        return _subjects[commit]
+    if (service, commit) in _subjects:
+        return _subjects[service, commit]
     base = next((t.commit for t in tags[index + 1:] if t.commit != commit), None)
     if base is None:
         return ""
@@ -85,17 +73,18 @@ async def _subject(versions: Versions, tags: list[GitTag], index: int) -> str:
     except DeployerError:
         return ""
     subject = found.added[0].subject if found.ahead and found.added else ""
-    _subjects[commit] = subject
+    _subjects[service, commit] = subject
     while len(_subjects) > SUBJECTS_KEPT:
         _subjects.popitem(last=False)
     return subject
 
 
-async def offered(versions: Versions, current_tag: str) -> list[Offered]:
-    """The service's newest TAGS_SHOWN tags, newest first; DeployerError if they cannot be read."""
+async def offered(service: str, versions: Versions, current_tag: str) -> list[Offered]:
+    """`service`'s newest TAGS_SHOWN tags, newest first (from its `versions`), each with its
+    commit's subject and CI state; DeployerError if they cannot be read."""
     tags = await versions.list_tags()
     shown = tags[:TAGS_SHOWN]
-    subjects = await asyncio.gather(*(_subject(versions, tags, i) for i in range(len(shown))))
+    subjects = await asyncio.gather(*(_subject(service, versions, tags, i) for i in range(len(shown))))
     states = await asyncio.gather(*(_ci(versions, t.commit) for t in shown[:CI_ASKED]))
     return [
         Offered(t.name, t.commit, t.date, " ".join(subject.split())[:200],
@@ -124,6 +113,10 @@ class Preview:
     @property
     def lines(self) -> list[str]:
         return wording.change_lines(self.change)
+
+    def command(self, reason: str) -> str:
+        """What sending it says, as the person: the exact chat command."""
+        return commands.deploy_text(self.service, self.tag, self.environment, reason)
 
 
 class Refusal(Exception):
