@@ -89,6 +89,11 @@ def test_deploy_from_the_form_then_the_matrix_shows_what_is_where(context, conso
                for line in ledger_lines(console.ledger))
 
     # to production: the preview against what is there (nothing) names who must approve
+    watching = context.new_page()  # left open, never reloaded: what waits for alice shows up by itself
+    watching.goto(f"{console.url}/console/matrix")
+    expect(watching).to_have_title("Matrix · deploybot")
+    watching.evaluate("window.__stayed = true")
+    page.bring_to_front()
     page.goto(f"{console.url}/console/deploy?service=backend&environment=production&tag=v1.2.3")
     preview = page.locator("section.preview")
     expect(preview).to_contain_text("needs an approval from alice")
@@ -97,6 +102,11 @@ def test_deploy_from_the_form_then_the_matrix_shows_what_is_where(context, conso
     assert console.wait(second)["status"] == "waiting_for_approval"
 
     # my work first: on every page, for alice (who may decide), not for bob (who may not)
+    expect(watching.locator(".mine")).to_have_text(re.compile(r"^Waiting for you \(1\)"), timeout=LIVE)
+    expect(watching).to_have_title("(1) Matrix · deploybot")
+    expect(cell(watching, "backend", "production")).to_contain_text("waiting for approval")
+    assert watching.evaluate("window.__stayed === true"), "the matrix was reloaded instead of updated live"
+    watching.close()
     page.goto(f"{console.url}/console/matrix")
     expect(page.locator(".mine")).to_have_text(re.compile(r"^Waiting for you \(1\)"))
     expect(page).to_have_title("(1) Matrix · deploybot")
