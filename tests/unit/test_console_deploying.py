@@ -122,6 +122,10 @@ def test_the_form_refuses_what_the_deploy_path_would_and_previews_the_rest():
     ):
         with pytest.raises(offering.Refusal, match=words):
             offering.step_for(parts, service, tag, env)
+    monorepo = Policy.configured(environments=frozenset({"production"}),
+                                 catalog=Catalog.of([Service("web", tag_prefix="web/")]))
+    web = offering.step_for(Deploying({}, parts.locks, parts.history, monorepo), "web", "v1.2.3", "production")
+    assert (web.service, web.tag) == ("web", "web/v1.2.3")  # as chat takes it
     step = offering.step_for(parts, "BACKEND", "v9.9.9", "production")  # as chat: the catalog's spelling
     assert step.service == "backend"
     with pytest.raises(offering.Refusal, match="tag 'v9.9.9' does not exist; newest tags: v1.3.0, v1.2.3"):

@@ -128,10 +128,12 @@ def step_for(deploying: Deploying, service: str, tag: str, environment: str) -> 
     policy = deploying.policy
     if environment not in policy.environments:
         raise Refusal(wording.unknown_environment(environment, policy.environments))
-    name = policy.catalog.find(service) if service else None
-    if name is None:
+    spec = policy.catalog.get(policy.catalog.find(service) or "") if service else None
+    if spec is None:
         raise Refusal(wording.unknown_service(service, policy.catalog.names))
-    step = DeployService(service=name, tag=tag.strip(), environment=environment, source="command")
+    # As chat takes it (bot.core.commands): a monorepo service's `v1.2.3` is its `web/v1.2.3`.
+    step = DeployService(service=spec.name, tag=spec.full_tag(tag.strip()), environment=environment,
+                         source="command")
     invalid = policy.invalid_deploy(step)
     if invalid:
         raise Refusal(invalid)
