@@ -819,6 +819,10 @@ def reason_in_parentheses() -> str:
     return "a reason cannot hold ( or ): it is said in parentheses after the deploy command"
 
 
+def reason_asks() -> str:
+    return "a reason cannot hold a question mark: a question is never taken as a command"
+
+
 def deploy_needs_a_tag() -> str:
     return "choose a tag to deploy"
 

@@ -187,6 +187,7 @@ def test_a_refused_form_says_why_and_stores_nothing(context, console: Console):
         ({"environment": "moon"}, 422, "unknown environment"),
         ({"tag": ""}, 422, "choose a tag"),
         ({"reason": "because (it is Friday)"}, 422, "cannot hold ( or )"),
+        ({"reason": "ready now?"}, 422, "question mark"),
         ({"commit": "0" * 40}, 409, "preview it again"),
         ({"csrf_token": "forged"}, 403, "CSRF"),
     ):

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.adapters.http.console import grid, mine, offering, routes
+from bot.adapters.http.console.deploy_form import Asked
 from bot.core.catalog import Catalog, Service
 from bot.core.events import ApprovalRequested, DeployService, UserMessage
 from bot.core.people import SESSION, Directory, Identity, Person, Written
@@ -168,3 +169,13 @@ def test_the_matrix_says_what_to_do_when_there_is_nothing_and_every_page_says_wh
     assert html.count("not deployed here") == 1  # frontend in staging: no Deploy there
     assert "Deploy" not in page("matrix.html", rows=rows, environments=ENVIRONMENTS, deployed=False,
                                 may_deploy=False).split("<table")[1]  # the shared token reads, never deploys
+
+
+def test_the_deploy_form_says_what_to_do_without_services_or_tags():
+    values = {"asked": Asked(),
+              "tags": [], "tags_error": "", "current": None, "preview": None, "error": "",
+              "environments": ENVIRONMENTS, "may_deploy": True, "max_note": 300}
+    html = page("deploy_form.html", service="", services=(), **values)
+    assert "No services yet" in html and "[services.NAME]" in html
+    html = page("deploy_form.html", service="backend", services=("backend",), **values)
+    assert "backend has no tags yet" in html and "git tag v1.0.0" in html and "No services yet" not in html

@@ -76,6 +76,8 @@ async def _command(console: Console, who: Viewer, asked: Asked, shown: str) -> s
         raise offering.Refusal(wording.deploy_needs_a_tag())
     if "(" in asked.reason or ")" in asked.reason:
         raise offering.Refusal(wording.reason_in_parentheses())
+    if commands.asks(asked.reason):  # a question is never a command that changes anything
+        raise offering.Refusal(wording.reason_asks())
     if len(asked.reason) > MAX_NOTE:
         raise offering.Refusal(f"the reason is longer than {MAX_NOTE} characters")
     deploying = console.parts.deploying
