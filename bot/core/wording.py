@@ -829,3 +829,25 @@ def per_day(rate: float) -> str:
 
 def share(fraction: float | None) -> str:
     return "–" if fraction is None else f"{fraction * 100:.0f}%"
+# --- the console's deploy form and matrix (bot/adapters/http/console/deploy_form.py, matrix.py) --
+
+
+def approval_needed(required: int, deciders: str) -> str:
+    """Who must approve a deploy the console's form would ask for: "needs 2 approvals from alice or erin"."""
+    return f"needs {required} approvals from {deciders}" if required > 1 else f"needs an approval from {deciders}"
+
+
+def reason_in_parentheses() -> str:
+    return "a reason cannot hold ( or ): it is said in parentheses after the deploy command"
+
+
+def reason_asks() -> str:
+    return "a reason cannot hold a question mark: a question is never taken as a command"
+
+
+def deploy_needs_a_tag() -> str:
+    return "choose a tag to deploy"
+
+
+def tags_unreadable(service: str, error: object) -> str:
+    return f"the tags of {service} could not be read: {error}"

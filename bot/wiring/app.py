@@ -139,6 +139,10 @@ class App:
         return self.store
 
     @property
+    def deploying(self) -> Deploying:
+        return self.runner.deploying
+
+    @property
     def api_token(self) -> str | None:
         token = self.settings.api_token
         return token.get_secret_value() if token else None
