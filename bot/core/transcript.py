@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.core import wording
+from bot.core import people, wording
 from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
+    ApprovalRulesChanged,
     Cancelled,
     CommandResult,
     DeliveryFailed,
@@ -268,6 +269,11 @@ def _approval_escalated(e: ApprovalEscalated, s: _Style) -> str:
     return f"{_bot(s)} asks {s.text(', '.join(e.to))} too: nobody decided in time"
 
 
+def _approval_rules_changed(e: ApprovalRulesChanged, s: _Style) -> str:
+    who = s.text(people.describe(e.approvers))
+    return f"the rules changed since it was asked: it now needs {wording.approvals_needed(e.required)}, from {who}"
+
+
 def _approval_expired(e: ApprovalExpired, s: _Style) -> str:
     return f"approval expired at {wording.utc(e.expires_at)}: not deployed"
 
@@ -336,6 +342,7 @@ _LINES: dict[type, Callable[[Any, _Style], str]] = {
     CommandResult: _command_result,
     ApprovalReminded: _approval_reminded,
     ApprovalEscalated: _approval_escalated,
+    ApprovalRulesChanged: _approval_rules_changed,
     ApprovalExpired: _approval_expired,
     SenderConfirmationRequested: _sender_confirmation_requested,
     SenderConfirmed: _sender_confirmed,

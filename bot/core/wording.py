@@ -298,6 +298,11 @@ def already_cancelled() -> str:
     return "the thread is already cancelled"
 
 
+def nothing_to_cancel(ending: str) -> str:
+    """Cancelling a finished thread: its outcome never changes."""
+    return f"this thread is finished ({ending}); nothing to cancel"
+
+
 def thread_cancelled() -> str:
     return "the thread was cancelled"
 
@@ -631,6 +636,19 @@ def already_approved_by_you(count: int, required: int) -> str:
 def approval_progress(given: Sequence[str], required: int) -> str:
     """"1 of 2: approved by bob": how far a request that needs several approvals got."""
     return f"{len(given)} of {required}: approved by {', '.join(given)}" if given else f"0 of {required} approvals"
+
+
+def approvals_needed(required: int) -> str:
+    return f"{required} approval{'s' if required != 1 else ''}"
+
+
+def approval_rules_changed(what: str, required: int, who: str, given: int) -> str:
+    """A pending approval put under rules that changed since it was asked (`who`: who may
+    decide, as people.describe words them; `given`: the approvals that still count)."""
+    return (
+        f"The rules changed since the approval to deploy {what} was asked: it now needs "
+        f"{approvals_needed(required)}, from {who} ({given} so far)."
+    )
 
 
 def approval_expired_notice(what: str, expires_at: datetime) -> str:
