@@ -76,6 +76,8 @@ def test_pause_in_one_process_approve_from_another(shared_env, ledger):
     assert thread_id in listed
     md = bot(shared_env, "threads", "show", thread_id, "--markdown").stdout
     assert md.startswith(f"# Thread {thread_id}") and "**bob** approved" in md
+    refused = bot(shared_env, "threads", "cancel", thread_id, "--user", "bob", check=False)
+    assert refused.returncode == 1 and "this thread is finished (deployed); nothing to cancel" in refused.stderr
 
     forked = bot(shared_env, "threads", "fork", thread_id, "--at", "1").stdout
     fork_id = re.search(r"new thread (\w+)", forked)[1]
