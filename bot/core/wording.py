@@ -671,12 +671,12 @@ def approvals_needed(required: int) -> str:
     return f"{required} approval{'s' if required != 1 else ''}"
 
 
-def approval_rules_changed(what: str, required: int, who: str, given: int) -> str:
+def approval_rules_changed(what: str, required: int, who: str, count: int) -> str:
     """A pending approval put under rules that changed since it was asked (`who`: who may
-    decide, as people.describe words them; `given`: the approvals that still count)."""
+    decide, as people.describe words them; `count`: the approvals that still count)."""
     return (
         f"The rules changed since the approval to deploy {what} was asked: it now needs "
-        f"{approvals_needed(required)}, from {who} ({given} so far)."
+        f"{approvals_needed(required)}, from {who} ({count} so far)."
     )
 
 
