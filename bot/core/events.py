@@ -274,6 +274,7 @@ class ApprovalRequested(_Event):
     expires_at: datetime
     change: Change | None = None  # what it changes against what is deployed there now
     required: int = 1  # approvals from different people it needs (bound when asked)
+    approvers: list[str] = Field(default_factory=list)  # who could decide when it was asked (principals)
     rollback_of: str | None = None  # the deploy it rolls back
     force: str | None = None  # why it goes ahead past failing checks, and who said so
     forced_by: str | None = None
@@ -300,6 +301,20 @@ class ApprovalEscalated(_Event):
     type: Literal["approval_escalated"] = "approval_escalated"
     approval_id: str
     to: list[str]
+
+
+class ApprovalRulesChanged(_Event):
+    """The rules for approval `approval_id` are not those it was asked under (the settings
+    changed since): from here on it needs `required` approvals from different people among
+    `approvers` (principals; `*`: anyone), or whoever it was escalated to, and an approval
+    given by anyone else no longer counts. Recorded just before the decision taken under
+    them, or right before the deploy runs: a decision always follows the rules of its time,
+    and what applied to it is the newest of these before it (else the request's own)."""
+
+    type: Literal["approval_rules_changed"] = "approval_rules_changed"
+    approval_id: str
+    required: int
+    approvers: list[str]
 
 
 class ApprovalExpired(_Event):
@@ -452,6 +467,7 @@ Event = Annotated[
     | ApprovalRequested
     | ApprovalReminded
     | ApprovalEscalated
+    | ApprovalRulesChanged
     | ApprovalExpired
     | SenderConfirmationRequested
     | SenderConfirmed

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.core import wording
+from bot.core import people, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
+    ApprovalRulesChanged,
     Cancelled,
     DeployQueued,
     DeployResult,
@@ -99,6 +100,16 @@ def _approval_expired(thread: Thread, event: ApprovalExpired) -> Notice:
     return Notice("warning", wording.approval_expired_notice(what, event.expires_at))
 
 
+def _approval_rules_changed(thread: Thread, event: ApprovalRulesChanged) -> Notice | None:
+    request = thread.approval(event.approval_id)
+    if request is None:
+        return None
+    what = wording.what_to_deploy(request.service, request.tag, request.environment)
+    given = len(thread.approvals_for(event.approval_id))
+    who = people.describe(event.approvers)
+    return Notice("waiting", wording.approval_rules_changed(what, event.required, who, given))
+
+
 def _sender_confirmation_requested(thread: Thread, event: SenderConfirmationRequested) -> Notice:
     return Notice("waiting", wording.sender_confirmation_pending(event.address, event.expires_at))
 
@@ -122,6 +133,7 @@ _NOTICES: dict[type, Callable[[Thread, Any], Notice | None]] = {
     Cancelled: _cancelled,
     LockTaken: _lock_taken,
     ApprovalExpired: _approval_expired,
+    ApprovalRulesChanged: _approval_rules_changed,
     SenderConfirmationRequested: _sender_confirmation_requested,
     SenderConfirmationExpired: _sender_confirmation_expired,
     DeployQueued: _deploy_queued,

@@ -33,6 +33,7 @@ from bot.core.events import (
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
+    ApprovalRulesChanged,
     Cancelled,
     CommandResult,
     DeliveryFailed,
@@ -392,6 +393,10 @@ def _approval_escalated(c: _Context, e: ApprovalEscalated, tokens: int) -> str:
     return c.tag(e.type, to=", ".join(e.to))
 
 
+def _approval_rules_changed(c: _Context, e: ApprovalRulesChanged, tokens: int) -> str:
+    return c.tag(e.type, required=e.required, approvers=", ".join(e.approvers))
+
+
 def _approval_expired(c: _Context, e: ApprovalExpired, tokens: int) -> str:
     # Not a rejection: nobody decided in time, and nothing was deployed.
     return c.tag(e.type, "nobody decided in time; not deployed", expired=_minute(e.expires_at))
@@ -457,6 +462,7 @@ _BLOCKS: dict[type, Callable[[_Context, Any, int], str]] = {
     CommandResult: _command_result,
     ApprovalReminded: _approval_reminded,
     ApprovalEscalated: _approval_escalated,
+    ApprovalRulesChanged: _approval_rules_changed,
     ApprovalExpired: _approval_expired,
     DeployQueued: _deploy_queued,
     DeployStarted: _deploy_started,

@@ -62,7 +62,7 @@ def interrupted_ask(what: str, deploy_id: str) -> str:
 
 
 def rejected(user: str, text: str) -> str:
-    return f"Not deployed: {user} rejected it ({text})."
+    return f"Not deployed: {user} rejected it ({text})." if text.strip() else f"Not deployed: {user} rejected it."
 
 
 def bot_cannot(what: str) -> str:
@@ -86,6 +86,11 @@ def not_an_approver_here(who: str, where: str, approvers: str) -> str:
 
 def may_not_lock(who: str, where: str, lockers: str) -> str:
     return f"{who} may not lock {where}; {lockers} may"
+
+
+def not_yours_to_decide(why: str, deciders: str) -> str:
+    """The terminal does not ask someone who may not decide: it says why, and who may."""
+    return f"Waiting for approval from {deciders}; you cannot decide it: {why}."
 
 
 def requester_cannot_approve(user: str) -> str:
@@ -298,6 +303,11 @@ def already_cancelled() -> str:
     return "the thread is already cancelled"
 
 
+def nothing_to_cancel(ending: str) -> str:
+    """Cancelling a finished thread: its outcome never changes."""
+    return f"this thread is finished ({ending}); nothing to cancel"
+
+
 def thread_cancelled() -> str:
     return "the thread was cancelled"
 
@@ -487,6 +497,20 @@ def change_lines(change: Change) -> list[str]:
     return lines
 
 
+def change_in_one_line(change: Change) -> str:
+    """The change preview on one line (a transcript's, a log's): "; " between its lines, but
+    a heading ("commits removed:") runs on into the first commit it heads."""
+    joined = ""
+    for line in change_lines(change):
+        joined += line if not joined else (f" {line}" if joined.endswith(":") else f"; {line}")
+    return joined
+
+
+def rollback_proposal(service: str, environment: str, from_tag: str, to_tag: str) -> str:
+    """"roll back api in production from v1.1.0 to v1.0.3": what a rollback does."""
+    return f"roll back {service} in {environment} " + (f"from {from_tag} to {to_tag}" if from_tag else f"to {to_tag}")
+
+
 # --- triggers and schedules: threads started by events, not people (bot/core/triggers.py) -------
 
 
@@ -631,6 +655,29 @@ def already_approved_by_you(count: int, required: int) -> str:
 def approval_progress(given: Sequence[str], required: int) -> str:
     """"1 of 2: approved by bob": how far a request that needs several approvals got."""
     return f"{len(given)} of {required}: approved by {', '.join(given)}" if given else f"0 of {required} approvals"
+
+
+def rejected_notice(feedback: bool, model: bool) -> str:
+    """What the console says after a rejection: only a model re-plans, and only from
+    feedback someone gave; without a model the thread ends there."""
+    if not model:
+        return "Rejected: nothing is deployed, and nothing more happens until someone asks again."
+    if not feedback:
+        return "Rejected: nothing is deployed; the model reads the rejection and answers in this thread."
+    return "Rejected: the model re-plans from your feedback."
+
+
+def approvals_needed(required: int) -> str:
+    return f"{required} approval{'s' if required != 1 else ''}"
+
+
+def approval_rules_changed(what: str, required: int, who: str, count: int) -> str:
+    """A pending approval put under rules that changed since it was asked (`who`: who may
+    decide, as people.describe words them; `count`: the approvals that still count)."""
+    return (
+        f"The rules changed since the approval to deploy {what} was asked: it now needs "
+        f"{approvals_needed(required)}, from {who} ({count} so far)."
+    )
 
 
 def approval_expired_notice(what: str, expires_at: datetime) -> str:

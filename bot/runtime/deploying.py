@@ -129,7 +129,8 @@ class Deploying:
             reason=step.reason,
             expires_at=now + self.policy.approval_ttl,
             change=await self.change(step, checked),
-            required=self.policy.timing_for(step.environment).required,
+            required=self.policy.approval_rules(step.environment).required,
+            approvers=list(self.policy.approval_rules(step.environment).approvers or ()),
             rollback_of=_field(step, "rollback_of"),
             force=_field(step, "force"),
             forced_by=_field(step, "forced_by"),
@@ -209,6 +210,14 @@ class Deploying:
 
     async def run(self, thread: Thread, action: RunDeploy, journal: Journal, now: datetime) -> Thread:
         step = action.step
+        if action.request is not None and (changed := self.policy.rules_changed(thread, action.request)):
+            # The rules changed since the decision (a restart with new settings while it waited
+            # for its turn): recorded, and those in force now decide whether it still holds.
+            thread = await journal.decide(thread, [changed])
+            decision = thread.decision_for(action.request.approval_id)
+            if decision is None:
+                return thread  # it waits for the approvals the rules need now
+            action = RunDeploy(step, action.request, decision)
         checked = await self._preflight(thread, action, now)
         if isinstance(checked, DeployQueued):
             blocked: Error | DeployQueued | None = checked
@@ -502,8 +511,9 @@ def _approvers(thread: Thread, action: RunDeploy | Interrupted) -> str | None:
     if action.request is None or action.decision is None:
         return None
     given = thread.approvals_for(action.request.approval_id)
-    if action.request.required > 1 and given:
-        return ", ".join(a.user for a in given[: action.request.required])
+    required = thread.required(action.request.approval_id)
+    if required > 1 and given:
+        return ", ".join(a.user for a in given[:required])
     return action.decision.user
 
 

@@ -13,6 +13,10 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 
 # One sample per parameter name used in bot/core/wording.py; a new name needs a sample here.
 SAMPLES = {
+    "ending": "deployed",
+    "to_tag": "v1.0.3",
+    "feedback": False,
+    "model": False,
     "approvers": "bob or carol",
     "confirmed": False,
     "address": "alice@example.com",

@@ -195,6 +195,8 @@ def _approval_blocks(thread: Thread, approval_id: str, note: str = "") -> dict[s
     request = thread.approval(approval_id)
     if request is None:
         return None
+    # Shown against the rules in force (they may ask more than when it was asked).
+    request = request.model_copy(update={"required": thread.required(approval_id)})
     approvals = thread.approvals_for(approval_id)
     decision = thread.decision_for(approval_id)
     expiry = thread.expiry(approval_id)

@@ -100,6 +100,7 @@ class Approval:
     escalation: ApprovalEscalated | None = None
     reminders: int = 0  # reminders sent so far
     expiry: ApprovalExpired | None = None  # the recorded expiry: closed, nothing deployed
+    required: int = 1  # approvals it needs under the rules it follows now (Thread.approval_rules)
 
     @property
     def may_decide(self) -> bool:
@@ -108,7 +109,7 @@ class Approval:
     @property
     def progress(self) -> str:
         """"1 of 2: approved by bob", for a request that needs several approvals ("" else)."""
-        return wording.approval_progress(self.given, self.request.required) if self.request.required > 1 else ""
+        return wording.approval_progress(self.given, self.required) if self.required > 1 else ""
 
     @property
     def closed_at(self) -> datetime | None:
@@ -133,7 +134,7 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
         is_pending = pending is not None and pending.approval_id == request.approval_id
         why_not = policy.may_decide(viewer, request, escalation.to if escalation else ())
         if why_not is None and any(principal_of(e) == viewer.principal for e in approved):
-            why_not = wording.already_approved_by_you(len(given), request.required)
+            why_not = wording.already_approved_by_you(len(given), thread.required(request.approval_id))
         deciders = list(rules.approvers_as_written or sorted(rules.approvers))
         deciders += [p for p in (escalation.to if escalation else ()) if p not in deciders]
         found.append(Approval(
@@ -151,6 +152,7 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
             escalation=escalation,
             reminders=thread.reminded(request.approval_id),
             expiry=expiry,
+            required=thread.required(request.approval_id),
         ))
     return found[::-1]
 
@@ -205,6 +207,8 @@ def timeline(thread: Thread, secrets: tuple[str, ...], words: Words | None = Non
     forkable = _forkable(thread)
     items = []
     for i, e in enumerate(thread.events):
+        if transcript.says_again(thread, e):
+            continue  # the command's result, just above, said it
         said, raw = words.of(e, secrets)
         items.append(Item(
             position=i + 1, event=e, words=said, raw=raw,
