@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
@@ -81,15 +81,24 @@ _TIMES = {f.name for f in fields(DeployRecord) if "datetime" in str(f.type)}
 def dump_record(entry: DeployRecord) -> str:
     data = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(entry).items()}
     data.pop("faulty")  # kept apart: a record is never rewritten
+    data.pop("verified_at")  # likewise
     return json.dumps(data)
 
 
-def load_record(raw: bytes | str, faulty: set[str] | frozenset[str] = frozenset()) -> DeployRecord:
+def load_record(
+    raw: bytes | str, faulty: set[str] | frozenset[str] = frozenset(), verified: Mapping[str, datetime] | None = None,
+) -> DeployRecord:
     data: dict[str, Any] = json.loads(raw)
+    data.pop("verified_at", None)
     for name in _TIMES & data.keys():
         if data[name] is not None:
             data[name] = datetime.fromisoformat(data[name])
-    return DeployRecord(**{**data, "faulty": data["deploy_id"] in faulty})
+    at = (verified or {}).get(data["deploy_id"])
+    return DeployRecord(**{**data, "faulty": data["deploy_id"] in faulty, "verified_at": at})
+
+
+def _verified(raw: Mapping[Any, Any]) -> dict[str, datetime]:
+    return {text(k): datetime.fromisoformat(text(v)) for k, v in raw.items()}
 
 
 def history_cursor(from_tail: int, deploy_id: str) -> str:
@@ -185,9 +194,10 @@ class RedisEnvironments:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.lrange(self.keys.history(environment), 0, limit - 1)
                 pipe.smembers(self.keys.faulty(environment))
-                raw, faulty = await pipe.execute()
+                pipe.hgetall(self.keys.verified(environment))
+                raw, faulty, verified = await pipe.execute()
             marked = {text(f) for f in faulty}
-            return [load_record(item, marked) for item in raw]
+            return [load_record(item, marked, _verified(verified)) for item in raw]
         return (await self.page(environment, limit, None, service, scan=HISTORY_SCAN))[0]
 
     async def page(
@@ -209,6 +219,7 @@ class RedisEnvironments:
                 return [], None
             start = length - found
         faulty = {text(f) for f in await self.redis.smembers(self.keys.faulty(environment))}
+        verified = _verified(await self.redis.hgetall(self.keys.verified(environment)))
         records: list[tuple[int, DeployRecord]] = []
         read = 0
         while start < length and len(records) <= limit and (scan is None or read < scan):
@@ -216,7 +227,7 @@ class RedisEnvironments:
             if not raw:
                 break
             for offset, item in enumerate(raw):
-                record = load_record(item, faulty)
+                record = load_record(item, faulty, verified)
                 if service is None or record.service == service:
                     records.append((length - 1 - (start + offset), record))
             start += len(raw)
@@ -256,3 +267,6 @@ class RedisEnvironments:
 
     async def mark_faulty(self, environment: str, deploy_id: str) -> None:
         await self.redis.sadd(self.keys.faulty(environment), deploy_id)
+
+    async def mark_verified(self, environment: str, deploy_id: str, at: datetime) -> None:
+        await self.redis.hset(self.keys.verified(environment), deploy_id, at.isoformat())

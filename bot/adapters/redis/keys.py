@@ -172,6 +172,10 @@ class Keys:
         """The ids of the deploys to `environment` that were rolled back."""
         return f"{self.prefix}:deploys:{environment}:faulty"
 
+    def verified(self, environment: str) -> str:
+        """deploy id -> when its verification passed, for the deploys to `environment`."""
+        return f"{self.prefix}:deploys:{environment}:verified"
+
     def conversation(self, scope: str) -> str:
         """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""
         return f"{self.prefix}:conversation:{{{scope}}}"
