@@ -8,7 +8,6 @@ check after its grace. Bakes of a few seconds; one Prometheus for the module."""
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
