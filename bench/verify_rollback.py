@@ -52,6 +52,19 @@ condition = "< 0.05"
 """
 
 
+async def _verifying(app, thread_id: str) -> bool:  # noqa: ANN001
+    return (await app.store.load(thread_id)).verifying() is not None
+
+
+async def poll(check, within: float = 60) -> None:  # noqa: ANN001
+    """Until `check()` (async) is true: a benchmark waits on the bot, never on a fixed sleep."""
+    deadline = time.monotonic() + within
+    while not await check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the bot did not get there in time")
+        await asyncio.sleep(0.05)
+
+
 async def one_run(settings: Settings, exporter: Exporter, prometheus: PrometheusServer) -> tuple[float, ...]:
     app = build(settings)
     await app.redis.flushdb()
@@ -67,8 +80,7 @@ async def one_run(settings: Settings, exporter: Exporter, prometheus: Prometheus
         worker.start()
         thread = await app.service.launch("deploy backend v1.2.3 to staging", "bench", channel="api")
         await app.queue.push(thread.id)
-        while (await app.store.load(thread.id)).verifying() is None:
-            await asyncio.sleep(0.05)
+        await poll(lambda: _verifying(app, thread.id))
         await asyncio.sleep(1.5)  # a round or two with everything holding
         rise = app.service.clock()
         exporter.ratio = 0.5
