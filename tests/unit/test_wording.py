@@ -99,6 +99,11 @@ SAMPLES = {
     "to": "the sre group",
     "file_name": "deploybot.toml",
     "file_names_them": True,
+    "check": "app_error_ratio",
+    "value": "0.25",
+    "ends_at": AT,
+    "checks": 2,
+    "early_by": "bob",
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
         commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),
