@@ -103,6 +103,7 @@ SAMPLES = {
     "value": "0.25",
     "ends_at": AT,
     "checks": 2,
+    "ok": None,
     "early_by": "bob",
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
