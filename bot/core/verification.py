@@ -81,6 +81,14 @@ def open_verification(thread: Thread) -> VerificationStarted | None:
     return thread.verifying()
 
 
+def abandoned(thread: Thread) -> VerificationStarted | None:
+    """A verification the thread was cancelled during: never ended, so its lock is let go."""
+    if not thread.cancelled():
+        return None
+    started = next((e for e in reversed(thread.events) if isinstance(e, VerificationStarted)), None)
+    return started if started is not None and ended(thread, started.deploy_id) is None else None
+
+
 def ended(thread: Thread, deploy_id: str) -> VerificationEnded | None:
     return next((e for e in thread.of(VerificationEnded) if e.deploy_id == deploy_id), None)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.core import prompt, wording
+from bot.core import prompt, verification, wording
 from bot.core.control import (
     Action,
     AnswerVerify,
@@ -148,6 +148,8 @@ class Runner:
         it no longer waits in."""
         if thread.status() != "waiting_for_lock":
             await self.deploying.leave_queue(thread)
+        if self.verifying is not None and (dropped := verification.abandoned(thread)) is not None:
+            await self.verifying.abandon(dropped)  # cancelled mid-bake: the lock is not kept for it
         if self.timers is not None:
             await self.timers.set(thread.id, next_due(thread, self.policy, self.clock()))
 

@@ -94,6 +94,10 @@ class Verifying:
         await self._release(started, wake=started.on_failure != "rollback")
         return thread
 
+    async def abandon(self, started: VerificationStarted) -> None:
+        """The thread was cancelled during the bake: no verdict, and its lock goes."""
+        await self._release(started, wake=True)
+
     async def _verified(self, thread: Thread, started: VerificationStarted) -> Thread:
         recorded = verification.ended(thread, started.deploy_id)
         try:

@@ -289,3 +289,16 @@ def test_plans_are_per_service_and_environment():
     policy = team_policy().with_verify({("backend", "staging"): plan()})
     assert policy.verify_plan("backend", "staging") == plan() and policy.verify_plan("backend", "production") is None
     assert replace(policy, verify={}).verify_plan("backend", "staging") is None
+
+
+async def test_a_thread_cancelled_during_its_bake_lets_the_lock_go_with_no_verdict():
+    from bot.runtime.service import ThreadService
+
+    parts, probe = verified_parts(), ScriptedProbe()
+    runner = make_runner(parts, probe=probe)
+    thread = await start(parts, runner)
+    assert await parts.environments.holder("staging", "backend") is not None
+    await ThreadService(parts.store, parts.policy, None, parts.clock).cancel(thread.id, who("alice"), "not now")
+    thread = await runner.run(thread.id)
+    assert thread.status() == "cancelled" and list(thread.of(VerificationEnded)) == []
+    assert await parts.environments.holder("staging", "backend") is None
