@@ -99,7 +99,7 @@ def to_verify(thread: Thread, plans: Callable[[str, str], VerifyPlan | None]) ->
     again), it was run in this thread (not copied into a fork), its service and environment
     have a plan, and nothing was started for it yet."""
     last = thread.last_step()
-    if last is None or not isinstance(last[1], DEPLOY_STEPS):
+    if last is None or not isinstance(last[1], DEPLOY_STEPS) or thread.cancelled():
         return None
     result = thread.outcome(last[1])
     if not isinstance(result, DeployResult) or not result.ok or result.rollback_of:

@@ -15,6 +15,7 @@ from bot.core import verification
 from bot.core.commands import verify_command
 from bot.core.control import CheckNow, EndVerification, Stop, next_action, next_due
 from bot.core.events import (
+    Cancelled,
     CheckObserved,
     DeployResult,
     DeployService,
@@ -131,6 +132,8 @@ def test_a_deploy_is_verified_only_once_and_never_a_rollback_or_a_forks_copy():
     rollback = result.model_copy(update={"rollback_of": "t0-x"})
     assert verification.to_verify(Thread("t1", (step, rollback)), policy.verify_plan) is None
     assert verification.to_verify(Thread("t1", (step, result, bake())), policy.verify_plan) is None
+    cancelled = Cancelled(user="alice")
+    assert verification.to_verify(Thread("t1", (step, result, cancelled)), policy.verify_plan) is None
     other = result.model_copy(update={"environment": "production"})
     assert verification.to_verify(Thread("t1", (step.model_copy(update={"environment": "production"}), other)),
                                   policy.verify_plan) is None
