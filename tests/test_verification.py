@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from bot.adapters.redis.work import RedisWorkQueue
 from bot.config.settings import Settings
 from bot.core.events import CheckObserved, DeployResult, VerificationEnded, VerificationStarted
-from bot.runtime.ports import DeployRecord
+from bot.runtime.ports import DeployRecord, Observation
 from bot.runtime.worker import Worker
 from bot.testing.cluster import free_port
 from bot.testing.prometheus import QUERY, Exporter, PrometheusServer
@@ -246,3 +246,35 @@ async def test_a_prometheus_that_is_down_fails_the_check_after_its_grace_never_p
     assert failed.at - started.at >= timedelta(seconds=started.grace)  # not before the grace
     assert failed.at < started.ends_at  # and not only at the end of the 30 s bake
 
+
+
+async def test_the_probe_against_the_real_prometheus_and_endpoint_never_passes_what_it_cannot_read(
+    healthy, prometheus,
+):
+    from bot.adapters.probes import HttpProbe
+    from bot.core.events import VerifyCheck
+
+    probe = HttpProbe()
+
+    def asked(query: str, condition: str = "< 0.05") -> VerifyCheck:
+        return VerifyCheck(kind="prometheus", name=query, url=prometheus.url, query=query, condition=condition)
+
+    try:
+        assert await probe.observe(asked(QUERY)) == Observation(True, "0.001")
+        assert await probe.observe(asked(QUERY, "> 0.5")) == Observation(False, "0.001")
+        assert await probe.observe(asked("0.5")) == Observation(False, "0.5")  # a scalar answer
+        empty = await probe.observe(asked("no_such_metric"))
+        assert empty.ok is None and "no result" in empty.value
+        bad = await probe.observe(asked("sum(("))  # not PromQL: the server says 400
+        assert bad.ok is None and "HTTP 400" in bad.value
+        nan = await probe.observe(asked("0/0 * vector(1)"))
+        assert nan.ok is None
+        health = VerifyCheck(kind="http", name="h", url=f"{healthy.url}/health", contains="ok", timeout=2)
+        assert await probe.observe(health) == Observation(True, "HTTP 200")
+        assert (await probe.observe(health.model_copy(update={"contains": "ready"}))).ok is False
+        assert (await probe.observe(health.model_copy(update={"url": f"{healthy.url}/missing"}))).ok is False
+        down = health.model_copy(update={"url": f"http://user:pw@127.0.0.1:{free_port()}/health?token=t"})
+        seen = await probe.observe(down)
+        assert seen.ok is None and "pw" not in seen.value and "token" not in seen.value
+    finally:
+        await probe.aclose()
