@@ -46,6 +46,7 @@ from bot.core.people import Directory
 from bot.core.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.core.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.core.triggers import Schedule, Trigger, email_targets, slack_targets
+from bot.core.verification import VerifyPlan
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
@@ -332,6 +333,11 @@ class Settings(BaseSettings):
                     where = settings_file.key_path(("services", service, "environments", i))
                     why = wording.undeclared_environment(env, environments, name, bool(file.environments))
                     lines.append(f"{where}: {why}")
+            for env in entry.verify:
+                if env not in environments:
+                    where = settings_file.key_path(("services", service, "verify", env))
+                    why = wording.undeclared_environment(env, environments, name, bool(file.environments))
+                    lines.append(f"{where}: {why}")
         return lines
 
     def _approval_conflicts(self, file: FileConfig | None) -> list[str]:
@@ -462,7 +468,14 @@ class Settings(BaseSettings):
             required_checks=frozenset(env for env, e in entries.items() if e.required_checks),
             freezes=file.freeze_list() if file is not None else (),
             no_lock_after_rollback=frozenset(env for env, e in entries.items() if not e.lock_after_rollback),
-        )
+        ).with_verify(self.verify_plans())
+
+    def verify_plans(self) -> dict[tuple[str, str], VerifyPlan]:
+        """[services.NAME.verify.ENV]: each (service, environment) verified after a deploy."""
+        file = self._file
+        if file is None:
+            return {}
+        return {(name, env): v.plan() for name, e in file.services.items() for env, v in e.verify.items()}
 
     def _timing(self, environments: frozenset[str]) -> dict[str, Timing]:
         """Each environment's reminders, escalation and approvals needed: its entry in the

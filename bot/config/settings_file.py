@@ -19,7 +19,8 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter  # type: ignore[import-untyped]
@@ -41,6 +42,7 @@ from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly,
 from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written
 from bot.core.policy import parse_approvers
 from bot.core.triggers import KINDS, Schedule, Trigger, target_problem
+from bot.core.verification import VerifyCheck, VerifyPlan, parse_condition, parse_duration
 
 FILE_NAME = "deploybot.toml"
 VARIABLE = "DEPLOYBOT_CONFIG"
@@ -164,6 +166,97 @@ class EnvironmentEntry(BaseModel):
         return Written(self.protected, self.approvers, self.approver_must_differ, self.may_lock)
 
 
+def _duration(value: str) -> str:
+    if parse_duration(value).total_seconds() <= 0:
+        raise ValueError(f"{value!r} should be longer than nothing")
+    return value
+
+
+def _url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+    return value
+
+
+def _shown(url: str) -> str:
+    """A check's URL as people see it: no user, password or query (often a credential)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+class PrometheusCheckEntry(BaseModel):
+    """`[[services.api.verify.production.prometheus]]`: a PromQL query that must meet a condition."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    url: str  # the Prometheus server: its HTTP API /api/v1/query is asked
+    query: str
+    condition: str  # "< 0.01"
+
+    _check_url = field_validator("url")(_url)
+
+    @field_validator("condition")
+    @classmethod
+    def _condition(cls, value: str) -> str:
+        parse_condition(value)
+        return value
+
+
+class HttpCheckEntry(BaseModel):
+    """`[[services.api.verify.production.http]]`: a URL that must answer `status` (and hold `contains`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    url: str
+    status: int = Field(200, ge=100, le=599)
+    contains: str = ""
+    timeout: str = "5s"
+
+    _check_url = field_validator("url")(_url)
+    _check_timeout = field_validator("timeout")(_duration)
+
+
+class VerifyEntry(BaseModel):
+    """`[services.api.verify.production]`: how a deploy of api to production is verified after
+    it succeeded: its checks every `interval` for `bake`; a check may be unanswerable for
+    `grace`; a failure proposes a rollback (`on_failure = "propose"`) or rolls back at once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    bake: str = "10m"
+    interval: str = "30s"
+    grace: str = "1m"
+    on_failure: Literal["propose", "rollback"] = "propose"
+    prometheus: tuple[PrometheusCheckEntry, ...] = ()
+    http: tuple[HttpCheckEntry, ...] = ()
+
+    _check_durations = field_validator("bake", "interval", "grace")(_duration)
+
+    @model_validator(mode="after")
+    def _some_check(self) -> VerifyEntry:
+        if not self.prometheus and not self.http:
+            raise ValueError("has no check: add [[...prometheus]] or [[...http]] entries")
+        return self
+
+    def plan(self) -> VerifyPlan:
+        checks: list[VerifyCheck] = []
+        names: set[str] = set()
+
+        def named(name: str) -> str:
+            unique, n = name, 1
+            while unique in names:
+                n += 1
+                unique = f"{name} #{n}"
+            names.add(unique)
+            return unique
+
+        for p in self.prometheus:
+            checks.append(VerifyCheck(kind="prometheus", name=named(p.query), url=p.url, query=p.query,
+                                      condition=p.condition))
+        for h in self.http:
+            checks.append(VerifyCheck(kind="http", name=named(f"GET {_shown(h.url)}"), url=h.url, status=h.status,
+                                      contains=h.contains, timeout=parse_duration(h.timeout).total_seconds()))
+        return VerifyPlan(parse_duration(self.bake), parse_duration(self.interval), parse_duration(self.grace),
+                          tuple(checks), self.on_failure)
+
+
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -179,6 +272,7 @@ class ServiceEntry(BaseModel):
     workflow: str | None = None  # the GitHub Actions workflow file (deployer = "github")
     environments: tuple[str, ...] | None = None  # unset: every environment
     tag_prefix: str = ""
+    verify: dict[str, VerifyEntry] = Field(default_factory=dict)  # per environment
 
     @field_validator("command")
     @classmethod
@@ -202,6 +296,9 @@ class ServiceEntry(BaseModel):
             raise ValueError('deployer = "github" takes its tags from GitHub: repo and command do not apply')
         if self.deployer == "command" and self.workflow:
             raise ValueError('workflow applies to deployer = "github" only')
+        outside = sorted(set(self.verify) - set(self.environments)) if self.environments is not None else []
+        if outside:
+            raise ValueError(f"verify names {', '.join(outside)}, not among its environments")
         return self
 
 
@@ -620,6 +717,7 @@ def load(path: Path) -> FileConfig:
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): FileConfig, ("people", "*"): PersonEntry, ("environments", "*"): EnvironmentEntry,
     ("services", "*"): ServiceEntry, ("agents", "*"): AgentEntry,
+    ("services", "*", "verify", "*"): VerifyEntry,
     ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry, ("freezes", "*"): FreezeEntry,
 }
 _MESSAGES = {

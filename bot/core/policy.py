@@ -18,6 +18,7 @@ from bot.core.events import ApprovalRequested, ApprovalRulesChanged, Deploy, Hum
 from bot.core.freeze_windows import Freeze
 from bot.core.people import ANYONE, BOT_USER, Directory, Identity, Rules
 from bot.core.thread import ApprovalRules, Thread
+from bot.core.verification import VerifyPlan
 
 __all__ = ["BOT_USER", "Policy", "PolicyError", "Timing", "args_hash", "parse_approvers", "parse_required"]
 
@@ -99,6 +100,20 @@ class Policy:
     freezes: tuple[Freeze, ...] = ()  # deploybot.toml's scheduled freezes
     timing: Mapping[str, Timing] = field(default_factory=dict)  # per environment; else `default_timing`
     default_timing: Timing = field(default_factory=Timing)
+    # [services.NAME.verify.ENV]: how a deploy of NAME to ENV is verified after it succeeds.
+    verify: Mapping[tuple[str, str], VerifyPlan] = field(default_factory=dict)
+
+    def with_verify(self, plans: Mapping[tuple[str, str], VerifyPlan]) -> Policy:
+        return replace(self, verify=MappingProxyType(dict(plans))) if plans else self
+
+    def verify_plan(self, service: str, environment: str) -> VerifyPlan | None:
+        return self.verify.get((service, environment))
+
+    def may_skip_verification(self, who: Identity, environment: str) -> str | None:
+        """Why `who` may not skip a deploy's verification in `environment`, or None: only
+        whoever may approve deploys there may."""
+        why = people.may_approve(who, self.rules_for(environment), frozenset())
+        return None if why is None else wording.may_not_skip_verification(who.label, environment)
 
     def timing_for(self, environment: str) -> Timing:
         return self.timing.get(environment, self.default_timing)

@@ -35,6 +35,7 @@ from bot.core.events import (
     ApprovalRequested,
     ApprovalRulesChanged,
     Cancelled,
+    CheckObserved,
     CommandResult,
     DeliveryFailed,
     DeployBackend,
@@ -62,6 +63,9 @@ from bot.core.events import (
     ToolCalled,
     UnlockEnvironment,
     UserMessage,
+    VerificationEnded,
+    VerificationRefused,
+    VerificationStarted,
     entry_for,
 )
 from bot.core.thread import Thread
@@ -439,6 +443,24 @@ def _sender_confirmation_expired(c: _Context, e: SenderConfirmationExpired, toke
     return c.tag(e.type, "nobody confirmed the sender in time; nothing was done", expired=_minute(e.expires_at))
 
 
+def _verification_started(c: _Context, e: VerificationStarted, tokens: int) -> str:
+    return c.tag(e.type, deploy_id=e.deploy_id, ends=_minute(e.ends_at), checks=str(len(e.checks)))
+
+
+def _check_observed(c: _Context, e: CheckObserved, tokens: int) -> str:
+    state = "holds" if e.ok else ("no answer" if e.ok is None else "fails")
+    return c.tag(e.type, e.value, tokens, check=e.check, state=state)
+
+
+def _verification_ended(c: _Context, e: VerificationEnded, tokens: int) -> str:
+    return c.tag(e.type, e.reason, tokens, outcome=e.outcome, check=e.check or None,
+                 value=e.value or None, by=e.by or None)
+
+
+def _verification_refused(c: _Context, e: VerificationRefused, tokens: int) -> str:
+    return c.tag(e.type, e.text, tokens)
+
+
 # Every event type the model reads; `_Context._block` looks an event up by its class.
 _BLOCKS: dict[type, Callable[[_Context, Any, int], str]] = {
     UserMessage: _user_message,
@@ -473,6 +495,10 @@ _BLOCKS: dict[type, Callable[[_Context, Any, int], str]] = {
     SenderConfirmationRequested: _sender_confirmation_requested,
     SenderConfirmed: _sender_confirmed,
     SenderConfirmationExpired: _sender_confirmation_expired,
+    VerificationStarted: _verification_started,
+    CheckObserved: _check_observed,
+    VerificationEnded: _verification_ended,
+    VerificationRefused: _verification_refused,
 }
 
 

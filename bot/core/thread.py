@@ -40,6 +40,8 @@ from bot.core.events import (
     Step,
     ToolCalled,
     UserMessage,
+    VerificationEnded,
+    VerificationStarted,
     identity_of,
     principal_of,
 )
@@ -47,7 +49,7 @@ from bot.core.people import ANYONE, Identity
 
 Status = Literal[
     "running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human",
-    "done", "failed", "cancelled",
+    "done", "failed", "cancelled", "verifying",
 ]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
 Ending = Literal["deployed", "rolled back", "rejected", "failed", "expired", "refused", "cancelled", "done"]
@@ -251,6 +253,16 @@ class Thread:
                 return self.expiry(request.approval_id)
         return None
 
+    def verifying(self) -> VerificationStarted | None:
+        """The deploy verification the thread is in (bot/core/verification.py): started, not
+        ended, not cancelled."""
+        if self.cancelled():
+            return None
+        started = next((e for e in reversed(self.events) if isinstance(e, VerificationStarted)), None)
+        if started is None or any(e.deploy_id == started.deploy_id for e in self.of(VerificationEnded)):
+            return None
+        return started
+
     def cancelled(self) -> Cancelled | None:
         return next((e for e in self.of(Cancelled)), None)
 
@@ -356,6 +368,8 @@ class Thread:
             return "waiting_for_sender"
         if self.unconfirmed():
             return "done"
+        if self.verifying():
+            return "verifying"
         if self.pending_approval():
             return "waiting_for_human" if now is not None and self.expired_approval(now) else "waiting_for_approval"
         last = self.last_step()

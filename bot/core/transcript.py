@@ -24,6 +24,7 @@ from bot.core.events import (
     ApprovalRequested,
     ApprovalRulesChanged,
     Cancelled,
+    CheckObserved,
     CommandResult,
     DeliveryFailed,
     DeployBackend,
@@ -51,6 +52,9 @@ from bot.core.events import (
     ToolCalled,
     UnlockEnvironment,
     UserMessage,
+    VerificationEnded,
+    VerificationRefused,
+    VerificationStarted,
     entry_for,
 )
 from bot.core.prompt import redact
@@ -338,6 +342,27 @@ def _tool_called(e: ToolCalled, s: _Style) -> str:
     return s.text(wording.tool_called(e.tool, e.agent.removeprefix("agent:")))
 
 
+def _verification_started(e: VerificationStarted, s: _Style) -> str:
+    return (f"verifying {s.text(e.service)} {s.text(e.tag)} in {s.text(e.environment)} until "
+            f"{wording.utc(e.ends_at)} ({len(e.checks)} checks; on failure: {s.text(e.on_failure)})")
+
+
+def _check_observed(e: CheckObserved, s: _Style) -> str:
+    return f"check {s.text(wording.check_line(e.check, e.ok, e.value))}"
+
+
+def _verification_ended(e: VerificationEnded, s: _Style) -> str:
+    if e.outcome == "verified":
+        return "verified" + (f" early by {s.text(e.by)}" if e.early else ": every check held for the whole bake")
+    if e.outcome == "skipped":
+        return f"verification skipped by {s.text(e.by)}: {s.text(e.reason)}"
+    return f"verification FAILED: {s.text(e.check)} at {s.text(e.value)}; the deploy is marked faulty"
+
+
+def _verification_refused(e: VerificationRefused, s: _Style) -> str:
+    return s.text(e.text)
+
+
 # Every event type's line; `_line` looks an event up by its class.
 _LINES: dict[type, Callable[[Any, _Style], str]] = {
     UserMessage: _user_message,
@@ -372,4 +397,8 @@ _LINES: dict[type, Callable[[Any, _Style], str]] = {
     DeployResult: _deploy_result,
     Error: _error,
     DeliveryFailed: _delivery_failed,
+    VerificationStarted: _verification_started,
+    CheckObserved: _check_observed,
+    VerificationEnded: _verification_ended,
+    VerificationRefused: _verification_refused,
 }

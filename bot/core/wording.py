@@ -876,6 +876,8 @@ def per_day(rate: float) -> str:
 
 def share(fraction: float | None) -> str:
     return "–" if fraction is None else f"{fraction * 100:.0f}%"
+
+
 # --- the console's deploy form and matrix (bot/adapters/http/console/deploy_form.py, matrix.py) --
 
 
@@ -898,3 +900,52 @@ def deploy_needs_a_tag() -> str:
 
 def tags_unreadable(service: str, error: object) -> str:
     return f"the tags of {service} could not be read: {error}"
+
+
+# --- verification after a deploy (bot/core/verification.py) ---------------------------------
+
+
+def verifying(what: str, ends_at: datetime, checks: int) -> str:
+    return (
+        f"Verifying {what}: {checks} check{'s' if checks != 1 else ''} every round until {utc(ends_at)}; "
+        "the lock stays held until then. Say `verify now` to end it early if every check holds, "
+        "or `skip verification: REASON` (approvers)."
+    )
+
+
+def check_line(name: str, ok: bool | None, value: str) -> str:
+    state = "holds" if ok else ("no answer" if ok is None else "FAILS")
+    return f"{name}: {value} ({state})"
+
+
+def verified(what: str, early_by: str = "") -> str:
+    how = f" (ended early by {early_by}: every check held)" if early_by else ": every check held for the whole bake"
+    return f"Verified {what}{how}. The lock is released."
+
+
+def verification_failed(what: str, check: str, value: str) -> str:
+    return f"Verification of {what} FAILED: {check} at {value}. The deploy is marked faulty."
+
+
+def verification_skipped(what: str, by: str, reason: str) -> str:
+    return f"Verification of {what} skipped by {by}: {reason}. The lock is released."
+
+
+def verify_now_refused(check: str, value: str) -> str:
+    return f"Not verified yet: {check} does not hold right now ({value}). The bake goes on."
+
+
+def may_not_skip_verification(who: str, environment: str) -> str:
+    return f"{who} may not skip verification in {environment}: only its approvers may."
+
+
+def automatic_rollback_reason(check: str, value: str) -> str:
+    return f"automatic rollback by deploybot: verification failed, {check} at {value}"
+
+
+def rollback_past_freeze(reason: str) -> str:
+    return f"automatic rollback past a freeze ({reason})"
+
+
+def verification_rollback_proposed() -> str:
+    return "A rollback is proposed: it needs an approval."

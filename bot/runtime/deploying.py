@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from bot.core import people, wording
+from bot.core import people, verification, wording
 from bot.core.control import Interrupted, RunDeploy
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -299,6 +299,12 @@ class Deploying:
                 message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
             )
         hit = await self.frozen(step.environment, now)
+        if verification.automatic_rollback(thread, step) is not None:
+            # A failed verification's rollback goes past a freeze, a stop-the-line and CI: it puts
+            # back what ran before. Recorded (the deploy's `force`, by deploybot).
+            past = wording.rollback_past_freeze(hit.reason) if hit is not None else ""
+            return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked,
+                                 past_freeze=past)
         gated = await self._gate(thread, step, checked, hit)  # again, right before running
         if isinstance(gated, Error) and gated.kind == "frozen" and request and action.decision:
             if hit is not None and hit.until is not None and hit.until < request.expires_at:
@@ -379,6 +385,8 @@ class Deploying:
             f"the lock on {step.service} in {step.environment} for {started.deploy_id}",
         ))
         approvers = _approvers(thread, action)
+        if approvers is None and verification.automatic_rollback(thread, step) is not None:
+            approvers = people.BOT_USER  # no new approval: deploybot, because a check failed
         deploying = asyncio.ensure_future(self._deploy(step, started, approvers))
         stopping = False
         try:
@@ -411,6 +419,9 @@ class Deploying:
             await self._remember(thread, recorded)
             if recorded.ok and recorded.rollback_of:
                 handed_over = await self._rolled_back(thread, step, recorded, started.deploy_id)
+            elif recorded.ok and self.policy.verify_plan(recorded.service, recorded.environment) is not None:
+                # Verified next (bot/runtime/verifying.py): the lock stays held through the bake.
+                handed_over = started_here(thread, started)
         try:
             if not handed_over:
                 await self.locks.release(step.environment, started.deploy_id, step.service)
@@ -468,8 +479,8 @@ class Deploying:
             approved_by=approvers,
             url=outcome.url,
             rollback_of=_field(step, "rollback_of"),
-            force=_field(step, "force"),
-            forced_by=_field(step, "forced_by"),
+            force=_field(step, "force") or started.past_freeze or None,
+            forced_by=_field(step, "forced_by") or (people.BOT_USER if started.past_freeze else None),
         )
 
     async def _remember(self, thread: Thread, result: DeployResult) -> None:

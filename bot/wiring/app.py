@@ -14,6 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.types import ASGIApp
 
 from bot.adapters.http.limits import Limit, deploybot_limits
+from bot.adapters.probes import HttpProbe
 from bot.adapters.redis import connect
 from bot.adapters.redis import embedded as embedded_redis
 from bot.adapters.redis.credentials import RedisCredentials
@@ -48,6 +49,7 @@ from bot.runtime.ports import (
 )
 from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
+from bot.runtime.verifying import Verifying
 from bot.runtime.worker import Worker, worker_name
 from bot.wiring.channels import Parts, body_limits, make_channels
 from bot.wiring.deployers import make_deployers
@@ -180,6 +182,8 @@ class App:
         for deployer in {id(d): d for d in self.runner.deploying.deployers.values()}.values():
             if isinstance(deployer, Closeable):
                 await deployer.aclose()
+        if self.runner.verifying is not None and isinstance(self.runner.verifying.probe, Closeable):
+            await self.runner.verifying.probe.aclose()
         await self.redis.aclose()
 
 
@@ -245,6 +249,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         name=name, store=store, deploying=deploying, llm=llm,  # a lease names the worker process that holds it
         context_budget=settings.context_budget, notifier=fanout, policy=policy, secrets=settings.secrets(),
         transient=(RedisConnectionError, RedisTimeoutError), clock=clock, timers=timers,
+        verifying=Verifying(HttpProbe(), environments, environments, policy, deploying.wake_next),
     )
     service = ThreadService(store, policy, fanout, clock)
     channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier))

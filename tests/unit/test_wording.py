@@ -106,6 +106,12 @@ SAMPLES = {
     "seconds": 5400.0,
     "rate": 0.71,
     "fraction": 0.25,
+    "check": "app_error_ratio",
+    "value": "0.25",
+    "ends_at": AT,
+    "checks": 2,
+    "ok": None,
+    "early_by": "bob",
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
         commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),

@@ -176,6 +176,9 @@ class Keys:
         """The deploy and approval-wait counters and histograms GET /metrics shows (a hash:
         one field per series and bucket), shared by every process."""
         return f"{self.prefix}:metrics:deploys"
+    def verified(self, environment: str) -> str:
+        """deploy id -> when its verification passed, for the deploys to `environment`."""
+        return f"{self.prefix}:deploys:{environment}:verified"
 
     def conversation(self, scope: str) -> str:
         """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""

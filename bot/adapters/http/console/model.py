@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import people, transcript, wording
+from bot.core import people, transcript, verification, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -356,6 +356,49 @@ def queued(thread: Thread, now: datetime) -> Queued | None:
     return Queued(thread.id, step.service, step.tag, step.environment, said.position, said.behind, said.at)
 
 
+@dataclass(frozen=True)
+class CheckState:
+    name: str
+    ok: bool | None  # None: no answer (or not asked yet)
+    value: str
+    at: datetime | None
+
+    @property
+    def state(self) -> str:
+        return "holds" if self.ok else ("fails" if self.ok is False else "no answer")
+
+
+@dataclass(frozen=True)
+class Verifying:
+    """A deploy under verification (status verifying): its bake, its checks' latest values,
+    and whether the viewer may end it (verify now, skip verification)."""
+
+    thread_id: str
+    service: str
+    tag: str
+    environment: str
+    since: datetime
+    ends_at: datetime
+    on_failure: str
+    checks: list[CheckState]
+    why_not: str | None  # why the viewer may not verify now or skip; None: they may
+
+    @property
+    def may_end(self) -> bool:
+        return self.why_not is None
+
+
+def verifying(thread: Thread, viewer: Identity, policy: Policy) -> Verifying | None:
+    started = verification.open_verification(thread)
+    if started is None:
+        return None
+    checks = [CheckState(name, seen.ok if seen else None, seen.value if seen else "not asked yet",
+                         seen.at if seen else None)
+              for name, seen in verification.latest(thread, started).items()]
+    return Verifying(thread.id, started.service, started.tag, started.environment, started.at, started.ends_at,
+                     started.on_failure, checks, policy.may_skip_verification(viewer, started.environment))
+
+
 BLOCKING = ("checks", "frozen")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
 
 
@@ -487,6 +530,7 @@ class Environment:
     running: list[Running] = field(default_factory=list)
     waiting: list[Approval] = field(default_factory=list)
     in_line: list[Queued] = field(default_factory=list)
+    verifying: list[Verifying] = field(default_factory=list)
     freeze: Freezing | None = None  # what stops its deploys now
     next_freeze: Window | None = None  # its next scheduled freeze window
     stop: Stop | None = None  # the viewer's Stop / Resume buttons for it

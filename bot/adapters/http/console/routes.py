@@ -71,6 +71,8 @@ NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the 
     "forked": "Forked: this is the new thread.",
     "link": "If that address belongs to someone deploybot knows, a sign-in link is on its way.",
     "deploy": "Deploy asked for: this thread checks the tag and asks for approval where it must.",
+    "verify": "Verify now asked for: the checks run at once; the bake ends only if every one holds.",
+    "skipped": "Skip verification asked for: the bake ends, recorded with your reason.",
 }
 
 
