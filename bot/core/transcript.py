@@ -34,6 +34,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    GitHubAnswered,
     GitTagsResult,
     HumanResponse,
     ListGitTags,
@@ -305,6 +306,10 @@ def _error(e: Error, s: _Style) -> str:
     return f"error ({e.kind}): {s.text(e.message)}"
 
 
+def _github_answered(e: GitHubAnswered, s: _Style) -> str:
+    return s.text(wording.gate_answered(e.state, e.comment))
+
+
 def _delivery_failed(e: DeliveryFailed, s: _Style) -> str:
     return f"could not deliver to {s.text(e.to)} by {s.text(e.channel)}: {s.text(e.reason)}"
 
@@ -346,4 +351,5 @@ _LINES: dict[type, Callable[[Any, _Style], str]] = {
     DeployResult: _deploy_result,
     Error: _error,
     DeliveryFailed: _delivery_failed,
+    GitHubAnswered: _github_answered,
 }

@@ -805,3 +805,51 @@ def mcp_needs_agent_token() -> str:
 
 def tool_called(tool: str, agent: str) -> str:
     return f"{agent} called {tool}"
+
+
+# --- the GitHub deployment gate (bot/adapters/channels/github_gate.py): GitHub shows these
+# comments on the workflow run, to whoever may read the repository.
+
+GATE_COMMENT_MAX = 1000  # characters of a callback's comment
+
+
+def gate_comment(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= GATE_COMMENT_MAX else text[: GATE_COMMENT_MAX - 1] + "…"
+
+
+def gate_approved(approvers: str, link: str) -> str:
+    return gate_comment(f"Approved in deploybot by {approvers or 'an approver'}. {link}")
+
+
+def gate_rejected(who: str, feedback: str, link: str) -> str:
+    said = f": {' '.join(feedback.split())}" if feedback.strip() else ""
+    return gate_comment(f"Rejected in deploybot by {who}{said}. {link}")
+
+
+def gate_expired(link: str) -> str:
+    return gate_comment(f"Rejected: the approval in deploybot expired before anyone decided. {link}")
+
+
+def gate_cancelled(who: str, reason: str, link: str) -> str:
+    said = f": {' '.join(reason.split())}" if reason.strip() else ""
+    return gate_comment(f"Rejected: cancelled in deploybot by {who}{said}. {link}")
+
+
+def gate_not_deploying(why: str, link: str) -> str:
+    return gate_comment(f"Rejected by deploybot: {' '.join(why.split())} {link}")
+
+
+def gate_unknown(repository: str, environment: str) -> str:
+    return gate_comment(
+        f"Rejected by deploybot: no [[github_environments]] rule in deploybot.toml maps {repository}'s "
+        f"environment {environment!r} to a deploybot environment, so nobody may approve it (fail closed)."
+    )
+
+
+def gate_link(public_url: str | None, thread_id: str) -> str:
+    return f"{public_url}/console/threads/{thread_id}" if public_url else f"(deploybot thread {thread_id})"
+
+
+def gate_answered(state: str, comment: str) -> str:
+    return f"GitHub was answered {state}: {comment}"
