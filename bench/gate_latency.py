@@ -99,14 +99,18 @@ def main(deliveries: int) -> None:
             **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "ANTHROPIC_", "SLACK_"))},
             "PORT": str(port), "REDIS_URL": embedded_redis.ensure_running(data / "redis"),
             "DATA_DIR": str(data / "data"), "DEPLOYBOT_CONFIG": str(data / "deploybot.toml"), "LOG_LEVEL": "WARNING",
+            "API_TOKEN": "bench-api-token",
             "GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_APP_ID": str(github.app_id), "GITHUB_APP_PRIVATE_KEY": key,
             "GITHUB_API_URL": github.api_url, "GITHUB_TOKEN": github.token,
             "SLACK_BOT_TOKEN": "xoxb-bench", "SLACK_SIGNING_SECRET": "bench", "SLACK_API_URL": slack.base_url,
         }
-        server = subprocess.Popen([sys.executable, "-m", "bot", "serve"], env=env, cwd=ROOT,
-                                  stderr=subprocess.DEVNULL)
+        errors = (data / "serve.log").open("w")
+        server = subprocess.Popen([sys.executable, "-m", "bot", "serve"], env=env, cwd=ROOT, stderr=errors)
         try:
-            wait_healthy(port)
+            try:
+                wait_healthy(port)
+            except AssertionError:
+                raise SystemExit((data / "serve.log").read_text()[-3000:]) from None
             one(port, github, slack, 0)  # warm up
             took = sorted(one(port, github, slack, n) for n in range(1, deliveries + 1))
         finally:
