@@ -60,7 +60,7 @@ def free_port() -> int:
 
 
 def wait_healthy(port: int) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while True:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
