@@ -13,6 +13,12 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 
 # One sample per parameter name used in bot/core/wording.py; a new name needs a sample here.
 SAMPLES = {
+    "comment": "Approved in deploybot by alice, bob.",  # the GitHub gate's
+    "state": "approved",
+    "link": "https://deploybot.example.com/console/threads/t1",
+    "feedback": "not during the sale",
+    "public_url": "https://deploybot.example.com",
+    "repository": "acme/app",
     "approvers": "bob or carol",
     "confirmed": False,
     "address": "alice@example.com",
