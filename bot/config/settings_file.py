@@ -39,6 +39,7 @@ from pydantic import (
 
 from bot.adapters.deployers.command import command_argv
 from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
+from bot.core.gate import GateRule
 from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written
 from bot.core.policy import parse_approvers
 from bot.core.triggers import KINDS, Schedule, Trigger, target_problem
@@ -62,6 +63,7 @@ def _deployer_kind(value: str) -> str:
 DeployerKind = Annotated[str, AfterValidator(_deployer_kind)]
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _SLACK_ID = re.compile(r"^[UW][A-Z0-9]+$")  # people: U…, or W… on Enterprise Grid
+_GITHUB_LOGIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38})$")
 _EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
 
 
@@ -92,8 +94,9 @@ class PersonEntry(BaseModel):
 
     slack: tuple[str, ...] = ()
     email: tuple[str, ...] = ()
+    github: tuple[str, ...] = ()  # GitHub logins: a gated deployment's creator (docs/github-gate.md)
 
-    @field_validator("slack", "email", mode="before")
+    @field_validator("slack", "email", "github", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
@@ -106,6 +109,15 @@ class PersonEntry(BaseModel):
             if not _SLACK_ID.match(user_id):
                 raise ValueError(f"{user_id!r} is not a Slack user id (like U012AB3CD)")
         return _unique(ids)
+
+    @field_validator("github")
+    @classmethod
+    def _logins(cls, logins: tuple[str, ...]) -> tuple[str, ...]:
+        logins = tuple(login.strip().lower() for login in logins)
+        for login in logins:
+            if not _GITHUB_LOGIN.match(login):
+                raise ValueError(f"{login!r} is not a GitHub login (like octocat)")
+        return _unique(logins)
 
     @field_validator("email")
     @classmethod
@@ -351,6 +363,55 @@ class TriggerEntry(BaseModel):
         return Trigger(self.on, self.service, self.environment, self.notify)  # type: ignore[arg-type]
 
 
+class GitHubEnvironmentEntry(BaseModel):
+    """`[[github_environments]]`: deployments of `repository` to its GitHub environment
+    `github_environment` are gated by deploybot as deploys to `environment` (docs/github-gate.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repository: str
+    github_environment: str
+    environment: str
+    service: str = ""
+    notify: tuple[str, ...] = ()
+
+    @field_validator("notify", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        if not _REPOSITORY.match(value):
+            raise ValueError(f"{value!r} is not a GitHub repository (like acme/web)")
+        return value
+
+    @field_validator("github_environment")
+    @classmethod
+    def _github_environment(cls, value: str) -> str:
+        value = value.strip()
+        if not value or len(value) > 255:
+            raise ValueError("name the GitHub environment (up to 255 characters)")
+        return value
+
+    @field_validator("environment", "service")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _NAME.match(value):
+            raise ValueError(f"{value!r}: a name holds only letters, digits, '.', '_' and '-'")
+        return value
+
+    @field_validator("notify")
+    @classmethod
+    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
+        return _targets(targets) if targets else ()
+
+    def rule(self) -> GateRule:
+        return GateRule(self.repository, self.github_environment, self.environment, self.service, self.notify)
+
+
 class ScheduleEntry(BaseModel):
     """`[[schedules]]`: a cron expression (5 fields) in a time zone, the message a thread
     starts with at each occurrence, and where it is posted."""
@@ -506,6 +567,7 @@ class FileConfig(BaseModel):
     # Scheduled freezes (bot/core/freeze_windows.py). No key is reserved any more: every unknown key is an error.
     freezes: tuple[FreezeEntry, ...] = ()
     agents: dict[str, AgentEntry] = Field(default_factory=dict)
+    github_environments: tuple[GitHubEnvironmentEntry, ...] = ()
 
     _source: Path | None = PrivateAttr(None)
 
@@ -525,7 +587,7 @@ class FileConfig(BaseModel):
         return self
 
     def directory(self) -> Directory:
-        people = (Person(name, entry.slack, entry.email) for name, entry in self.people.items())
+        people = (Person(name, entry.slack, entry.email, entry.github) for name, entry in self.people.items())
         agents = (entry.agent(name) for name, entry in self.agents.items())
         return Directory(people, self.groups, agents=agents)
 
@@ -534,6 +596,9 @@ class FileConfig(BaseModel):
 
     def trigger_list(self) -> tuple[Trigger, ...]:
         return tuple(entry.trigger() for entry in self.triggers)
+
+    def gate_rules(self) -> tuple[GateRule, ...]:
+        return tuple(entry.rule() for entry in self.github_environments)
 
     def schedule_list(self) -> tuple[Schedule, ...]:
         return tuple(entry.schedule() for entry in self.schedules)
@@ -719,6 +784,7 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     ("services", "*"): ServiceEntry, ("agents", "*"): AgentEntry,
     ("services", "*", "verify", "*"): VerifyEntry,
     ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry, ("freezes", "*"): FreezeEntry,
+    ("github_environments", "*"): GitHubEnvironmentEntry,
 }
 _MESSAGES = {
     "bool_type": "should be true or false",

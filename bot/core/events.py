@@ -503,6 +503,15 @@ class DeliveryFailed(_Event):
     reason: str
 
 
+class GitHubAnswered(_Event):
+    """A gated GitHub deployment (bot/core/gate.py) was answered, and GitHub took the answer:
+    a fact for the audit, which changes nothing the reducer decides."""
+
+    type: Literal["github_answered"] = "github_answered"
+    state: str  # approved, rejected
+    comment: str
+
+
 ErrorKind = Literal[
     "llm", "validation", "deployer", "recheck", "locked", "checks", "frozen", "interrupted", "internal"
 ]
@@ -545,6 +554,7 @@ Event = Annotated[
     | DeployStarted
     | DeployResult
     | DeliveryFailed
+    | GitHubAnswered
     | ToolCalled
     | LockTaken
     | VerificationStarted

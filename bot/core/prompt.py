@@ -47,6 +47,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    GitHubAnswered,
     GitTagsResult,
     HumanResponse,
     ListGitTags,
@@ -422,6 +423,10 @@ def _error(c: _Context, e: Error, tokens: int) -> str:
     return c.tag("error", e.message, tokens, kind=e.kind)
 
 
+def _github_answered(c: _Context, e: GitHubAnswered, tokens: int) -> str:
+    return c.tag("github_answered", e.comment, tokens, state=e.state)
+
+
 def _delivery_failed(c: _Context, e: DeliveryFailed, tokens: int) -> str:
     return c.tag("delivery_failed", e.reason, tokens, channel=e.channel, to=e.to)
 
@@ -491,6 +496,7 @@ _BLOCKS: dict[type, Callable[[_Context, Any, int], str]] = {
     DeployResult: _deploy_result,
     Error: _error,
     DeliveryFailed: _delivery_failed,
+    GitHubAnswered: _github_answered,
     ToolCalled: _tool_called,
     SenderConfirmationRequested: _sender_confirmation_requested,
     SenderConfirmed: _sender_confirmed,

@@ -31,6 +31,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    GitHubAnswered,
     GitTagsResult,
     HumanResponse,
     RequestMoreInformation,
@@ -381,7 +382,8 @@ class Thread:
                 return "waiting_for_human"
             if isinstance(last[1], DoneForNow):
                 return "done"
-        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed | ToolCalled)), None)
+        facts_only = DeliveryFailed | ToolCalled | GitHubAnswered  # recorded alongside, deciding nothing
+        last_fact = next((e for e in reversed(self.events) if not isinstance(e, facts_only)), None)
         if isinstance(last_fact, Error) and last_fact.kind == "internal":
             return "failed"
         return "running"

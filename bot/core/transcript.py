@@ -36,6 +36,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    GitHubAnswered,
     GitTagsResult,
     HumanResponse,
     ListGitTags,
@@ -334,6 +335,10 @@ def _error(e: Error, s: _Style) -> str:
     return f"error ({e.kind}): {s.text(e.message)}"
 
 
+def _github_answered(e: GitHubAnswered, s: _Style) -> str:
+    return s.text(wording.gate_answered(e.state, e.comment))
+
+
 def _delivery_failed(e: DeliveryFailed, s: _Style) -> str:
     return f"could not deliver to {s.text(e.to)} by {s.text(e.channel)}: {s.text(e.reason)}"
 
@@ -401,4 +406,5 @@ _LINES: dict[type, Callable[[Any, _Style], str]] = {
     CheckObserved: _check_observed,
     VerificationEnded: _verification_ended,
     VerificationRefused: _verification_refused,
+    GitHubAnswered: _github_answered,
 }

@@ -657,12 +657,12 @@ def approval_progress(given: Sequence[str], required: int) -> str:
     return f"{len(given)} of {required}: approved by {', '.join(given)}" if given else f"0 of {required} approvals"
 
 
-def rejected_notice(feedback: bool, model: bool) -> str:
+def rejected_notice(gave_feedback: bool, model: bool) -> str:
     """What the console says after a rejection: only a model re-plans, and only from
     feedback someone gave; without a model the thread ends there."""
     if not model:
         return "Rejected: nothing is deployed, and nothing more happens until someone asks again."
-    if not feedback:
+    if not gave_feedback:
         return "Rejected: nothing is deployed; the model reads the rejection and answers in this thread."
     return "Rejected: the model re-plans from your feedback."
 
@@ -949,3 +949,51 @@ def rollback_past_freeze(reason: str) -> str:
 
 def verification_rollback_proposed() -> str:
     return "A rollback is proposed: it needs an approval."
+
+
+# --- the GitHub deployment gate (bot/adapters/channels/github_gate.py): GitHub shows these
+# comments on the workflow run, to whoever may read the repository.
+
+GATE_COMMENT_MAX = 1000  # characters of a callback's comment
+
+
+def gate_comment(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= GATE_COMMENT_MAX else text[: GATE_COMMENT_MAX - 1] + "…"
+
+
+def gate_approved(approvers: str, link: str) -> str:
+    return gate_comment(f"Approved in deploybot by {approvers or 'an approver'}. {link}")
+
+
+def gate_rejected(who: str, feedback: str, link: str) -> str:
+    said = f": {' '.join(feedback.split())}" if feedback.strip() else ""
+    return gate_comment(f"Rejected in deploybot by {who}{said}. {link}")
+
+
+def gate_expired(link: str) -> str:
+    return gate_comment(f"Rejected: the approval in deploybot expired before anyone decided. {link}")
+
+
+def gate_cancelled(who: str, reason: str, link: str) -> str:
+    said = f": {' '.join(reason.split())}" if reason.strip() else ""
+    return gate_comment(f"Rejected: cancelled in deploybot by {who}{said}. {link}")
+
+
+def gate_not_deploying(why: str, link: str) -> str:
+    return gate_comment(f"Rejected by deploybot: {' '.join(why.split())} {link}")
+
+
+def gate_unknown(repository: str, environment: str) -> str:
+    return gate_comment(
+        f"Rejected by deploybot: no [[github_environments]] rule in deploybot.toml maps {repository}'s "
+        f"environment {environment!r} to a deploybot environment, so nobody may approve it (fail closed)."
+    )
+
+
+def gate_link(public_url: str | None, thread_id: str) -> str:
+    return f"{public_url}/console/threads/{thread_id}" if public_url else f"(deploybot thread {thread_id})"
+
+
+def gate_answered(state: str, comment: str) -> str:
+    return f"GitHub was answered {state}: {comment}"

@@ -51,7 +51,7 @@ from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
 from bot.runtime.verifying import Verifying
 from bot.runtime.worker import Worker, worker_name
-from bot.wiring.channels import Parts, body_limits, make_channels
+from bot.wiring.channels import Parts, body_limits, make_channels, make_gate
 from bot.wiring.deployers import make_deployers
 from bot.wiring.sign_in import public_base, session_secret, sign_in_linker, sign_in_mailer
 
@@ -239,8 +239,9 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     queue, timers, policy = RedisWorkQueue(redis), RedisTimers(redis), settings.policy()
     clock = utcnow  # one clock for every event recorded, by a run or by the service
     fanout = Fanout([])  # the channels' notifiers, once they are built (they record through the service)
+    deployers = make_deployers(settings)
     deploying = Deploying(
-        make_deployers(settings), environments, environments, policy, settings.secrets(),
+        deployers, environments, environments, policy, settings.secrets(),
         queue=RedisDeployQueue(redis), wake=queue.push, freezes=RedisFreezes(redis, clock=clock),
     )
     llm = make_llm(settings)
@@ -252,7 +253,10 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         verifying=Verifying(HttpProbe(), environments, environments, policy, deploying.wake_next),
     )
     service = ThreadService(store, policy, fanout, clock)
-    channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier))
+    gate = make_gate(settings, service, inbox, queue.push)
+    if gate is not None:  # gated deployments run through their service's deployer (GateDeployer)
+        deployers.update({name: gate.wrap(name, d) for name, d in deployers.items()})
+    channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier, gate))
     fanout.notifiers += [n for channel in channels.values() if (n := channel.notifier()) is not None]
     collector = Collector(
         store, inbox, environments, queue, sorted(policy.environments), settings.thread_retention,

@@ -139,10 +139,10 @@ async def test_a_rejection_without_feedback_or_model_says_neither():
     thread = await b.say(DEPLOY)
     thread = await b.decide(thread, "bob", approve=False)
     assert thread.events[-1].message == "Not deployed: bob rejected it."  # type: ignore[union-attr]
-    console = wording.rejected_notice(feedback=False, model=False)
+    console = wording.rejected_notice(gave_feedback=False, model=False)
     assert "re-plans" not in console and "feedback" not in console
-    assert "feedback" not in wording.rejected_notice(feedback=False, model=True)
-    assert wording.rejected_notice(feedback=True, model=True) == "Rejected: the model re-plans from your feedback."
+    assert "feedback" not in wording.rejected_notice(gave_feedback=False, model=True)
+    assert wording.rejected_notice(gave_feedback=True, model=True) == "Rejected: the model re-plans from your feedback."
 
 
 def test_a_rollback_proposal_says_what_it_rolls_back_from_and_to():

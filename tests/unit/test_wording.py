@@ -15,8 +15,14 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 SAMPLES = {
     "ending": "deployed",
     "to_tag": "v1.0.3",
-    "feedback": False,
+    "gave_feedback": False,
     "model": False,
+    "comment": "Approved in deploybot by alice, bob.",  # the GitHub gate's
+    "state": "approved",
+    "link": "https://deploybot.example.com/console/threads/t1",
+    "feedback": "not during the sale",
+    "public_url": "https://deploybot.example.com",
+    "repository": "acme/app",
     "approvers": "bob or carol",
     "confirmed": False,
     "address": "alice@example.com",

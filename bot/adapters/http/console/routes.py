@@ -55,9 +55,9 @@ HEADERS = {
 }
 NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the page say anything
     "approved": "Approved: the deploy starts shortly.",
-    "rejected": wording.rejected_notice(feedback=True, model=True),
-    "rejected-no-feedback": wording.rejected_notice(feedback=False, model=True),
-    "rejected-no-model": wording.rejected_notice(feedback=False, model=False),
+    "rejected": wording.rejected_notice(gave_feedback=True, model=True),
+    "rejected-no-feedback": wording.rejected_notice(gave_feedback=False, model=True),
+    "rejected-no-model": wording.rejected_notice(gave_feedback=False, model=False),
     "lock": "Lock asked for: it shows here once it is set.",
     "unlock": "Unlock asked for: it shows here once the lock is lifted.",
     "rollback": "Rollback asked for: this thread finds what to put back, and asks for approval where it must.",
