@@ -7,10 +7,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from bot.adapters.deployers import git_refs
 from bot.adapters.deployers.command import BASE_ENV, CommandDeployer
 from bot.runtime.ports import DeployerError, DeployRequest
 
@@ -36,8 +38,40 @@ async def test_tags_newest_first_with_their_commits(git_repo):
     assert await deployer.resolve("v9.9.9") is None
 
 
+async def test_tags_are_listed_again_only_when_a_tag_changed(git_repo, monkeypatch):
+    """Issue 29: git runs once per change of the tags, not per run. RACY 0: the signature of a
+    repository made a moment ago is trusted (else it is listed every time until it is 2 s old)."""
+    monkeypatch.setattr(git_refs, "RACY", 0.0)
+    deployer = CommandDeployer(git_repo)
+    names = [t.name for t in await deployer.list_tags()]
+    assert [t.name for t in await deployer.list_tags()] == names and deployer.versions.listed == 1
+
+    async def after(*args: str) -> list[str]:
+        await asyncio.to_thread(git, git_repo, *args)
+        return [t.name for t in await deployer.list_tags()]
+
+    assert "v2.0.0" in await after("tag", "v2.0.0")  # a loose tag: refs/tags changed
+    assert "release/v3" in await after("tag", "release/v3")  # in a directory of its own
+    assert "release/v4" in await after("tag", "release/v4")  # only refs/tags/release changed
+    await after("pack-refs", "--all")
+    assert "v2.0.0" not in await after("tag", "-d", "v2.0.0")  # deleted from packed-refs
+    listed = deployer.versions.listed
+    assert "release/v4" in [t.name for t in await deployer.list_tags()]
+    assert deployer.versions.listed == listed  # nothing changed: not listed again
+
+
+def test_a_signature_younger_than_the_clock_tick_is_not_trusted(git_repo):
+    common = git_repo / ".git"
+    assert git_refs.signature(common) is None  # just made: a change in the same tick could hide
+    old = time.time() - 10
+    for path in (common / "refs" / "tags", common / "packed-refs"):
+        if path.exists():
+            os.utime(path, (old, old))
+    assert git_refs.signature(common) is not None
+
+
 async def test_not_a_repository_is_a_deployer_error(tmp_path):
-    with pytest.raises(DeployerError, match="git for-each-ref failed"):
+    with pytest.raises(DeployerError, match="git rev-parse failed"):
         await CommandDeployer(tmp_path).list_tags()
 
 
