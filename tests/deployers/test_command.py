@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from bot.adapters.deployers import git_refs
 from bot.adapters.deployers.command import BASE_ENV, CommandDeployer
 from bot.runtime.ports import DeployerError, DeployRequest
+from bot.wiring.children import watch_children_without_threads
 
 REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
 
@@ -225,3 +228,35 @@ async def test_subjects_are_safe_to_show(history):
 async def test_a_local_repository_has_no_checks(history):
     repo, shas = history
     assert await CommandDeployer(repo).checks(shas[0]) is None
+
+
+@pytest.fixture
+def pidfd_children():
+    """The watcher `python -m bot` installs (bot/wiring/children.py), put back afterwards."""
+    if sys.version_info >= (3, 12):
+        pytest.skip("Python 3.12+ watches children by pidfd on its own")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        before = asyncio.get_child_watcher()
+        if not watch_children_without_threads():
+            pytest.skip("this kernel has no pidfd_open")
+        yield
+        asyncio.set_child_watcher(before)
+
+
+async def test_a_deploy_command_is_watched_without_a_thread(tmp_path, pidfd_children):
+    """Issue 29: the default watcher of Python 3.11 starts a thread ("waitpid-N") per child."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    script = (f"import os,time; open({str(started)!r}, 'w').close()\n"
+              f"while not os.path.exists({str(go)!r}): time.sleep(0.01)\nprint('done')")
+    deployer = CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\"")
+    running = asyncio.create_task(deployer.deploy(REQUEST))
+    for _ in range(3000):  # up to 30 s for the child to start
+        if started.exists():
+            break
+        await asyncio.sleep(0.01)
+    assert started.exists()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("waitpid")]
+    go.touch()
+    outcome = await running
+    assert outcome.ok and outcome.output == "done"
