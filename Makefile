@@ -59,6 +59,7 @@ bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/mcp_roundtrip.py
 	$(BIN)/python bench/delivery_metrics.py
 	$(BIN)/python bench/verify_rollback.py
+	$(BIN)/python bench/run_cost.py
 
 bench-quick: install  ## every benchmark in quick mode (small counts, seconds each): run by make test, so none rots
 	$(BIN)/python bench/step_overhead.py --quick
@@ -71,6 +72,7 @@ bench-quick: install  ## every benchmark in quick mode (small counts, seconds ea
 	$(BIN)/python bench/mcp_roundtrip.py --quick
 	$(BIN)/python bench/delivery_metrics.py --quick
 	$(BIN)/python bench/verify_rollback.py --quick
+	$(BIN)/python bench/run_cost.py --quick
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos

@@ -17,6 +17,7 @@ from bot.adapters.redis import embedded as embedded_redis
 from bot.config.settings import Settings, config_problems
 from bot.core import commands, wording
 from bot.runtime.service import Refused
+from bot.wiring.children import watch_children_without_threads
 
 
 def parser() -> argparse.ArgumentParser:
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings is None:
         return 2
     redacting = configure_logging(settings)
+    watch_children_without_threads()  # before any event loop starts a git or deploy command
     if args.command == "serve":
         if not settings.api_token and (settings.slack or settings.email):
             print(

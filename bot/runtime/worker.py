@@ -67,6 +67,9 @@ class Worker:
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._handed_back: list[tuple[str, list[str]]] = []
+        # Entries whose runs finished, acknowledged with the next take (one round trip for
+        # both, issue 29); kept meanwhile like the entries of running jobs.
+        self._finished: list[str] = []
 
     def start(self) -> None:
         if not self._tasks:
@@ -102,6 +105,7 @@ class Worker:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
         heartbeat.cancel()  # kept our entries until the last run ended
+        await self._acknowledge()
         await self._hand_back()
         self._tasks = []
 
@@ -179,7 +183,12 @@ class Worker:
                     reclaimed_at = time.monotonic()
                     work += await self.queue.reclaim(self.name, MIN_IDLE_MS, free)
                 if not work:
-                    work += await self.queue.take(self.name, free, BLOCK_MS)
+                    finished, self._finished = self._finished, []
+                    try:
+                        work += await self.queue.take(self.name, free, BLOCK_MS, finished)
+                    except BaseException:
+                        self._finished = finished + self._finished  # still to acknowledge
+                        raise
             except Exception as e:  # Redis restarting: the work is safe in the queue; try again
                 log.warning("worker %s: reading the queue failed: %s", self.name, e)
                 await asyncio.sleep(1)
@@ -198,7 +207,7 @@ class Worker:
     async def _drive(self, thread_id: str, job: _Job) -> None:
         try:
             while await self._run(thread_id):
-                await self._done(job.entries)
+                self._finished += job.entries
                 if not job.waiting:
                     return
                 if self._stopping.is_set():
@@ -236,16 +245,18 @@ class Worker:
             log.exception("thread %s: run failed; it is retried in %d s", thread_id, MIN_IDLE_MS // 1000)
             return False
 
-    async def _done(self, entries: list[str]) -> None:
+    async def _acknowledge(self) -> None:
+        """Acknowledge the finished entries no take carried (the worker is stopping)."""
+        finished, self._finished = self._finished, []
         try:
-            await self.queue.done(entries)
+            await self.queue.done(finished)
         except Exception:  # they are reclaimed later and find nothing to do
-            log.exception("worker %s: acknowledging %s failed", self.name, entries)
+            log.exception("worker %s: acknowledging %s failed", self.name, finished)
 
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT)
-            entries = [e for job in list(self._jobs.values()) for e in job.entries + job.waiting]
+            entries = [e for job in list(self._jobs.values()) for e in job.entries + job.waiting] + self._finished
             try:
                 await self.queue.keep(self.name, entries)
             except Exception:

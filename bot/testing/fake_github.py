@@ -21,6 +21,7 @@ deployment id -> the statuses posted to it, in order; listed newest first, as Gi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -65,6 +66,7 @@ class FakeGitHub:
     cancels: list[int] = field(default_factory=list)  # run ids asked to cancel
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
+    not_modified: int = 0  # GETs answered 304 (If-None-Match named the current ETag)
     failures: list[tuple[str, str, Answer]] = field(default_factory=list)
     failures_after: list[tuple[str, str, Answer]] = field(default_factory=list)
     # The linear history, oldest first: {"sha", "message", "author" (name), "login" (or None)}.
@@ -215,7 +217,19 @@ class FakeGitHub:
                 if m == method and re.search(pattern, path):
                     del self.failures_after[i]
                     return failure
+            return self._conditional(method, headers, answer)
+
+    def _conditional(self, method: str, headers: Any, answer: Answer) -> Answer:
+        """As GitHub: every GET answer carries an ETag (of its body and links), and a GET whose
+        If-None-Match names the current one is a 304 with no body (issue 29 counts them)."""
+        status, payload, extra = answer
+        if method != "GET" or status != 200:
             return answer
+        tag = '"' + hashlib.sha256(json.dumps([payload, extra], sort_keys=True).encode()).hexdigest()[:32] + '"'
+        if headers.get("If-None-Match") == tag:
+            self.not_modified += 1
+            return 304, None, {"ETag": tag}
+        return status, payload, {**extra, "ETag": tag}
 
     def _authorized(self, authorization: str) -> bool:
         """The token, or an installation token that has not expired."""

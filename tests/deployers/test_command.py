@@ -7,12 +7,17 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
+import warnings
 from pathlib import Path
 
 import pytest
 
+from bot.adapters.deployers import git_refs
 from bot.adapters.deployers.command import BASE_ENV, CommandDeployer
 from bot.runtime.ports import DeployerError, DeployRequest
+from bot.wiring.children import watch_children_without_threads
 
 REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
 
@@ -36,8 +41,40 @@ async def test_tags_newest_first_with_their_commits(git_repo):
     assert await deployer.resolve("v9.9.9") is None
 
 
+async def test_tags_are_listed_again_only_when_a_tag_changed(git_repo, monkeypatch):
+    """Issue 29: git runs once per change of the tags, not per run. RACY 0: the signature of a
+    repository made a moment ago is trusted (else it is listed every time until it is 2 s old)."""
+    monkeypatch.setattr(git_refs, "RACY", 0.0)
+    deployer = CommandDeployer(git_repo)
+    names = [t.name for t in await deployer.list_tags()]
+    assert [t.name for t in await deployer.list_tags()] == names and deployer.versions.listed == 1
+
+    async def after(*args: str) -> list[str]:
+        await asyncio.to_thread(git, git_repo, *args)
+        return [t.name for t in await deployer.list_tags()]
+
+    assert "v2.0.0" in await after("tag", "v2.0.0")  # a loose tag: refs/tags changed
+    assert "release/v3" in await after("tag", "release/v3")  # in a directory of its own
+    assert "release/v4" in await after("tag", "release/v4")  # only refs/tags/release changed
+    await after("pack-refs", "--all")
+    assert "v2.0.0" not in await after("tag", "-d", "v2.0.0")  # deleted from packed-refs
+    listed = deployer.versions.listed
+    assert "release/v4" in [t.name for t in await deployer.list_tags()]
+    assert deployer.versions.listed == listed  # nothing changed: not listed again
+
+
+def test_a_signature_younger_than_the_clock_tick_is_not_trusted(git_repo):
+    common = git_repo / ".git"
+    assert git_refs.signature(common) is None  # just made: a change in the same tick could hide
+    old = time.time() - 10
+    for path in (common / "refs" / "tags", common / "packed-refs"):
+        if path.exists():
+            os.utime(path, (old, old))
+    assert git_refs.signature(common) is not None
+
+
 async def test_not_a_repository_is_a_deployer_error(tmp_path):
-    with pytest.raises(DeployerError, match="git for-each-ref failed"):
+    with pytest.raises(DeployerError, match="git rev-parse failed"):
         await CommandDeployer(tmp_path).list_tags()
 
 
@@ -191,3 +228,35 @@ async def test_subjects_are_safe_to_show(history):
 async def test_a_local_repository_has_no_checks(history):
     repo, shas = history
     assert await CommandDeployer(repo).checks(shas[0]) is None
+
+
+@pytest.fixture
+def pidfd_children():
+    """The watcher `python -m bot` installs (bot/wiring/children.py), put back afterwards."""
+    if sys.version_info >= (3, 12):
+        pytest.skip("Python 3.12+ watches children by pidfd on its own")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        before = asyncio.get_child_watcher()
+        if not watch_children_without_threads():
+            pytest.skip("this kernel has no pidfd_open")
+        yield
+        asyncio.set_child_watcher(before)
+
+
+async def test_a_deploy_command_is_watched_without_a_thread(tmp_path, pidfd_children):
+    """Issue 29: the default watcher of Python 3.11 starts a thread ("waitpid-N") per child."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    script = (f"import os,time; open({str(started)!r}, 'w').close()\n"
+              f"while not os.path.exists({str(go)!r}): time.sleep(0.01)\nprint('done')")
+    deployer = CommandDeployer(tmp_path, f"{sys.executable} -c \"{script}\"")
+    running = asyncio.create_task(deployer.deploy(REQUEST))
+    for _ in range(3000):  # up to 30 s for the child to start
+        if started.exists():
+            break
+        await asyncio.sleep(0.01)
+    assert started.exists()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("waitpid")]
+    go.touch()
+    outcome = await running
+    assert outcome.ok and outcome.output == "done"

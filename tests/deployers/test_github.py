@@ -41,6 +41,20 @@ async def test_tags_follow_pagination_and_come_newest_first(github, deployer):
     assert sum(1 for m, p in github.requests if p.endswith("/tags")) == 3
 
 
+async def test_unchanged_tags_are_asked_with_their_etags_and_not_sent_again(github, deployer):
+    """Issue 29: GitHub answers 304 for a page whose ETag the request names; a new tag (a new
+    ETag) is listed at once."""
+    github.tags = [(f"v1.{i}.0", f"sha{i}") for i in range(150)]
+    first = await deployer.list_tags()
+    assert github.not_modified == 0
+    assert await deployer.list_tags() == first
+    assert github.not_modified == 2  # both pages: 304, nothing sent again
+    github.commit("release", tag="v2.0.0")
+    again = await deployer.list_tags()
+    assert again[0].name == "v2.0.0" and len(again) == 151
+    assert sum(1 for m, p in github.requests if p.endswith("/tags")) == 6
+
+
 async def test_resolve(github, deployer):
     assert await deployer.resolve("v1.2.2") == "sha122"
     assert await deployer.resolve("v9.9.9") is None

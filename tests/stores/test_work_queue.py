@@ -24,6 +24,22 @@ async def test_work_is_taken_once_and_gone_when_done(queue):
     assert await queue.backlog() == 0
 
 
+async def test_finished_work_is_acknowledged_by_the_next_take(queue, redis):
+    """Issue 29: the acknowledgement rides with the next read, one round trip for both; what
+    was taken with it is not acknowledged, and a dead worker's finished entries were never
+    acknowledged, so they are reclaimed (and find their thread already run)."""
+    await queue.push("t1")
+    [first] = await queue.take("w1", 10, 100)
+    await queue.push("t2")
+    [second] = await queue.take("w1", 10, 100, done=[first.entry])
+    assert second.thread_id == "t2"
+    assert await queue.backlog() == 1  # t1 acknowledged and deleted, t2 taken but not done
+    pending = await redis.xpending_range(queue.stream, "workers", "-", "+", 10)
+    assert [p["message_id"].decode() for p in pending] == [second.entry]
+    assert await queue.take("w1", 10, 50, done=[second.entry]) == []  # nothing new: acknowledged anyway
+    assert await queue.backlog() == 0
+
+
 async def test_work_pushed_before_any_worker_exists_is_not_skipped(queue):
     await queue.push("early")  # creates the stream, not the group
     assert [w.thread_id for w in await queue.take("w1", 10, 100)] == ["early"]

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from bot.adapters.deployers import commit_times
+from bot.adapters.deployers import commit_times, git_refs
 from bot.adapters.deployers.pair import Pair
 from bot.core.events import CommitSummary, GitTag
 from bot.core.transcript import one_line
@@ -57,18 +57,38 @@ def command_argv(command: str, what: str = "DEPLOY_COMMAND") -> list[str]:
 
 
 class GitVersions:
-    """Tags, commits and change previews from a local git repository (which has no CI to ask)."""
+    """Tags, commits and change previews from a local git repository (which has no CI to ask).
+
+    The tags are listed once per change of the repository's refs (git_refs.signature), not
+    once per run: a `git` process per run was a quarter of a worker's CPU."""
 
     def __init__(self, repo: Path) -> None:
         self.repo = repo
+        self._common_dir: Path | None = None
+        self._tags: tuple[git_refs.Signature, list[GitTag]] | None = None
+        self.listed = 0  # times git was asked for the tags (the cache's tests count them)
 
     async def list_tags(self) -> list[GitTag]:
+        seen = git_refs.signature(await self._git_dir())
+        if seen is not None and self._tags is not None and self._tags[0] == seen:
+            return list(self._tags[1])
         out = await self._git("for-each-ref", "--sort=-creatordate", f"--format={_FIELDS}", "refs/tags")
+        self.listed += 1
         tags = []
         for line in out.splitlines():
             name, obj, peeled, date = (line.split("\t") + ["", "", ""])[:4]
             tags.append(GitTag(name=name, commit=peeled or obj, date=date))
-        return tags
+        # Kept only with a signature taken before listing: a tag made while git listed
+        # changes the signature, so it is listed again next time.
+        self._tags = (seen, tags) if seen is not None else None
+        return list(tags)
+
+    async def _git_dir(self) -> Path:
+        """The repository's common git directory (where refs live, also for a worktree), asked once."""
+        if self._common_dir is None:
+            out = await self._git("rev-parse", "--path-format=absolute", "--git-common-dir")
+            self._common_dir = Path(out.strip())
+        return self._common_dir
 
     async def resolve(self, tag: str) -> str | None:
         try:

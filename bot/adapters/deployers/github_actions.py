@@ -80,10 +80,11 @@ class GitHubApi:
         except (httpx.TransportError, outbound.Failed) as e:
             raise self._failure(e, what) from None
 
-    async def pages(self, path: str, what: str) -> list[httpx.Response]:
-        """Every page of `path`, following the `next` links; errors as `call` makes them."""
+    async def pages(self, path: str, what: str, conditional: bool = False) -> list[httpx.Response]:
+        """Every page of `path`, following the `next` links; errors as `call` makes them.
+        `conditional`: asked with ETags (GitHub answers 304 for a page that did not change)."""
         try:
-            return [page async for page in self.github.pages(path, self._backoff(), log)]
+            return [page async for page in self.github.pages(path, self._backoff(), log, conditional=conditional)]
         except (httpx.TransportError, outbound.Failed) as e:
             raise self._failure(e, what) from None
 
@@ -150,7 +151,7 @@ class GitHubVersions:
     async def list_tags(self) -> list[GitTag]:
         """All tags, newest first by version order (GitHub's tag list carries no dates)."""
         tags: list[GitTag] = []
-        for page in await self.api.pages(f"/repos/{self.repository}/tags", what="repository"):
+        for page in await self.api.pages(f"/repos/{self.repository}/tags", what="repository", conditional=True):
             tags += [GitTag(name=t["name"], commit=t["commit"]["sha"]) for t in page.json()]
         return sorted(tags, key=lambda t: version_key(t.name), reverse=True)
 

@@ -38,11 +38,27 @@ class RedisWorkQueue:
     async def push(self, thread_id: str) -> None:
         await self.redis.xadd(self.stream, {"thread": thread_id})
 
-    async def take(self, worker: str, count: int, block_ms: int) -> list[Work]:
-        reply = await self._grouped(
-            lambda: self.redis.xreadgroup(GROUP, worker, {self.stream: ">"}, count=count, block=block_ms)
-        )
+    async def take(self, worker: str, count: int, block_ms: int, done: Sequence[str] = ()) -> list[Work]:
+        if done:  # one round trip: acknowledge and delete what is done, then read (issue 29)
+            reply = await self._grouped(lambda: self._done_then_read(worker, count, block_ms, done))
+        else:
+            reply = await self._grouped(
+                lambda: self.redis.xreadgroup(GROUP, worker, {self.stream: ">"}, count=count, block=block_ms)
+            )
         return [w for _, entries in reply or [] for w in self._works(entries)]
+
+    async def _done_then_read(self, worker: str, count: int, block_ms: int, done: Sequence[str]) -> Any:
+        """XACK, XDEL, XREADGROUP as one pipeline on the stream's one slot; a NOGROUP of the
+        read is raised (so `_grouped` creates the group), after the acknowledgement ran."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xack(self.stream, GROUP, *done)
+            pipe.xdel(self.stream, *done)
+            pipe.xreadgroup(GROUP, worker, {self.stream: ">"}, count=count, block=block_ms)
+            replies = await pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies[2]
 
     async def reclaim(self, worker: str, min_idle_ms: int, count: int) -> list[Work]:
         reply = await self._grouped(

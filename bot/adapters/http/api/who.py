@@ -33,23 +33,25 @@ USE_A_PERSONAL_TOKEN = (
 POWERS = LockEnvironment | UnlockEnvironment | StopDeploys | ResumeDeploys
 
 
-def the_parts(request: Request) -> Parts:
+# The dependencies are async on purpose: FastAPI runs a plain `def` dependency in its thread
+# pool, a hop to another thread and back on every request (issue 29).
+async def the_parts(request: Request) -> Parts:
     """The app's parts (create_app keeps them in the app's state): a dependency of every route."""
     return request.app.state.parts  # type: ignore[no-any-return]
 
 
-def the_sign_in(request: Request) -> SignIn:
+async def the_sign_in(request: Request) -> SignIn:
     """Signing in (only the apps built with it serve /auth)."""
     return request.app.state.sign_in  # type: ignore[no-any-return]
 
 
-def authorized(request: Request, authorization: str | None = Header(None)) -> None:
+async def authorized(request: Request, authorization: str | None = Header(None)) -> None:
     # The check that counts runs earlier, in bot.adapters.http.front_door, before a body is read
     # (FastAPI reads and parses the body before it solves dependencies); this one stays
     # so a route is never open because the app was served without that wrapper.
     if "identity" in request.scope.get("state", {}):
         return  # bot.adapters.http.front_door checked it
-    token = the_parts(request).api_token
+    token = (await the_parts(request)).api_token
     if token and not hmac.compare_digest((authorization or "").encode(), f"Bearer {token}".encode()):
         raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <API_TOKEN>)")
 
