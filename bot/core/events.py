@@ -274,6 +274,7 @@ class ApprovalRequested(_Event):
     expires_at: datetime
     change: Change | None = None  # what it changes against what is deployed there now
     required: int = 1  # approvals from different people it needs (bound when asked)
+    approvers: list[str] = Field(default_factory=list)
     rollback_of: str | None = None  # the deploy it rolls back
     force: str | None = None  # why it goes ahead past failing checks, and who said so
     forced_by: str | None = None
