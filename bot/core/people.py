@@ -322,6 +322,12 @@ def shown(principal: str) -> Shown:
     return Shown(principal)
 
 
+def one_name(principal: str) -> str:
+    """A principal in running text (a transcript): `alice`, `carol (api)`."""
+    seen = shown(principal)
+    return f"{seen.name} ({seen.channel})" if seen.channel else seen.name
+
+
 def _describe_one(ref: str) -> str:
     if ref == ANYONE:
         return "anyone"
