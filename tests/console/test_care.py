@@ -43,7 +43,7 @@ def cannot_be_used(page: Page) -> None:
     only the ways that work here, and a way back."""
     expect(page.get_by_role("heading", name="This sign-in link cannot be used")).to_be_visible()
     text = visible_text(page)
-    assert "`" not in text and "Slack" not in text, text
+    assert "`" not in text and "Slack" not in text and "Get a new one or with python -m bot login-link" in text, text
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(246, 248, 250)"  # its style sheet
     expect(page.get_by_role("link", name="Back to sign-in")).to_be_visible()
 
@@ -98,7 +98,7 @@ def test_outcomes_one_name_and_finished_threads(context, console: Console):
         for thread_id in (deployed, rejected, cancelled)
     }
     assert len(set(colours.values())) == 3, colours
-    console.shot(page, "threads")
+    console.shot(page, "threads-outcomes")
     page.set_viewport_size(PHONE)
     console.shot(page, "threads-phone")
     fits(page)
