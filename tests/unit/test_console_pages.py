@@ -221,3 +221,23 @@ def test_until_is_read_as_utc_and_anything_else_refused():
     for bad in ("tomorrow", "2026-13-01T08:00", "2026-11-26T25:00"):
         with pytest.raises(Page):
             until(bad)
+
+
+def test_a_decided_approval_shows_the_rules_it_was_asked_under_not_todays():
+    step, asked = _asking(required=2, approvers=["alice", "erin"])
+    request = asked.model_copy(update={"requested_by": "api:carol"})  # the shared token said "carol"
+    thread = Thread("t6", (
+        UserMessage(text="deploy backend v1.2.3 to production", user="carol", via="api", at=NOW), step, request,
+        _approved(request, "alice", 1), _approved(request, "erin", 2),
+    ))
+    [decided] = model.approvals(thread, ALICE, POLICY, NOW + timedelta(minutes=3))
+    assert decided.rules_then == "2 of alice, erin"  # today's POLICY lets anyone decide: not what applied then
+    html = page("approvals.html", pending=[], decided=[decided], now=NOW)
+    assert "Rules then" in html and "May decide" not in html and "2 of alice, erin" in html
+    assert "api:carol" not in html and '<span class="person">carol</span> <small class="via">api</small>' in html
+    old = request.model_copy(update={"approvers": []})  # asked before the approvers were kept
+    [unknown] = model.approvals(Thread("t7", (step, old, _approved(old, "alice", 1), _approved(old, "erin", 2))),
+                                ALICE, POLICY, NOW)
+    assert unknown.rules_then == "2 approvals (who could decide was not recorded then)"
+    [pending] = model.approvals(Thread("t8", (step, request)), ALICE, POLICY, NOW)
+    assert pending.rules_then == "" and pending.pending  # an open one: today's rules decide
