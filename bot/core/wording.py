@@ -843,3 +843,49 @@ def mcp_needs_agent_token() -> str:
 
 def tool_called(tool: str, agent: str) -> str:
     return f"{agent} called {tool}"
+
+
+# --- delivery metrics (the console's metrics page) ----------------------------------------------
+
+
+def span(seconds: float | None) -> str:
+    """A duration for people, in its two largest units: `1 d 4 h`, `3 h 20 min`, `45 s`; `–` for none."""
+    if seconds is None:
+        return "–"
+    whole = round(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")]
+    shown = [f"{n} {unit}" for n, unit in parts if n][:2]
+    return " ".join(shown) or "0 s"
+
+
+def per_day(rate: float) -> str:
+    return f"{rate:.2f} a day" if rate < 10 else f"{rate:.0f} a day"
+
+
+def share(fraction: float | None) -> str:
+    return "–" if fraction is None else f"{fraction * 100:.0f}%"
+# --- the console's deploy form and matrix (bot/adapters/http/console/deploy_form.py, matrix.py) --
+
+
+def approval_needed(required: int, deciders: str) -> str:
+    """Who must approve a deploy the console's form would ask for: "needs 2 approvals from alice or erin"."""
+    return f"needs {required} approvals from {deciders}" if required > 1 else f"needs an approval from {deciders}"
+
+
+def reason_in_parentheses() -> str:
+    return "a reason cannot hold ( or ): it is said in parentheses after the deploy command"
+
+
+def reason_asks() -> str:
+    return "a reason cannot hold a question mark: a question is never taken as a command"
+
+
+def deploy_needs_a_tag() -> str:
+    return "choose a tag to deploy"
+
+
+def tags_unreadable(service: str, error: object) -> str:
+    return f"the tags of {service} could not be read: {error}"

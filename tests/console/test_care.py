@@ -43,7 +43,8 @@ def cannot_be_used(page: Page) -> None:
     only the ways that work here, and a way back."""
     expect(page.get_by_role("heading", name="This sign-in link cannot be used")).to_be_visible()
     text = visible_text(page)
-    assert "`" not in text and "Slack" not in text and "Get a new one with python -m bot login-link NAME on the server" in text, text
+    assert "`" not in text and "Slack" not in text, text
+    assert "Get a new one with python -m bot login-link NAME on the server" in text, text
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(246, 248, 250)"  # its style sheet
     expect(page.get_by_role("link", name="Back to sign-in")).to_be_visible()
 

@@ -11,7 +11,9 @@ from typing import Any, Protocol
 from starlette.requests import Request
 
 from bot.core.policy import Policy
-from bot.runtime.ports import FreezeStore, Health, History, Locks, Route
+from bot.runtime.delivery import Delivery
+from bot.runtime.deploying import Deploying
+from bot.runtime.ports import DeployCounters, FreezeStore, Health, History, Locks, Route
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 
 SESSION_COOKIE = "deploybot_session"  # set by a sign-in link, read by the front door
@@ -69,7 +71,23 @@ class Parts(Protocol):
         ...
 
     @property
+    def delivery(self) -> Delivery:
+        """Delivery metrics (GET /metrics/delivery, the console's metrics page)."""
+        ...
+
+    @property
+    def counters(self) -> DeployCounters:
+        """The deploy counters every process shares (GET /metrics)."""
+        ...
+
+    @property
     def health(self) -> Health: ...
+
+    @property
+    def deploying(self) -> Deploying:
+        """The deploy path: each service's versions (tags, commits, CI) and the change preview
+        an approval shows, which the console's deploy form shows before anything is asked."""
+        ...
 
     @property
     def llm_configured(self) -> bool: ...
