@@ -312,6 +312,34 @@ def describe(refs: Iterable[str]) -> str:
     return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} or {labels[-1]}"
 
 
+@dataclass(frozen=True)
+class Shown:
+    """How people see a principal: one name for one person, whatever the channel, and the
+    channel as a tag where the name is only the channel's (someone the directory does not know)."""
+
+    name: str
+    channel: str = ""  # "": a person's own name (or the bot, or anyone)
+
+
+# The `via`s a principal `<via>:<id>` can start with (Identity.principal): what shows as its tag.
+_CHANNELS = (SLACK, EMAIL, TOKEN, SESSION, NAME, API, CLI, AGENT)
+
+
+def shown(principal: str) -> Shown:
+    """`alice` -> alice; `api:alice` (the shared token said "alice", which proves nothing) ->
+    alice, tagged api; `slack:U9` -> U9, tagged slack; `agent:claude-code` -> claude-code, tagged agent."""
+    via, colon, raw = principal.partition(":")
+    if colon and raw and via in _CHANNELS:
+        return Shown(raw, via)
+    return Shown(principal)
+
+
+def one_name(principal: str) -> str:
+    """A principal in running text (a transcript): `alice`, `carol (api)`."""
+    seen = shown(principal)
+    return f"{seen.name} ({seen.channel})" if seen.channel else seen.name
+
+
 def _describe_one(ref: str) -> str:
     if ref == ANYONE:
         return "anyone"

@@ -183,20 +183,25 @@ def _bot(s: _Style) -> str:
     return s.name("deploybot")
 
 
+def _who(e: UserMessage | HumanResponse | Cancelled) -> str:
+    """One name per person, whichever channel they came by: the person, else the channel's id."""
+    return e.person or e.user
+
+
 def _user_message(e: UserMessage, s: _Style) -> str:
-    return f"{s.name(e.user)} ({s.text(e.channel)}): {s.text(e.text)}"
+    return f"{s.name(_who(e))} ({s.text(e.channel)}): {s.text(e.text)}"
 
 
 def _human_response(e: HumanResponse, s: _Style) -> str:
     if e.approve is True:
-        return f"{s.name(e.user)} approved"
+        return f"{s.name(_who(e))} approved"
     if e.approve is False:
-        return f"{s.name(e.user)} rejected" + (f": {s.text(e.text)}" if e.text else "")
-    return f"{s.name(e.user)}: {s.text(e.text)}"
+        return f"{s.name(_who(e))} rejected" + (f": {s.text(e.text)}" if e.text else "")
+    return f"{s.name(_who(e))}: {s.text(e.text)}"
 
 
 def _cancelled(e: Cancelled, s: _Style) -> str:
-    return f"cancelled by {s.text(e.user)}" + (f": {s.text(e.reason)}" if e.reason else "")
+    return f"cancelled by {s.text(_who(e))}" + (f": {s.text(e.reason)}" if e.reason else "")
 
 
 # --- the steps --------------------------------------------------------------------------
@@ -271,7 +276,7 @@ def _approval_requested(e: ApprovalRequested, s: _Style) -> str:
     change = f"; {t(wording.change_in_one_line(e.change))}" if e.change else ""
     return (
         f"{s.name('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
-        f"{t(e.environment)}, asked by {t(e.asker) or 'unknown'}; expires "
+        f"{t(e.environment)}, asked by {t(people.one_name(e.asker)) if e.asker else 'unknown'}; expires "
         f"{wording.utc(e.expires_at)}; approval id {s.code(e.approval_id)}{change}"
     )
 

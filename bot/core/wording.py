@@ -680,6 +680,44 @@ def approval_rules_changed(what: str, required: int, who: str, count: int) -> st
     )
 
 
+def approvers_needed(required: int, names: Sequence[str]) -> str:
+    """Who decides, and how many of them must: "alice or erin", "2 of alice, bob, carol"."""
+    if required <= 1:
+        return one_of(names)
+    return f"{required} of {', '.join(names)}" if names else f"{required} approvals from nobody"
+
+
+def rules_then(required: int, names: Sequence[str]) -> str:
+    """An approval's rules as they were when it was decided (not today's): who could decide, how many."""
+    if names:
+        return approvers_needed(required, names)
+    return f"{required} approval{'s' if required != 1 else ''} (who could decide was not recorded then)"
+
+
+def no_approval_needed() -> str:
+    return "no approval needed"
+
+
+# --- the console's confirmations: what a destructive button will do, said before it does it ---
+
+
+def confirm_rollback(service: str, environment: str, from_tag: str, to_tag: str) -> str:
+    return (f"Roll back {service} in {environment} from {from_tag} to {to_tag}? A new thread asks for approval "
+            "where it must, and the service stays locked there afterwards.")
+
+
+def confirm_cancel() -> str:
+    return "Cancel this thread? Nothing more happens in it: a deploy waiting here is dropped. It cannot be undone."
+
+
+def confirm_stop(where: str) -> str:
+    return f"Stop every deploy to {where}? None starts until someone resumes them (or until the time given)."
+
+
+def confirm_take(target: str, holder: str) -> str:
+    return f"Take the lock on {target} from {holder}? {holder} is told, with your reason."
+
+
 def approval_expired_notice(what: str, expires_at: datetime) -> str:
     return f"The approval to deploy {what} expired at {utc(expires_at)}; nothing was deployed."
 

@@ -336,6 +336,7 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
         sessions=Sessions(lambda: session_secret(settings), settings.session_ttl),
         sign_in_link=sign_in_linker(settings, credentials),
         mail=sign_in_mailer(settings, app.adapter("email")),
+        slack_login=app.adapter("slack") is not None,
         secure_cookies=public_base(settings).startswith("https://"),
     )
     web = WithMcp(create_app(app, worker=worker, sign_in=auth), mcp_server(app))  # agents at /mcp

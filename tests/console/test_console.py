@@ -96,7 +96,7 @@ def test_sign_in_approve_and_the_deploy_shows_up_live(context, console: Console)
     expect(backend.locator(".record.ok")).to_contain_text("v1.2.3", timeout=LIVE)
     expect(backend).to_contain_text("approved by alice")
     expect(backend).to_contain_text("asked by carol")
-    expect(backend.get_by_role("button", name="Roll back")).to_be_visible()  # the current deploy
+    expect(backend.locator("details.confirm")).to_have_count(0)  # its first deploy: nothing earlier to roll back to
     expect(row(board, "frontend", "production")).to_contain_text("Nothing deployed yet")
     expect(section(board, "production")).to_contain_text("No approval waiting")
     assert board.evaluate("window.__stayed === true"), "the board was reloaded instead of updated live"
@@ -195,7 +195,9 @@ def test_a_change_preview_then_a_rollback_from_the_board(context, console: Conso
     page.goto(f"{console.url}/console/")
     frontend = row(page, "frontend", "production")
     expect(frontend.locator(".record.ok")).to_contain_text("v1.3.0")
-    frontend.get_by_role("button", name="Roll back").click()
+    frontend.locator("summary", has_text="Roll back").click()  # asks first, saying what will happen
+    expect(frontend.locator(".confirm-text")).to_contain_text("Roll back frontend in production from v1.3.0 to v1.2.3?")
+    frontend.get_by_role("button", name="Yes, roll back").click()
     expect(page).to_have_url(re.compile(r"/console/threads/[^/?]+\?notice=rollback$"))
     expect(page.get_by_role("status")).to_contain_text("Rollback asked for")
     rollback = page.url.split("/threads/")[1].split("?")[0]
@@ -219,7 +221,7 @@ def test_a_change_preview_then_a_rollback_from_the_board(context, console: Conso
     expect(records.nth(0)).to_contain_text(f"rolled back deploy {faulty}")
     expect(records.nth(1)).to_contain_text("v1.3.0")
     expect(records.nth(1)).to_contain_text("faulty: rolled back")
-    expect(page.get_by_role("button", name="Roll back")).to_have_count(0)
+    expect(page.locator("summary", has_text="Roll back")).to_have_count(0)
     expect(page.locator("#f-service")).to_have_value("frontend")
     console.shot(page, "deploys")
     exported = [json.loads(line) for line in context.request.get(
@@ -233,7 +235,7 @@ def test_a_change_preview_then_a_rollback_from_the_board(context, console: Conso
     page.goto(f"{console.url}/console/")
     frontend = row(page, "frontend", "production")
     expect(frontend).to_contain_text("Locked by alice: rolled back from v1.3.0 by alice")
-    expect(frontend.get_by_role("button", name="Roll back")).to_have_count(0)
+    expect(frontend.locator("summary", has_text="Roll back")).to_have_count(0)
     console.shot(page, "board")
     frontend.get_by_role("button", name="Unlock frontend in production", exact=True).click()
     expect(frontend).to_contain_text("Not locked.", timeout=LIVE)
@@ -344,7 +346,8 @@ def test_a_post_without_the_csrf_token_is_refused(context, console: Console):
                              data={"approval_id": pending["approval_id"], "approve": True})
     assert r.status == 403
     page.goto(f"{console.url}/console/threads/{thread_id}")
-    page.get_by_role("button", name="Cancel", exact=True).click()
+    page.locator("summary", has_text="Cancel").click()
+    page.get_by_role("button", name="Yes, cancel it", exact=True).click()
     expect(page.locator(".thread-meta")).to_contain_text("cancelled")
 
 

@@ -80,27 +80,35 @@ def test_the_record_says_faulty_rolled_back_and_forced_and_only_the_current_depl
     assert model.rollbackable(records[1:]) == set()  # the current one is faulty
     assert model.rollbackable(records[2:]) == {"t1-1"}
     assert model.rollbackable([record("t4-4", "v1.3.1", 0, ok=False), *records[2:]]) == {"t1-1"}
-    rows = [model.Deployed(r, "alice", may_roll_back=r.deploy_id == "t1-1") for r in records]
+    older = record("t0-0", "v1.2.0", 20)
+    assert model.rollback_target(records[2:], records[2]) is None  # nothing earlier: no Roll back
+    assert model.rollback_target([*records[2:], older], records[2]) == older
+    rows = [model.Deployed(r, "alice", may_roll_back=r.deploy_id == "t1-1", rollback_to=older) for r in records]
     html = page("deploys.html", rows=rows, filters={"environment": "", "service": "frontend", "tag": "",
                 "outcome": "", "person": "", "limit": ""}, query="service=frontend",
                 environments=["production"], services=["backend", "frontend"])
     assert "rolled back deploy <a href=\"/console/deploys/production/t2-2\">t2-2</a>" in html
     assert "faulty: rolled back" in html
     assert "deployed anyway: <span class=\"said\">&lt;b&gt;flaky&lt;/b&gt; test</span> by carol" in html
-    assert html.count("Roll back</button>") == 1 and 'name="deploy_id" value="t1-1"' in html
+    assert html.count("Yes, roll back</button>") == 1 and 'name="deploy_id" value="t1-1"' in html
+    assert "Roll back frontend in production from v1.2.3 to v1.2.0?" in html
     assert '<option value="frontend" selected>' in html
 
 
 def test_the_board_has_a_row_per_service_with_its_own_lock_and_a_deploy_lock_links_its_thread():
     deploying = Lock("production", "thread-7-0123456789abcdef", "deploying frontend v1.3.0", NOW, "frontend")
     whole = Lock("production", "manual:alice", "freeze", NOW)
-    rows = model.service_rows("production", ["backend", "frontend"], [record("t1-1", "v1.2.3", 9)],
+    history = [record("t1-1", "v1.2.3", 9), record("t0-0", "v1.2.0", 20)]
+    rows = model.service_rows("production", ["backend", "frontend"], history,
                               [whole, deploying], POLICY, ALICE, {}, may_start=True)
     assert [(r.name, r.current is not None, r.lock is not None) for r in rows] == [
         ("backend", False, False), ("frontend", True, True)]
     assert rows[1].lock is not None and rows[1].lock.thread_id == "thread-7"
     assert rows[1].current is not None and rows[1].current.may_roll_back
-    reading = model.service_rows("production", ["backend", "frontend"], [record("t1-1", "v1.2.3", 9)],
+    assert rows[1].current.rollback_to == history[1]
+    alone = model.service_rows("production", ["frontend"], history[:1], [], POLICY, ALICE, {}, may_start=True)
+    assert alone[0].current is not None and not alone[0].current.may_roll_back  # nothing earlier to go back to
+    reading = model.service_rows("production", ["backend", "frontend"], history,
                                  [], POLICY, ALICE, {}, may_start=False)
     assert reading[1].current is not None and not reading[1].current.may_roll_back
 
@@ -213,3 +221,23 @@ def test_until_is_read_as_utc_and_anything_else_refused():
     for bad in ("tomorrow", "2026-13-01T08:00", "2026-11-26T25:00"):
         with pytest.raises(Page):
             until(bad)
+
+
+def test_a_decided_approval_shows_the_rules_it_was_asked_under_not_todays():
+    step, asked = _asking(required=2, approvers=["alice", "erin"])
+    request = asked.model_copy(update={"requested_by": "api:carol"})  # the shared token said "carol"
+    thread = Thread("t6", (
+        UserMessage(text="deploy backend v1.2.3 to production", user="carol", via="api", at=NOW), step, request,
+        _approved(request, "alice", 1), _approved(request, "erin", 2),
+    ))
+    [decided] = model.approvals(thread, ALICE, POLICY, NOW + timedelta(minutes=3))
+    assert decided.rules_then == "2 of alice, erin"  # today's POLICY lets anyone decide: not what applied then
+    html = page("approvals.html", pending=[], decided=[decided], now=NOW)
+    assert "Rules then" in html and "May decide" not in html and "2 of alice, erin" in html
+    assert "api:carol" not in html and '<span class="person">carol</span> <small class="via">api</small>' in html
+    old = request.model_copy(update={"approvers": []})  # asked before the approvers were kept
+    [unknown] = model.approvals(Thread("t7", (step, old, _approved(old, "alice", 1), _approved(old, "erin", 2))),
+                                ALICE, POLICY, NOW)
+    assert unknown.rules_then == "2 approvals (who could decide was not recorded then)"
+    [pending] = model.approvals(Thread("t8", (step, request)), ALICE, POLICY, NOW)
+    assert pending.rules_then == "" and pending.pending  # an open one: today's rules decide

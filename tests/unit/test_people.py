@@ -236,3 +236,15 @@ def test_the_file_overrides_protection_and_must_differ_per_environment(people):
     assert rules["qa"].approvers == {ANYONE} and rules["qa"].approvers_as_written == ("*",)
     assert rules["staging"].lockers == {"alice", "bob"}  # may_lock defaults to the approvers
     assert may_lock(people.by_slack("U999"), rules["staging"]) == "U999 may not lock staging; the sre group may"
+
+
+def test_one_person_one_name_with_the_channel_as_a_tag():
+    from bot.core.people import Shown, one_name, shown
+
+    assert shown("alice") == Shown("alice")
+    assert shown("api:alice") == Shown("alice", "api")  # the shared token said "alice": a claim, tagged
+    assert shown("slack:U9") == Shown("U9", "slack")
+    assert shown("agent:claude-code") == Shown("claude-code", "agent")
+    assert shown("claude-code (agent of alice)") == Shown("claude-code (agent of alice)")  # words, not a principal
+    assert shown("group:sre") == Shown("group:sre") and shown("*") == Shown("*")
+    assert (one_name("api:carol"), one_name("bob")) == ("carol (api)", "bob")

@@ -27,6 +27,8 @@ SAMPLES = {
     "confirmed": False,
     "address": "alice@example.com",
     "where": "production",
+    "names": ["alice", "bob", "carol"],
+    "holder": "bob",
     "lockers": "the sre group",
     "by": "by alex since 2026-01-01 10:00 UTC: release freeze",
     "who": "alex",

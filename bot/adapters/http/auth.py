@@ -103,6 +103,7 @@ class Auth:
         sign_in_link: SignInLink | None = None,
         mail: Mail | None = None,
         secure_cookies: bool = False,
+        slack_login: bool = False,
     ) -> None:
         self.expected = f"Bearer {api_token}".encode() if api_token else None
         self.open_mode = open_mode
@@ -112,6 +113,11 @@ class Auth:
         self.sign_in_link = sign_in_link
         self.mail = mail
         self.secure_cookies = secure_cookies
+        self.slack_login = slack_login  # the sign-in pages offer only the ways that work
+
+    @property
+    def mails_links(self) -> bool:
+        return self.mail is not None and self.sign_in_link is not None and self.credentials is not None
 
     @property
     def signs_in(self) -> bool:

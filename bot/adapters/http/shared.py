@@ -157,6 +157,16 @@ class SignIn(Protocol):
 
     async def email_link(self, address: str) -> None: ...
 
+    @property
+    def mails_links(self) -> bool:
+        """Whether a sign-in link can be mailed (an email channel is on): else no form offers it."""
+        ...
+
+    @property
+    def slack_login(self) -> bool:
+        """Whether `@deploybot login` in Slack answers with a link (the Slack channel is on)."""
+        ...
+
 
 def secure_cookies(sign_in: SignIn | None, request: Request) -> bool:
     """Whether a cookie set for `request` is Secure: behind https (PUBLIC_URL), or asked over https."""

@@ -51,8 +51,13 @@ async def link_page(request: Request, sign_in: SignIn = Depends(the_sign_in)) ->
     code = request.query_params.get("code", "")
     person = await sign_in.link_person(code) if len(code) <= MAX_CODE else None
     if person is None:
-        return standalone("link.html", 400, person=None, code="")
+        return standalone("link.html", 400, person=None, code="", **_ways(sign_in))
     return standalone("link.html", 200, person=person, code=code)
+
+
+def _ways(sign_in: SignIn) -> dict[str, bool]:
+    """The ways to get a new link that work here: the page offers only those."""
+    return {"can_mail_links": sign_in.mails_links, "slack_login": sign_in.slack_login}
 
 
 @router.post("/link")
@@ -66,7 +71,7 @@ async def use_link(request: Request, sign_in: SignIn = Depends(the_sign_in)) -> 
     signed = await sign_in.sign_in(code) if len(code) <= MAX_CODE else None
     if signed is None:
         if not as_json:
-            return standalone("link.html", 400, person=None, code="")
+            return standalone("link.html", 400, person=None, code="", **_ways(sign_in))
         return JSONResponse({"detail": SIGN_IN_FAILED}, status_code=400, headers=NO_STORE)
     response = _signed_in(signed[0], as_json)
     response.set_cookie(

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import people, transcript, verification, wording
+from bot.core import outcomes, people, transcript, verification, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -101,6 +101,7 @@ class Approval:
     reminders: int = 0  # reminders sent so far
     expiry: ApprovalExpired | None = None  # the recorded expiry: closed, nothing deployed
     required: int = 1  # approvals it needs under the rules it follows now (Thread.approval_rules)
+    rules_then: str = ""  # a closed one's rules as they were when decided ("2 of alice, erin"); "": open
 
     @property
     def may_decide(self) -> bool:
@@ -137,6 +138,7 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
             why_not = wording.already_approved_by_you(len(given), thread.required(request.approval_id))
         deciders = list(rules.approvers_as_written or sorted(rules.approvers))
         deciders += [p for p in (escalation.to if escalation else ()) if p not in deciders]
+        closed = made is not None or expiry is not None
         found.append(Approval(
             thread_id=thread.id,
             request=request,
@@ -153,8 +155,21 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
             reminders=thread.reminded(request.approval_id),
             expiry=expiry,
             required=thread.required(request.approval_id),
+            rules_then=_rules_then(thread, request.approval_id) if closed else "",
         ))
     return found[::-1]
+
+
+def _rules_then(thread: Thread, approval_id: str) -> str:
+    """The rules a closed approval was decided under: those it was asked under, or the
+    newer ones recorded with its decision (ApprovalRulesChanged), not today's."""
+    rules = thread.approval_rules(approval_id)
+    return wording.rules_then(rules.required, names(rules.approvers or ()))
+
+
+def names(principals: Iterable[str]) -> list[str]:
+    """Each principal's one name (people.shown), once each, in order; `*` is anyone."""
+    return list(dict.fromkeys("anyone" if p == people.ANYONE else people.shown(p).name for p in principals))
 
 
 def _asked_before(thread: Thread, request: ApprovalRequested) -> str:
@@ -266,6 +281,7 @@ class Row:
     updated: datetime | None
     version: int
     forked_from: str | None
+    outcome: outcomes.Outcome = outcomes.Outcome("running")
 
 
 def row(thread: Thread, now: datetime) -> Row:
@@ -273,15 +289,16 @@ def row(thread: Thread, now: datetime) -> Row:
     return Row(
         id=thread.id, status=thread.status(now), title=" ".join(str(getattr(first, "text", "")).split())[:140],
         people=tuple(sorted(_people(thread))), updated=thread.events[-1].at if thread.events else None,
-        version=thread.version, forked_from=thread.origin.forked_from,
+        version=thread.version, forked_from=thread.origin.forked_from, outcome=outcomes.outcome(thread, now),
     )
 
 
 def _people(thread: Thread) -> set[str]:
+    """Everyone who wrote, each by one name whichever channel they came by (people.shown)."""
     found = set()
     for e in thread.events:
         if isinstance(e, UserMessage | HumanResponse):
-            found.add(e.person or e.user)
+            found.add(people.shown(principal_of(e)).name)
     return found
 
 
@@ -494,6 +511,7 @@ class Deployed:
     record: DeployRecord
     asked_by: str = ""
     may_roll_back: bool = False
+    rollback_to: DeployRecord | None = None  # what Roll back would put back (its confirmation says so)
 
 
 @dataclass(frozen=True)
@@ -521,7 +539,7 @@ class ServiceRow:
 class Environment:
     name: str
     protected: bool
-    approvers: str
+    approvers: str  # "2 of alice, bob, carol": the people, and how many must approve
     lockers: str
     services: list[ServiceRow] = field(default_factory=list)
     lock: Held | None = None  # on the whole environment
@@ -539,9 +557,11 @@ class Environment:
 def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
     rules = policy.rules_for(name)
     why = policy.may_lock(viewer, name)
+    members = names(sorted(rules.approvers))
     return Environment(
         name=name, protected=rules.protected,
-        approvers=people.describe(rules.approvers_as_written or sorted(rules.approvers)),
+        approvers=wording.approvers_needed(policy.timing_for(name).required, members) if rules.protected
+        else wording.no_approval_needed(),
         lockers=people.describe(rules.lockers_as_written or sorted(rules.lockers)),
         may_lock=why is None, why_not_lock=why,
     )
@@ -588,17 +608,32 @@ def service_rows(
         in_catalog = name in services
         on = next((r for r in current if r.service == name), None)
         last = newest.get(name)
+        back_to = rollback_target(records, on) if on is not None else None
+        may = may_start and in_catalog and on is not None and on.deploy_id in rollbackable_ids and back_to is not None
         rows.append(ServiceRow(
             name=name, in_catalog=in_catalog,
-            current=deployed(on, asked, may_start and in_catalog and on.deploy_id in rollbackable_ids) if on else None,
+            current=deployed(on, asked, may, back_to) if on else None,
             failed=deployed(last, asked) if last is not None and not last.ok else None,
             lock=held(own[name], policy, viewer) if name in own else None,
         ))
     return rows
 
 
-def deployed(record: DeployRecord, asked: dict[str, str], may_roll_back: bool = False) -> Deployed:
-    return Deployed(record, asked.get(record.deploy_id, ""), may_roll_back)
+def deployed(record: DeployRecord, asked: dict[str, str], may_roll_back: bool = False,
+             rollback_to: DeployRecord | None = None) -> Deployed:
+    return Deployed(record, asked.get(record.deploy_id, ""), may_roll_back, rollback_to)
+
+
+def rollback_target(records: Iterable[DeployRecord], current: DeployRecord) -> DeployRecord | None:
+    """What rolling `current` back would put back, as bot.runtime.steps.plan_rollback picks it:
+    the newest earlier successful deploy of its service there, not faulty, of another commit
+    (None: nothing earlier, so no Roll back button). The thread checks again that its tag still
+    points to that commit."""
+    for r in newest_first(list(records)):
+        if (r.service == current.service and r.environment == current.environment and r.ok and not r.faulty
+                and r.at < current.at and r.commit != current.commit):
+            return r
+    return None
 
 
 def rollbackable(records: Iterable[DeployRecord]) -> set[str]:

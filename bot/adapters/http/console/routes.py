@@ -33,7 +33,7 @@ from bot.adapters.http.console.reader import Reader
 from bot.adapters.http.console.streams import Streams
 from bot.adapters.http.shared import BROWSER_COOKIE, Parts, SignIn, secure_cookies
 from bot.core import wording
-from bot.core.people import ANONYMOUS, SERVICE, Identity
+from bot.core.people import ANONYMOUS, SERVICE, Identity, shown
 from bot.core.thread import Thread
 from bot.runtime.ports import DeployRecord
 from bot.runtime.service import Invalid, Refused
@@ -127,6 +127,8 @@ def templates() -> jinja2.Environment:
     env.filters["short"] = lambda s, n=7: (s or "")[:n]
     env.globals.update(ago=model.ago, left=model.left, change_lines=wording.change_lines,
                        expired_in_place=wording.expired_in_place)
+    env.globals.update(shown=shown, confirm_rollback=wording.confirm_rollback, confirm_cancel=wording.confirm_cancel,
+                       confirm_stop=wording.confirm_stop, confirm_take=wording.confirm_take)
     return env
 
 
@@ -138,7 +140,8 @@ def _pages() -> jinja2.Environment:
 def standalone(name: str, status: int, **context: Any) -> HTMLResponse:
     """A template of the console's, for nobody in particular (no viewer, no navigation)."""
     body = _pages().get_template(name).render(
-        viewer=None, notice=None, path="", prefix=PREFIX, can_mail_links=False, **context
+        **{"viewer": None, "notice": None, "path": "", "prefix": PREFIX, "can_mail_links": False,
+           "slack_login": False, **context}
     )
     return HTMLResponse(body, status_code=status, headers=HEADERS)
 
@@ -199,7 +202,8 @@ class Console:
         notice = NOTICES.get(request.query_params.get("notice", ""))
         body = self.pages.get_template(name).render(
             viewer=who, notice=notice, path=request.url.path, now=self.service.clock(), prefix=PREFIX,
-            can_mail_links=self.sign_in is not None,
+            can_mail_links=self.sign_in is not None and self.sign_in.mails_links,
+            slack_login=self.sign_in is not None and self.sign_in.slack_login,
             waiting_for_you=request.scope.get("state", {}).get("waiting_for_you", 0), **context,
         )
         response = HTMLResponse(body, status_code=code, headers=HEADERS)

@@ -10,7 +10,7 @@ from bot.adapters.http.console import model
 from bot.adapters.http.console.forms import Page, back, id_like, reason, text, whole_number
 from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console
 from bot.adapters.http.shared import MAX_TEXT_CHARS
-from bot.core import commands, wording
+from bot.core import commands, outcomes, wording
 from bot.runtime.service import Forbidden, Invalid, WrongState
 
 
@@ -37,7 +37,7 @@ async def thread_page(console: Console, request: Request, thread_id: str) -> Res
         raise Page(404, "Not found", f"there is no thread {thread_id!r}")
     now, policy = console.service.clock(), console.policy
     return console.render(
-        request, "thread.html", thread=thread, status=thread.status(now),
+        request, "thread.html", thread=thread, status=thread.status(now), outcome=outcomes.outcome(thread, now),
         items=model.timeline(thread, console.parts.secrets, console.words),
         approvals=model.approvals(thread, who.identity, policy, now),
         blocked=model.blocked(thread, who.identity, policy) if who.may_start else None,

@@ -50,6 +50,7 @@
         document.title = fresh.ownerDocument.title;  // "(N) ...": what waits for you, kept current too
         live.querySelectorAll("details").forEach(function (d) { if (open[d.parentElement.id]) d.open = true; });
         tick();
+        confirms();
         listen();
       })
       .catch(function () { loading = false; pending = true; });
@@ -72,6 +73,19 @@
         : Math.floor(m / 60) + " h " + (m % 60) + " min left";
     });
   }
+
+  // A confirmation's "No, keep it": closes its question, and nothing is sent (without a script
+  // the toggle itself closes it).
+  function confirms() {
+    document.querySelectorAll("button.confirm-no").forEach(function (b) { b.hidden = false; });
+  }
+  document.addEventListener("click", function (e) {
+    var no = e.target.closest && e.target.closest("button.confirm-no");
+    if (!no) return;
+    var open = no.closest("details");
+    if (open) { open.open = false; open.querySelector("summary").focus(); }
+  });
+  confirms();
 
   if (live) {
     live.dataset.prefix = "/console";

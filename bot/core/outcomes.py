@@ -1,0 +1,120 @@
+"""What came of a thread, for people: deployed, rejected, failed, cancelled, expired, refused,
+waiting, running. Pure, derived from the events alone (and a clock, for an approval that
+lapsed), like Thread.status, which it does not replace: the API's `status` stays what it is
+("done" says the bot has nothing left to do, not that anything was deployed). The console's
+lists show this, so a rejected deploy never reads "done", and each outcome names who and when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from bot.core.events import (
+    DEPLOY_STEPS,
+    ApprovalExpired,
+    Cancelled,
+    CommandResult,
+    DeployResult,
+    Error,
+    Event,
+    HumanResponse,
+    SenderConfirmationExpired,
+    Step,
+)
+from bot.core.thread import Thread
+
+Kind = Literal[
+    "deployed", "rejected", "failed", "cancelled", "expired", "refused", "waiting", "running", "done",
+    # Kept for what happens after a deploy (its verification, a rollback that marks it faulty):
+    "verifying", "verified", "faulty",
+]
+# How each reads, and its colour's class (console.css .outcome-*): one place, so every list agrees.
+WORDS: dict[Kind, str] = {
+    "deployed": "deployed", "rejected": "rejected", "failed": "failed", "cancelled": "cancelled",
+    "expired": "expired", "refused": "refused", "waiting": "waiting", "running": "running", "done": "answered",
+    "verifying": "verifying", "verified": "verified", "faulty": "faulty",
+}
+REFUSALS = ("locked", "frozen", "checks", "recheck", "validation")  # Error kinds: the rules said no
+WAITING_FOR = {
+    "waiting_for_approval": "for approval", "waiting_for_lock": "in line for a lock or a freeze",
+    "waiting_for_human": "for a reply", "waiting_for_sender": "for the sender to confirm",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: Kind
+    detail: str = ""  # what, in a few words: "v1.2.3 to production", "for approval"
+    by: str = ""  # who made it so (a principal, or the channel's name for someone unknown); "": nobody
+    at: datetime | None = None  # when
+
+    @property
+    def words(self) -> str:
+        return WORDS[self.kind]
+
+
+def outcome(thread: Thread, now: datetime | None = None) -> Outcome:
+    """What came of `thread`, as its events say by `now`."""
+    cancelled = thread.cancelled()
+    if cancelled is not None:
+        return Outcome("cancelled", cancelled.reason, _who(cancelled), cancelled.at)
+    status = thread.status(now)
+    if status in WAITING_FOR:
+        return Outcome("waiting", WAITING_FOR[status], at=_last_at(thread))
+    if status == "running":
+        return Outcome("running", at=_last_at(thread))
+    deploy = _last_deploy(thread)
+    if deploy is not None:
+        closed = thread.outcome(deploy)
+        if closed is not None:
+            return _closed(thread, deploy, closed)
+    if status == "failed":
+        return Outcome("failed", at=_last_at(thread))
+    dropped = next(iter(thread.of(SenderConfirmationExpired)), None)
+    if thread.unconfirmed() and dropped is not None:
+        return Outcome("expired", "the sender never confirmed", at=dropped.at)
+    refused = _refused_command(thread)
+    if refused is not None:
+        return refused
+    return Outcome("done", at=_last_at(thread))
+
+
+def _closed(thread: Thread, deploy: Step, closed: Event) -> Outcome:
+    """The outcome of the thread's last deploy step, from the event that closed it."""
+    what = f"{getattr(deploy, 'tag', '')} to {getattr(deploy, 'environment', '')}"
+    if isinstance(closed, DeployResult):
+        request = thread.approval_for(deploy.id)
+        by = closed.approved_by or (request.asker if request else "")
+        return Outcome("deployed" if closed.ok else "failed", what, by, closed.at)
+    if isinstance(closed, HumanResponse):
+        return Outcome("rejected", what, _who(closed), closed.at)
+    if isinstance(closed, ApprovalExpired):
+        return Outcome("expired", what, at=closed.at)
+    if isinstance(closed, Error):
+        kind: Kind = "refused" if closed.kind in REFUSALS else "failed"
+        return Outcome(kind, what, at=closed.at)
+    return Outcome("done", what, at=closed.at)
+
+
+def _refused_command(thread: Thread) -> Outcome | None:
+    """A thread of a command the rules refused (a lock taken, nothing to roll back to)."""
+    last = next((e for e in reversed(thread.events) if isinstance(e, CommandResult | Error)), None)
+    if isinstance(last, CommandResult) and not last.ok:
+        return Outcome("refused", last.text, at=last.at)
+    if isinstance(last, Error) and last.kind in REFUSALS:
+        return Outcome("refused", last.message, at=last.at)
+    return None
+
+
+def _last_deploy(thread: Thread) -> Step | None:
+    return next((e for e in reversed(thread.events) if isinstance(e, DEPLOY_STEPS)), None)
+
+
+def _last_at(thread: Thread) -> datetime | None:
+    return thread.events[-1].at if thread.events else None
+
+
+def _who(event: HumanResponse | Cancelled) -> str:
+    return event.person or event.user
