@@ -22,6 +22,7 @@ from bot.core.events import (
     HumanResponse,
     SenderConfirmationExpired,
     Step,
+    VerificationEnded,
 )
 from bot.core.thread import Thread
 
@@ -65,6 +66,8 @@ def outcome(thread: Thread, now: datetime | None = None) -> Outcome:
         return Outcome("waiting", WAITING_FOR[status], at=_last_at(thread))
     if status == "running":
         return Outcome("running", at=_last_at(thread))
+    if status == "verifying":
+        return Outcome("verifying", _what(_last_deploy(thread)), at=_last_at(thread))
     deploy = _last_deploy(thread)
     if deploy is not None:
         closed = thread.outcome(deploy)
@@ -81,12 +84,20 @@ def outcome(thread: Thread, now: datetime | None = None) -> Outcome:
     return Outcome("done", at=_last_at(thread))
 
 
+def _what(deploy: Step | None) -> str:
+    return f"{getattr(deploy, 'tag', '')} to {getattr(deploy, 'environment', '')}" if deploy else ""
+
+
 def _closed(thread: Thread, deploy: Step, closed: Event) -> Outcome:
-    """The outcome of the thread's last deploy step, from the event that closed it."""
-    what = f"{getattr(deploy, 'tag', '')} to {getattr(deploy, 'environment', '')}"
+    """The outcome of the thread's last deploy step, from the event that closed it (and, for
+    a deploy that succeeded, from its verification's verdict where it had one)."""
+    what = _what(deploy)
     if isinstance(closed, DeployResult):
         request = thread.approval_for(deploy.id)
         by = closed.approved_by or (request.asker if request else "")
+        verdict = next((e for e in thread.of(VerificationEnded) if e.deploy_id == closed.deploy_id), None)
+        if closed.ok and verdict is not None and verdict.outcome != "skipped":
+            return Outcome("verified" if verdict.outcome == "verified" else "faulty", what, by, verdict.at)
         return Outcome("deployed" if closed.ok else "failed", what, by, closed.at)
     if isinstance(closed, HumanResponse):
         return Outcome("rejected", what, _who(closed), closed.at)

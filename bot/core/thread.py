@@ -53,7 +53,6 @@ Status = Literal[
     "done", "failed", "cancelled", "verifying",
 ]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
-Ending = Literal["deployed", "rolled back", "rejected", "failed", "expired", "refused", "cancelled", "done"]
 FINISHED: tuple[Status, ...] = ("done", "failed", "cancelled")
 """Statuses a thread stays in until a person writes to it again: kept for THREAD_RETENTION."""
 ACTIVE: tuple[Status, ...] = tuple(s for s in STATUSES if s not in FINISHED)
@@ -322,23 +321,6 @@ class Thread:
         if request is None or self.decision_for(request.approval_id) is not None:
             return None
         return request if self.outcome(last[1]) is None else None
-
-    def ending(self) -> Ending:
-        """How a thread ended, in a word people read ("this thread is finished (deployed)"):
-        its newest deploy's outcome, else "cancelled", "failed" or "done" by its status."""
-        if self.cancelled():
-            return "cancelled"
-        deploy = next((e for e in reversed(self.events) if isinstance(e, DEPLOY_STEPS)), None)
-        outcome = self.outcome(deploy) if deploy is not None else None
-        if isinstance(outcome, DeployResult):
-            return ("rolled back" if outcome.rollback_of else "deployed") if outcome.ok else "failed"
-        if isinstance(outcome, HumanResponse):
-            return "rejected"
-        if isinstance(outcome, ApprovalExpired):
-            return "expired"
-        if isinstance(outcome, Error):
-            return "failed" if outcome.kind in ("deployer", "interrupted", "internal") else "refused"
-        return "failed" if self.status() == "failed" else "done"
 
     def _since_human(self) -> Sequence[Event]:
         for i in range(len(self.events) - 1, -1, -1):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import agents, wording
+from bot.core import agents, outcomes, wording
 from bot.core.commands import is_approval
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -253,7 +253,7 @@ class ThreadService:
             if thread.cancelled():
                 raise WrongState(wording.already_cancelled())
             if thread.status(self.clock()) in FINISHED:  # its outcome stays what it was
-                raise WrongState(wording.nothing_to_cancel(thread.ending()))
+                raise WrongState(wording.nothing_to_cancel(outcomes.outcome(thread).words))
             return Cancelled(reason=reason, **said_by(identity))
 
         return await self._append(thread_id, event)
