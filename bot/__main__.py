@@ -17,7 +17,7 @@ from bot.adapters.redis import embedded as embedded_redis
 from bot.config.settings import Settings, config_problems
 from bot.core import commands, wording
 from bot.runtime.service import Refused
-from bot.wiring.children import watch_children_without_threads
+from bot.wiring.children import fast_event_loops
 
 
 def parser() -> argparse.ArgumentParser:
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings is None:
         return 2
     redacting = configure_logging(settings)
-    watch_children_without_threads()  # before any event loop starts a git or deploy command
+    loop = fast_event_loops()  # before any event loop starts, or a git or deploy command
     if args.command == "serve":
         if not settings.api_token and (settings.slack or settings.email):
             print(
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 "reachable from outside, and /threads can approve deploys.", file=sys.stderr,
             )
             return 2
-        return serve(settings, worker=not args.no_worker, redacting=redacting)
+        return serve(settings, worker=not args.no_worker, redacting=redacting, loop=loop)
     if args.command == "worker":
         return asyncio.run(_work(settings))
     if args.command == "redis-stop":
@@ -364,7 +364,8 @@ async def _work(settings: Settings) -> int:
     return 0
 
 
-def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | None = None) -> int:
+def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | None = None,
+          loop: str = "asyncio") -> int:
     import uvicorn
 
     from bot.adapters.http.logs import uvicorn_log_config
@@ -384,7 +385,7 @@ def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | N
     # uvicorn's loggers print through handlers of their own: the same redaction goes on them.
     uvicorn.run(
         http_app(build(settings), worker=worker),
-        host=host, port=settings.port, log_level=settings.log_level.lower(), loop="asyncio",
+        host=host, port=settings.port, log_level=settings.log_level.lower(), loop=loop,
         log_config=uvicorn_log_config(redacting),
     )
     return 0

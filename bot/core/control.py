@@ -267,6 +267,18 @@ def _reminder_at(thread: Thread, request: ApprovalRequested, timing: Timing) -> 
     return at if at < request.expires_at else None
 
 
+# What can make a thread due (next_due): a deploy step (its line, its approval), a sender
+# confirmation, a verification. A thread with none of them never had a due time to clear.
+_EVER_DUE = (*DEPLOY_STEPS, ApprovalRequested, SenderConfirmationRequested, VerificationStarted)
+
+
+def ever_due(thread: Thread) -> bool:
+    """Whether the thread could ever have had a due time: False for the read-only runs ("list
+    tags", "what's on"), so a run of one need not clear a timer it never had (a Redis round
+    trip per run, issue 29). A stale timer would only cost a run that finds nothing to do."""
+    return any(isinstance(e, _EVER_DUE) for e in thread.events)
+
+
 # An expiry is due just after the moment, so `now > expires_at` holds when it fires.
 EXPIRY_GRACE = timedelta(milliseconds=10)
 # A deploy waiting in line is woken when the lock it waits for is released; this is the

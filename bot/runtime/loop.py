@@ -35,6 +35,7 @@ from bot.core.control import (
     RunTags,
     StartVerification,
     Stop,
+    ever_due,
     next_action,
     next_due,
 )
@@ -150,7 +151,7 @@ class Runner:
             await self.deploying.leave_queue(thread)
         if self.verifying is not None and (dropped := verification.abandoned(thread)) is not None:
             await self.verifying.abandon(dropped)  # cancelled mid-bake: the lock is not kept for it
-        if self.timers is not None:
+        if self.timers is not None and ever_due(thread):
             await self.timers.set(thread.id, next_due(thread, self.policy, self.clock()))
 
     async def _run(self, thread: Thread, journal: RunJournal) -> Thread:

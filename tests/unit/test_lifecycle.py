@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.core import wording
-from bot.core.control import EXPIRY_GRACE, QUEUE_RETRY, Expire, Remind, next_action, next_due
+from bot.core.control import EXPIRY_GRACE, QUEUE_RETRY, Expire, Remind, ever_due, next_action, next_due
 from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
@@ -25,8 +25,11 @@ from bot.core.events import (
     DeployQueued,
     DeployResult,
     DeployService,
+    DoneForNow,
     Error,
     HumanResponse,
+    ListGitTags,
+    UserMessage,
 )
 from bot.core.freeze_windows import weekly
 from bot.core.people import Directory, Person, Written
@@ -745,3 +748,15 @@ async def test_an_approved_deploy_does_not_wait_for_a_freeze_outlasting_its_appr
     assert [e.kind for e in of(thread, Error)] == ["frozen"] and of(thread, DeployQueued) == []
     assert thread.status() not in ("waiting_for_lock", "waiting_for_approval")
     assert b.parts.deployer.requests == []
+
+
+def test_only_a_thread_that_could_be_due_has_its_timer_cleared():
+    # A read-only run never had a due time: its run skips clearing one (a round trip per run).
+    tags = Thread("t", (UserMessage(text="list tags", user="alice"), ListGitTags(),
+                        DoneForNow(message="v1.0.0", at=NOW)))
+    assert not ever_due(tags) and next_due(tags, policy(), NOW) is None
+    thread, request = pending()
+    assert ever_due(thread)
+    # decided since: nothing is due any more, but the timer it had must still be cleared
+    approved = thread.extended([HumanResponse(approve=True, user="erin", approval_id=request.approval_id)])
+    assert ever_due(approved)
