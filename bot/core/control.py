@@ -19,6 +19,7 @@ from bot.core.events import (
     Error,
     HumanResponse,
     ListGitTags,
+    Promote,
     RequestMoreInformation,
     RollBack,
     SenderConfirmationRequested,
@@ -47,6 +48,13 @@ class RunTags:
 @dataclass(frozen=True)
 class RunCommand:
     step: CommandStep
+
+
+@dataclass(frozen=True)
+class PlanPromotion:
+    """Find the commit `promote` deploys (bot/runtime/promoting.py)."""
+
+    step: Promote
 
 
 @dataclass(frozen=True)
@@ -122,8 +130,8 @@ class ExpireSenderConfirmation:
 
 
 Action = (
-    Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
-    | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
+    Stop | Decide | RunTags | RunCommand | PlanRollback | PlanPromotion | AskApproval | RunDeploy | Interrupted
+    | Escalate | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
 )
 
 
@@ -234,6 +242,8 @@ def _step_action(thread: Thread, index: int, step: Step, policy: Policy) -> Acti
         return RunCommand(step)
     if isinstance(step, RollBack):
         return PlanRollback(step)
+    if isinstance(step, Promote):
+        return PlanPromotion(step)
     if isinstance(step, DEPLOY_STEPS):
         return _deploy_action(thread, step, policy)
     return None

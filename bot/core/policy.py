@@ -17,6 +17,7 @@ from bot.core.catalog import Catalog
 from bot.core.events import ApprovalRequested, Deploy, HumanResponse, principal_of
 from bot.core.freeze_windows import Freeze
 from bot.core.people import ANYONE, BOT_USER, Directory, Identity, Rules
+from bot.core.promotion import Promotion
 from bot.core.thread import Thread
 
 __all__ = ["BOT_USER", "Policy", "PolicyError", "Timing", "args_hash", "parse_approvers", "parse_required"]
@@ -99,6 +100,7 @@ class Policy:
     freezes: tuple[Freeze, ...] = ()  # deploybot.toml's scheduled freezes
     timing: Mapping[str, Timing] = field(default_factory=dict)  # per environment; else `default_timing`
     default_timing: Timing = field(default_factory=Timing)
+    promotion: Promotion = field(default_factory=Promotion)  # the order commits go through environments
 
     def timing_for(self, environment: str) -> Timing:
         return self.timing.get(environment, self.default_timing)

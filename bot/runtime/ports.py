@@ -370,6 +370,7 @@ class DeployRecord:
     force: str | None = None  # deployed past failing checks: why, and who said so
     forced_by: str | None = None
     faulty: bool = False  # rolled back since: never a rollback target again
+    verified_at: datetime | None = None
     # The audit trail, kept here because the record outlives its thread (THREAD_RETENTION;
     # the history has DEPLOY_HISTORY_RETENTION). Empty in records older than these fields.
     requested_by: str = ""  # who asked: the person, else the channel's id for them

@@ -352,7 +352,7 @@ def queued(thread: Thread, now: datetime) -> Queued | None:
     return Queued(thread.id, step.service, step.tag, step.environment, said.position, said.behind, said.at)
 
 
-BLOCKING = ("checks", "frozen")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
+BLOCKING = ("checks", "frozen", "promotion")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
 
 
 @dataclass(frozen=True)
