@@ -1,5 +1,5 @@
-"""python -m bot serve | worker | mcp | chat MESSAGE | threads ... | lock | unlock | rollback | promote | deploys | tokens ... |
-login-link PERSON | gc | redis-stop"""
+"""python -m bot serve | worker | mcp | chat MESSAGE | threads ... | lock | unlock | rollback | promote | deploys |
+tokens ... | login-link PERSON | gc | redis-stop"""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def parser() -> argparse.ArgumentParser:
     rollback.add_argument("environment")
     rollback.add_argument("--user", default=_me())
     promote = sub.add_parser(
-        "promote", help="deploy the newest commit that passed the environment before ENV (asks for approval where needed)"
+        "promote",
+        help="deploy the newest commit that passed the environment before ENV (asks for approval where needed)",
     )
     promote.add_argument("service")
     promote.add_argument("environment")

@@ -95,6 +95,11 @@ class Refusal:
     newest: Deployed | None
 
 
+def exempt(step: object) -> bool:
+    """Rollbacks (automatic ones too) are exempt from the order: they put back what was on."""
+    return bool(getattr(step, "rollback_of", None))
+
+
 def passed(record: Deployed, now: datetime, soak: timedelta, verify: bool) -> bool:
     """Whether one deploy shows its commit passed: it succeeded, is not faulty, has soaked,
     and is verified where that is asked."""

@@ -20,7 +20,7 @@ async def refused(step: Deploy, commit: str, history: History, policy: Policy, n
     to read; None when it may go (rollbacks always may: they put back what was on)."""
     rules = policy.promotion
     previous = rules.previous(step.service, step.environment)
-    if previous is None or getattr(step, "rollback_of", None):
+    if previous is None or promotion.exempt(step):
         return None
     records = await history.recent(previous, HISTORY_LOOKED_AT, service=step.service)
     soak, verify = rules.soak(step.service), rules.needs_verification(step.service, previous)
