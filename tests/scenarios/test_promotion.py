@@ -5,11 +5,13 @@ personal token (a file that names people trusts no bare name)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bot.runtime.clock import utcnow
@@ -156,3 +158,19 @@ async def test_promote_proposes_the_newest_commit_that_passed_staging(bot, app, 
     no_order = await bot.api.post("/deploys/promote", json={"service": "backend", "environment": "staging"},
                                   headers=bot.auth("alice"))
     assert no_order.status_code == 422 and "no environment before staging" in no_order.json()["detail"]
+
+    # The console's board: a Promote button where the order has an environment before, as the person.
+    async with httpx.AsyncClient(base_url=bot.api.base_url) as browser:
+        signed = await browser.post("/auth/link", json={"code": await app.credentials.issue_link("alice", 60)})
+        assert signed.status_code == 200, signed.text
+        board = (await browser.get("/console/")).text
+        assert re.findall(r'action="/console/environments/(\w+)/services/(\w+)/promote"', board) == [
+            ("production", "backend"), ("production", "frontend")]
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', board)[1]  # type: ignore[index]
+        action = "/console/environments/production/services/backend/promote"
+        assert (await browser.post(action, data={"csrf_token": "forged"})).status_code == 403
+        r = await browser.post(action, data={"csrf_token": csrf})
+        assert r.status_code == 303 and r.headers["location"].endswith("?notice=promote")
+        thread = await settle(bot.api, r.headers["location"].split("/threads/")[1].split("?")[0])
+        assert thread["events"][0]["text"] == "promote backend to production"
+        assert thread["events"][0]["person"] == "alice" and thread["pending_approval"]["tag"] == "v1.2.2"

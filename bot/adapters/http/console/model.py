@@ -468,6 +468,7 @@ class ServiceRow:
     current: Deployed | None = None  # its newest successful deploy
     failed: Deployed | None = None  # its newest deploy, when that failed
     lock: Held | None = None  # its own lock (the environment's is the card's)
+    promote_from: str | None = None  # the environment its Promote button takes the commit from (None: no button)
 
 
 @dataclass
