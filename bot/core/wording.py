@@ -826,11 +826,11 @@ def short_commit(tag: str, commit: str) -> str:
 
 def not_promoted(
     tag: str, commit: str, previous: str, missing: str, soak: timedelta, since: datetime | None,
-    newest: tuple[str, datetime] | None, now: datetime,
+    last_good: tuple[str, datetime] | None, now: datetime,
 ) -> str:
     """Why a deploy to a later environment is refused: what is missing in `previous`, the
-    newest commit that has it (`newest`: its tag and when it was deployed there), and the way
-    past it."""
+    newest commit that has it (`last_good`: its tag and when it was deployed there), and the
+    way past it."""
     what = short_commit(tag, commit)
     reason = {
         "faulty": f"{what} was marked faulty in {previous}",
@@ -841,7 +841,7 @@ def not_promoted(
         "unverified": f"{what} has not been verified in {previous}",
     }.get(missing, f"{what} has not been deployed to {previous}")
     passed = (
-        f"the newest commit that has is {newest[0]}, {span(now - newest[1])} ago" if newest
+        f"the newest commit that has is {last_good[0]}, {span(now - last_good[1])} ago" if last_good
         else "no commit has yet"
     )
     return f"{reason}; {passed}. An approver may say \"deploy anyway: REASON\"."

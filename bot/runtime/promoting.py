@@ -27,8 +27,8 @@ async def refused(step: Deploy, commit: str, history: History, policy: Policy, n
     why = promotion.refusal(commit, previous, records, now, soak, verify)
     if why is None:
         return None
-    newest = (why.newest.tag, why.newest.at) if why.newest is not None else None
-    return wording.not_promoted(step.tag, commit, previous, why.missing, soak, why.deployed_at, newest, now)
+    last_good = (why.newest.tag, why.newest.at) if why.newest is not None else None
+    return wording.not_promoted(step.tag, commit, previous, why.missing, soak, why.deployed_at, last_good, now)
 
 
 async def plan(step: Promote, history: History, deployers: Mapping[str, Versions], policy: Policy,

@@ -7,10 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.config.settings_file import FileConfig, ServiceEntry
-from bot.core import commands, wording
+from bot.core import commands, prompt, wording
 from bot.core.catalog import Catalog, Service
-from bot.core.events import DeployService, Promote
+from bot.core.events import DeployService, Error, Promote, UserMessage
 from bot.core.promotion import Order, Promotion, exempt, newest_passed, parse_soak, refusal
+from bot.core.thread import Thread
+from bot.runtime.agent import _blocked_deploy
 from bot.runtime.ports import DeployRecord
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -103,3 +105,12 @@ def test_promote_is_an_exact_command():
     assert commands.parse("promote payments to production", catalog) is None  # not a service: the model's
     again = commands.parse(commands.promote_text("api", "staging"), catalog)
     assert isinstance(again, Promote) and (again.service, again.environment) == ("api", "staging")
+
+
+def test_the_model_reads_the_refusal_and_deploy_anyway_goes_past_it():
+    step = DeployService(service="api", tag="v2", environment="production")
+    said = wording.not_promoted("v2", "b" * 40, "staging", "not_deployed", SOAK, None, ("v1", NOW), NOW)
+    thread = Thread("t", (UserMessage(user="alice", text="deploy api v2 to production"), step,
+                          Error(kind="promotion", step_id=step.id, message=said)))
+    assert "v2 (bbbbbbb) has not been deployed to staging; the newest commit that has is v1" in prompt.render(thread)
+    assert _blocked_deploy(thread, len(thread.events)) == step
