@@ -460,12 +460,13 @@ class FileConfig(BaseModel):
 
     def promotion_orders(self) -> Promotion:
         """The promotion orders: everyone's, and each service's own (with its soak, else the
-        top-level one)."""
+        top-level one; `promotion = []`: the service goes anywhere in any order)."""
         soak = parse_soak(self.soak) if self.soak else timedelta(0)
         default = Order(self.promotion, soak) if self.promotion else None
         services = {
-            name: Order(e.promotion or (self.promotion or ()), parse_soak(e.soak) if e.soak else soak)
-            for name, e in self.services.items() if e.promotion or (e.soak and self.promotion)
+            name: Order(e.promotion if e.promotion is not None else (self.promotion or ()),
+                        parse_soak(e.soak) if e.soak else soak)
+            for name, e in self.services.items() if e.promotion is not None or (e.soak and self.promotion)
         }
         return Promotion(default, services)
 

@@ -79,12 +79,13 @@ def test_rollbacks_are_exempt():
 def test_settings_read_orders_and_soaks():
     file = FileConfig(promotion=("staging", "production"), soak="30m", services={
         "api": ServiceEntry(promotion=("dev", "staging", "production"), soak="2h"),
-        "web": ServiceEntry(soak="1d"), "docs": ServiceEntry(),
+        "web": ServiceEntry(soak="1d"), "docs": ServiceEntry(), "tools": ServiceEntry(promotion=()),
     })
     rules = file.promotion_orders()
     assert rules.order_for("api") == Order(("dev", "staging", "production"), timedelta(hours=2))
     assert rules.order_for("web") == Order(("staging", "production"), timedelta(days=1))
     assert rules.order_for("docs") == Order(("staging", "production"), SOAK)
+    assert rules.previous("tools", "production") is None  # promotion = []: out of the order
     wrong = FileConfig(promotion=("staging", "prod", "staging"), services={"api": ServiceEntry(promotion=("qa",))})
     problems = wrong.promotion_problems(["staging", "production"])
     assert problems == [
