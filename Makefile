@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 # pytest-xdist workers for make test's tiers (JOBS=1: one process)
 JOBS ?= auto
+# the integration tiers wait on servers more than they compute: more workers than cores
+IJOBS ?= 3
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -11,21 +13,33 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	@# the console's browser tests drive this Chromium (Playwright downloads none)
 	@test -x /usr/bin/chromium || (apt-get install -y -qq chromium > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq chromium > /dev/null)) || echo "chromium is missing (apt-get install chromium): the console's browser tests need it"
+	@# the /metrics test scrapes with a real Prometheus server
+	@test -x /usr/bin/prometheus || (apt-get install -y -qq prometheus > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq prometheus > /dev/null)) || echo "prometheus is missing (apt-get install prometheus): the /metrics test needs it"
 	touch $@
 
-.PHONY: install run test unit lint types bench bench-quick chaos baml
+.PHONY: install run test static baml-check unit-tiers integration-tiers unit lint types bench bench-quick chaos baml
 install: $(BIN)/.installed
 
 run: install  ## set up and start the bot on http://127.0.0.1:8000 (no secrets needed)
 	$(BIN)/python -m bot serve
 
-test: install lint types  ## lint, types, the whole suite (unit and contract first: they fail fastest), quick benchmarks
+test: install  ## lint, types, the whole suite (unit and contract first: they fail fastest), quick benchmarks
+	@# the static checks beside the unit and contract tiers, then the integration tiers beside the
+	@# quick benchmarks: both pairs wait on sockets and subprocesses more than they use the cores
+	$(MAKE) --no-print-directory -j3 --output-sync=target static unit-tiers
+	$(MAKE) --no-print-directory -j2 --output-sync=target integration-tiers bench-quick
+
+static: lint types baml-check
+
+baml-check: install
 	$(BIN)/baml-cli generate --from baml_src > /dev/null
 	@test -z "$$(git status --porcelain -- bot/baml_client)" || (git status --short -- bot/baml_client; echo "bot/baml_client differs from baml_src: run make baml and commit"; exit 1)
+
+unit-tiers: install baml-check
 	$(BIN)/python -m pytest -q -n $(JOBS) tests/unit tests/contract
-	@# the integration tiers on every core; a test file stays on one worker (module-scoped servers, the console's browser)
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --ignore=tests/unit --ignore=tests/contract
-	$(MAKE) --no-print-directory bench-quick
+
+integration-tiers: install  ## a test file stays on one worker (module-scoped servers, the console's browser)
+	$(BIN)/python -m pytest -q -n $(IJOBS) --dist loadfile --ignore=tests/unit --ignore=tests/contract
 
 unit: install  ## every test that needs no server: no Redis, no subprocess, no socket (in-memory fakes)
 	$(BIN)/python -m pytest -q tests/unit
@@ -43,6 +57,7 @@ bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/growth.py
 	$(BIN)/python bench/mcp_roundtrip.py
+	$(BIN)/python bench/delivery_metrics.py
 
 bench-quick: install  ## every benchmark in quick mode (small counts, seconds each): run by make test, so none rots
 	$(BIN)/python bench/step_overhead.py --quick
@@ -53,6 +68,7 @@ bench-quick: install  ## every benchmark in quick mode (small counts, seconds ea
 	$(BIN)/python bench/context_tokens.py --quick
 	$(BIN)/python bench/hostile.py --quick
 	$(BIN)/python bench/mcp_roundtrip.py --quick
+	$(BIN)/python bench/delivery_metrics.py --quick
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos

@@ -810,8 +810,8 @@ def tool_called(tool: str, agent: str) -> str:
 # --- promotion in order (bot/core/promotion.py) -------------------------------------------
 
 
-def span(delta: timedelta) -> str:
-    """A duration for people: "45 seconds", "1 minute", "2 hours", "3 days"."""
+def how_long(delta: timedelta) -> str:
+    """A duration for people, in words: "45 seconds", "1 minute", "2 hours", "3 days"."""
     seconds = max(int(delta.total_seconds()), 0)
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
@@ -835,13 +835,13 @@ def not_promoted(
     reason = {
         "faulty": f"{what} was marked faulty in {previous}",
         "soaking": (
-            f"{what} has been in {previous} for {span(now - since) if since else 'no time'}, "
-            f"less than the {span(soak)} it must soak there"
+            f"{what} has been in {previous} for {how_long(now - since) if since else 'no time'}, "
+            f"less than the {how_long(soak)} it must soak there"
         ),
         "unverified": f"{what} has not been verified in {previous}",
     }.get(missing, f"{what} has not been deployed to {previous}")
     passed = (
-        f"the newest commit that has is {last_good[0]}, {span(now - last_good[1])} ago" if last_good
+        f"the newest commit that has is {last_good[0]}, {how_long(now - last_good[1])} ago" if last_good
         else "no commit has yet"
     )
     return f"{reason}; {passed}. An approver may say \"deploy anyway: REASON\"."
@@ -849,7 +849,7 @@ def not_promoted(
 
 def promoted_from(previous: str, tag: str, at: datetime, now: datetime) -> str:
     """The reason of a deploy `promote` proposes."""
-    return f"promoted: {tag} passed {previous} {span(now - at)} ago"
+    return f"promoted: {tag} passed {previous} {how_long(now - at)} ago"
 
 
 def nothing_to_promote(service: str, environment: str, previous: str) -> str:
@@ -874,3 +874,26 @@ def order_repeats() -> str:
 def not_a_duration(text: str) -> str:
     return f"{text!r} is not a duration like 90s, 30m, 2h or 1d"
 
+
+# --- delivery metrics (the console's metrics page) ----------------------------------------------
+
+
+def span(seconds: float | None) -> str:
+    """A duration for people, in its two largest units: `1 d 4 h`, `3 h 20 min`, `45 s`; `–` for none."""
+    if seconds is None:
+        return "–"
+    whole = round(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")]
+    shown = [f"{n} {unit}" for n, unit in parts if n][:2]
+    return " ".join(shown) or "0 s"
+
+
+def per_day(rate: float) -> str:
+    return f"{rate:.2f} a day" if rate < 10 else f"{rate:.0f} a day"
+
+
+def share(fraction: float | None) -> str:
+    return "–" if fraction is None else f"{fraction * 100:.0f}%"

@@ -417,6 +417,42 @@ class History(Protocol):
         """The deploy was rolled back: `recent` shows it `faulty` from now on."""
         ...
 
+    async def since(self, environment: str, after: datetime, limit: int) -> list[DeployRecord]:
+        """The records that finished at `after` or later, newest first, at most `limit`: read
+        from the newest back, stopping at the first older one, so what it costs follows the
+        window asked for, not the length of the history (delivery metrics)."""
+        ...
+
+
+class CommitTimes(Protocol):
+    """When commits were made (a deployer's versions that know: git, GitHub). Optional: a
+    deployer without it gives no lead times."""
+
+    async def commit_times(self, commits: Sequence[str]) -> dict[str, datetime]:
+        """The committer time of each commit found; those not found are left out."""
+        ...
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One labelled series of the deploy counters every process shares (GET /metrics):
+    `kind` "deploy" (outcome "success" or "failure"; the histogram is its duration) or
+    "approval_wait" (outcome ""; the histogram is the wait from the ask to the decision)."""
+
+    kind: str
+    service: str
+    environment: str
+    outcome: str
+    count: int
+    total: float  # the sum of the observed seconds
+    buckets: tuple[tuple[float, int], ...]  # (upper bound in seconds, observations at or below), ascending
+
+
+class DeployCounters(Protocol):
+    async def tallies(self) -> list[Tally]:
+        """Every series counted since the counters began, for all processes."""
+        ...
+
 
 class LlmError(Exception):
     """The model could not give a usable step: unreachable, refused, or unparseable."""

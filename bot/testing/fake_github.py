@@ -99,14 +99,15 @@ class FakeGitHub:
 
     def commit(
         self, message: str, author: str = "Dev Eloper", login: str | None = "dev", sha: str | None = None,
-        tag: str | None = None,
+        tag: str | None = None, date: str | None = None,
     ) -> str:
-        """Add a commit on top of the history (tagged `tag`, as the newest tag); its sha."""
+        """Add a commit on top of the history (tagged `tag`, as the newest tag; committed at
+        `date`, ISO 8601, if given); its sha."""
         with self._lock:
             if not self.commits:
                 self.commits = self._history()
             sha = sha or f"{len(self.commits) + 1:040x}"
-            self.commits.append({"sha": sha, "message": message, "author": author, "login": login})
+            self.commits.append({"sha": sha, "message": message, "author": author, "login": login, "date": date})
             if tag:
                 self.tags = [(tag, sha), *((n, s) for n, s in self.tags if n != tag)]
             return sha
@@ -167,7 +168,10 @@ class FakeGitHub:
 
     def _commit(self, ref: str) -> Answer:
         sha = dict(self.tags).get(ref)
-        if sha is None:
+        if sha is None:  # a commit by its sha: the whole commit, as GitHub answers it
+            commit = next((c for c in self._history() if c["sha"] == ref), None)
+            if commit is not None:
+                return 200, self._commit_json(commit), {}
             return 422, {"message": f"No commit found for SHA: {ref}"}, {}
         return 200, {"sha": sha}, {}
 
@@ -232,7 +236,8 @@ class FakeGitHub:
         return {
             "sha": commit["sha"],
             "commit": {"message": commit["message"],
-                       "author": {"name": commit["author"], "email": "dev@example.com"}},
+                       "author": {"name": commit["author"], "email": "dev@example.com"},
+                       **({"committer": {"date": commit["date"]}} if commit.get("date") else {})},
             "author": {"login": commit["login"]} if commit.get("login") else None,
         }
 

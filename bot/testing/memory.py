@@ -527,6 +527,15 @@ class MemoryEnvironments:
         await _round_trip()
         self._faulty.add(deploy_id)
 
+    async def since(self, environment: str, after: datetime, limit: int) -> list[DeployRecord]:
+        await _round_trip()
+        found = []
+        for r in self._history.get(environment, ()):  # newest first, as RedisEnvironments
+            if r.at < after or len(found) == limit:
+                break
+            found.append(replace(r, faulty=r.deploy_id in self._faulty))
+        return found
+
 
 # --- NextStepModel -------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from redis.asyncio import Redis
@@ -30,10 +31,21 @@ from bot.core.people import AGENT, OPEN_MODE_NOTICE
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 from bot.runtime.clock import utcnow
+from bot.runtime.delivery import Delivery
 from bot.runtime.deploying import Deploying
 from bot.runtime.gc import Collector
 from bot.runtime.loop import Runner
-from bot.runtime.ports import Channel, FreezeStore, Health, History, Locks, NextStepModel, Notifier, Route
+from bot.runtime.ports import (
+    Channel,
+    DeployCounters,
+    FreezeStore,
+    Health,
+    History,
+    Locks,
+    NextStepModel,
+    Notifier,
+    Route,
+)
 from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
 from bot.runtime.worker import Worker, worker_name
@@ -111,6 +123,16 @@ class App:
     def freezes(self) -> FreezeStore | None:
         """Stop-the-line freezes (the store the deploy path checks)."""
         return self.runner.deploying.freezes
+
+    @cached_property
+    def delivery(self) -> Delivery:
+        """One per process: it keeps the commit times it has looked up."""
+        deploying = self.runner.deploying
+        return Delivery(self.environments, deploying.deployers, self.policy.environments, utcnow)
+
+    @property
+    def counters(self) -> DeployCounters:
+        return self.environments
 
     @property
     def health(self) -> Health:

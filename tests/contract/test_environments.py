@@ -187,3 +187,18 @@ async def test_a_service_lock_and_the_environment_lock(environments):
     assert await environments.release("production", None)
     assert await environments.acquire(worker, TTL_MS) is None
     assert await environments.held("production", ["api", "web", "worker"]) == [web, worker]
+
+
+async def test_history_since_a_time_reads_back_to_the_window_edge(environments):
+    """Delivery metrics read a window of time: newest first, down to `after` (inclusive),
+    faulty marks included, at most `limit`; other environments and older records are not read."""
+    for n in range(30):
+        await environments.record(record(n))
+    await environments.record(record(40, env="staging"))
+    await environments.mark_faulty("production", "thread-27-step")
+    found = await environments.since("production", record(25).at, 100)
+    assert [r.tag for r in found] == [f"v1.2.{n}" for n in range(29, 24, -1)]
+    assert [r.faulty for r in found] == [False, False, True, False, False]
+    assert [r.tag for r in await environments.since("production", record(25).at, 2)] == ["v1.2.29", "v1.2.28"]
+    assert await environments.since("production", record(30).at, 100) == []
+    assert await environments.since("development", SINCE, 100) == []

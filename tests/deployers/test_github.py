@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -350,3 +351,9 @@ async def test_a_check_reported_as_a_status_and_as_a_check_run_is_named_once(git
     ]
     failing = [c.name for c in checks if c.state == "failure"]
     assert wording.checks_failing("sha123", failing, []).count("ci/test") == 1
+
+
+async def test_commit_times_come_from_github_and_unknown_commits_are_left_out(github, deployer):
+    sha = github.commit("faster sign-in", sha="ab" * 20, date="2026-11-20T10:00:00Z")
+    found = await deployer.commit_times([sha, "cd" * 20, "--not-a-sha"])
+    assert found == {sha: datetime(2026, 11, 20, 10, tzinfo=UTC)}

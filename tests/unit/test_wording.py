@@ -107,6 +107,9 @@ SAMPLES = {
     "now": AT,
     "last_good": ("v1.2.2", AT - timedelta(hours=2)),
     "names": ["qa", "prod"],
+    "seconds": 5400.0,
+    "rate": 0.71,
+    "fraction": 0.25,
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
         commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),

@@ -13,9 +13,11 @@ import os
 import shlex
 import sys
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 
+from bot.adapters.deployers import commit_times
 from bot.adapters.deployers.pair import Pair
 from bot.core.events import CommitSummary, GitTag
 from bot.core.transcript import one_line
@@ -87,6 +89,24 @@ class GitVersions:
 
     async def checks(self, commit: str) -> list[Check] | None:
         return None  # a local repository has no CI to ask
+
+    async def commit_times(self, commits: Sequence[str]) -> dict[str, datetime]:
+        """One `git cat-file --batch` for all of them (a process per commit would cost more
+        than the page that asks)."""
+        names = commit_times.wanted(commits)
+        if not names:
+            return {}
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "git", "-C", str(self.repo), "cat-file", "--batch",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as e:
+            raise DeployerError(f"could not run git: {e}") from e
+        out, err = await proc.communicate("".join(f"{n}\n" for n in names).encode())
+        if proc.returncode != 0:
+            raise DeployerError(f"git cat-file failed in {self.repo}: {err.decode(errors='replace').strip()[:300]}")
+        return commit_times.parse_batch(out)
 
     async def _commit(self, ref: str) -> str:
         """The full sha of the commit `ref` names, or a DeployerError saying there is none.

@@ -20,12 +20,15 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from bot.adapters import outbound
+from bot.adapters.deployers import commit_times
 from bot.adapters.deployers.command import commit_summary
 from bot.adapters.deployers.pair import Pair
 from bot.adapters.github_api import GitHub
@@ -195,6 +198,21 @@ class GitHubVersions:
                 state = CONCLUSIONS.get(run.get("conclusion") or "", "failure")
             add(str(run.get("name") or "check run"), state)
         return [Check(name=name, state=state) for name, state in found.items()]
+
+    async def commit_times(self, commits: Sequence[str]) -> dict[str, datetime]:
+        """A call per commit, for the first GITHUB_LOOKUPS of them (callers cache the answers,
+        so the rest come on later asks); a commit GitHub does not know is left out."""
+        found: dict[str, datetime] = {}
+        for sha in commit_times.wanted(commits)[:commit_times.GITHUB_LOOKUPS]:
+            try:
+                response = await self.api.call("GET", f"/repos/{self.repository}/commits/{sha}",
+                                               what=f"commit {sha!r}")
+            except DeployerError:
+                continue  # unknown here (a 404, a 422): no lead time for it
+            when = commit_times.github_time(response.json())
+            if when is not None:
+                found[sha] = when
+        return found
 
     async def _pages(self, path: str, field: str, what: str) -> list[dict[str, Any]]:
         """The `field` lists of every page of `path`, following the `next` links."""

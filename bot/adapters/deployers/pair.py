@@ -4,6 +4,9 @@ with the git or GitHub versions already here instead of writing them again."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from bot.core.events import GitTag
 from bot.runtime.ports import Check, Comparison, DeployOutcome, DeployRequest, DeployRunner, Versions
 
@@ -31,6 +34,11 @@ class Pair:
 
     async def checks(self, commit: str) -> list[Check] | None:
         return await self.versions.checks(commit)
+
+    async def commit_times(self, commits: Sequence[str]) -> dict[str, datetime]:
+        """The versions' commit times (ports.CommitTimes), where they know them; else none."""
+        known = getattr(self.versions, "commit_times", None)
+        return await known(commits) if known is not None else {}
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         return await self.runner.deploy(request)

@@ -9,6 +9,9 @@ run as the inner deployer runs them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from bot.adapters.deployers.pair import Pair
 from bot.core.events import GitTag
 from bot.runtime.ports import Check, Comparison, Deployer, Versions
@@ -34,6 +37,10 @@ class PrefixedVersions:
 
     async def checks(self, commit: str) -> list[Check] | None:
         return await self.inner.checks(commit)
+
+    async def commit_times(self, commits: Sequence[str]) -> dict[str, datetime]:
+        known = getattr(self.inner, "commit_times", None)
+        return await known(commits) if known is not None else {}
 
 
 class Prefixed(Pair):

@@ -11,7 +11,8 @@ from typing import Any, Protocol
 from starlette.requests import Request
 
 from bot.core.policy import Policy
-from bot.runtime.ports import FreezeStore, Health, History, Locks, Route
+from bot.runtime.delivery import Delivery
+from bot.runtime.ports import DeployCounters, FreezeStore, Health, History, Locks, Route
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 
 SESSION_COOKIE = "deploybot_session"  # set by a sign-in link, read by the front door
@@ -66,6 +67,16 @@ class Parts(Protocol):
     @property
     def freezes(self) -> FreezeStore | None:
         """Stop-the-line: the store the deploy path checks; None: stopping is not offered."""
+        ...
+
+    @property
+    def delivery(self) -> Delivery:
+        """Delivery metrics (GET /metrics/delivery, the console's metrics page)."""
+        ...
+
+    @property
+    def counters(self) -> DeployCounters:
+        """The deploy counters every process shares (GET /metrics)."""
         ...
 
     @property

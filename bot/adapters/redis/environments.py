@@ -17,14 +17,15 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from bot.adapters.redis import cursors, scripts
+from bot.adapters.redis import cursors, deploy_counters, scripts
 from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.replies import text
-from bot.runtime.ports import DeployRecord, Lock
+from bot.runtime.ports import DeployRecord, Lock, Tally
 from bot.runtime.retry import retrying
 
 HISTORY_SCAN = 5000  # records a search by service looks through, newest first
 CHUNK = 200  # records read at a time
+SINCE_CHUNK = 1000  # records read at a time for a window of time (delivery metrics read thousands)
 # Taking a lock is SET NX, then GET to see who holds it; the holder may let go in between.
 # Three tries in all, straight away: letting go twice in a row while we look is rare.
 ACQUIRE_WAITS = (0, 0)
@@ -178,7 +179,15 @@ class RedisEnvironments:
         return [_load_lock(r) for r in raws if r is not None]
 
     async def record(self, entry: DeployRecord) -> None:
-        await self.redis.lpush(self.keys.history(entry.environment), dump_record(entry))
+        # Not a transaction (the two keys need not share a cluster slot): a counter lost to a
+        # crash in between is a scrape off by one, never a deploy missing from the history.
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.lpush(self.keys.history(entry.environment), dump_record(entry))
+            deploy_counters.count(pipe, self.keys.deploy_counters(), entry)
+            await pipe.execute()
+
+    async def tallies(self) -> list[Tally]:
+        return await deploy_counters.tallies(self.redis, self.keys.deploy_counters())
 
     async def recent(self, environment: str, limit: int, service: str | None = None) -> list[DeployRecord]:
         if service is None:
@@ -256,3 +265,20 @@ class RedisEnvironments:
 
     async def mark_faulty(self, environment: str, deploy_id: str) -> None:
         await self.redis.sadd(self.keys.faulty(environment), deploy_id)
+
+    async def since(self, environment: str, after: datetime, limit: int) -> list[DeployRecord]:
+        """Records are pushed at the head as deploys finish, so newest first by `at` (give or
+        take the clocks of the workers): read a chunk at a time from the head, and stop at the
+        end of the chunk where an older record shows up."""
+        key = self.keys.history(environment)
+        faulty = {text(f) for f in await self.redis.smembers(self.keys.faulty(environment))}
+        found: list[DeployRecord] = []
+        start = 0
+        while len(found) < limit:
+            raw = await self.redis.lrange(key, start, start + SINCE_CHUNK - 1)
+            records = [load_record(item, faulty) for item in raw]
+            found += [r for r in records if r.at >= after]
+            if len(raw) < SINCE_CHUNK or any(r.at < after for r in records):
+                break
+            start += len(raw)
+        return found[:limit]

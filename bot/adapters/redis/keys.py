@@ -172,6 +172,11 @@ class Keys:
         """The ids of the deploys to `environment` that were rolled back."""
         return f"{self.prefix}:deploys:{environment}:faulty"
 
+    def deploy_counters(self) -> str:
+        """The deploy and approval-wait counters and histograms GET /metrics shows (a hash:
+        one field per series and bucket), shared by every process."""
+        return f"{self.prefix}:metrics:deploys"
+
     def conversation(self, scope: str) -> str:
         """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""
         return f"{self.prefix}:conversation:{{{scope}}}"

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 
-from bot.adapters.http.api import auth_routes, deploys, errors, health, threads
+from bot.adapters.http.api import auth_routes, deploys, errors, health, metrics, prometheus, threads
 from bot.adapters.http.console import mount as mount_console
 from bot.adapters.http.shared import Parts, SignIn
 
@@ -25,6 +25,8 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
     web.include_router(deploys.router)
     web.include_router(health.router)
     web.include_router(threads.router)
+    web.include_router(metrics.router)  # GET /metrics/delivery
+    web.include_router(prometheus.router)  # GET /metrics
     _channels(web, parts)
     mount_console(web, parts, sign_in)  # the web console: /console/ (and GET / -> there)
     if sign_in is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from bot.adapters.http.console import approvals, board, deploys, environments, live, sign_in, static, thread, threads
+from bot.adapters.http.console import metrics as metrics_page
 from bot.adapters.http.console.routes import Console
 from bot.adapters.http.shared import Parts, SignIn
 
@@ -19,4 +20,5 @@ def mount(web: FastAPI, parts: Parts, signing_in: SignIn | None = None) -> None:
     console = Console(parts, signing_in)
     for page in (board, approvals, threads, thread, deploys, environments, sign_in, live):
         web.include_router(page.router(console))
+    web.include_router(metrics_page.router(console))  # /console/metrics
     web.include_router(static.router())

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from bot.adapters.http.console.routes import PREFIX
 
-STATIC = {"console.js": "text/javascript", "console.css": "text/css"}
+STATIC = {"console.js": "text/javascript", "console.css": "text/css", "metrics.css": "text/css"}
 
 
 def router() -> APIRouter:
