@@ -13,8 +13,8 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	@# the console's browser tests drive this Chromium (Playwright downloads none)
 	@test -x /usr/bin/chromium || (apt-get install -y -qq chromium > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq chromium > /dev/null)) || echo "chromium is missing (apt-get install chromium): the console's browser tests need it"
-	@# the /metrics test scrapes with a real Prometheus server
-	@test -x /usr/bin/prometheus || (apt-get install -y -qq prometheus > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq prometheus > /dev/null)) || echo "prometheus is missing (apt-get install prometheus): the /metrics test needs it"
+	@# the deploy verification and /metrics tests use a real Prometheus server (Debian's package)
+	@test -x /usr/bin/prometheus || (apt-get install -y -qq prometheus > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq prometheus > /dev/null)) || echo "prometheus is missing (apt-get install prometheus): the verification and /metrics tests need it"
 	touch $@
 
 .PHONY: install run test static baml-check unit-tiers integration-tiers unit lint types bench bench-quick chaos baml
@@ -58,6 +58,7 @@ bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
 	$(BIN)/python bench/growth.py
 	$(BIN)/python bench/mcp_roundtrip.py
 	$(BIN)/python bench/delivery_metrics.py
+	$(BIN)/python bench/verify_rollback.py
 
 bench-quick: install  ## every benchmark in quick mode (small counts, seconds each): run by make test, so none rots
 	$(BIN)/python bench/step_overhead.py --quick
@@ -69,6 +70,7 @@ bench-quick: install  ## every benchmark in quick mode (small counts, seconds ea
 	$(BIN)/python bench/hostile.py --quick
 	$(BIN)/python bench/mcp_roundtrip.py --quick
 	$(BIN)/python bench/delivery_metrics.py --quick
+	$(BIN)/python bench/verify_rollback.py --quick
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos

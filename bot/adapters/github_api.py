@@ -10,10 +10,13 @@ it (tests/test_architecture.py allows it to every adapter).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import httpx
+import jwt
 
 from bot.adapters import outbound
 
@@ -74,6 +77,67 @@ class GitHub:
             response = await self.call("GET", url, waits, log, params=query)
             yield response
             url, query = response.links.get("next", {}).get("url"), None  # the link carries the query
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+# --- deploybot as a GitHub App ------------------------------------------------------------
+
+JWT_BACKDATE = 60  # seconds: GitHub's advice against clock drift (iat 60 s in the past)
+JWT_LIFETIME = 540  # seconds after iat: GitHub refuses an app JWT living over 10 minutes
+TOKEN_MARGIN = 300  # seconds: an installation token is renewed this long before it expires
+
+
+class AppAuth:
+    """Who deploybot is to GitHub as an App: a short-lived RS256 JWT signed with the App's
+    private key (PyJWT), exchanged for an installation access token per installation
+    (`POST /app/installations/{id}/access_tokens`), cached until TOKEN_MARGIN before its
+    `expires_at`. The key never leaves this object; the tokens only go to `api_url`."""
+
+    def __init__(self, app_id: int, private_key: str, api_url: str = API_URL, timeout: float = 10.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.app_id, self._key = app_id, private_key
+        self.api_url = api_url.rstrip("/")
+        self._clock = clock
+        self.http = httpx.AsyncClient(base_url=self.api_url, timeout=timeout, follow_redirects=False)
+        self._tokens: dict[int, tuple[str, float]] = {}  # installation -> (token, expires at, Unix seconds)
+
+    def jwt(self) -> str:
+        now = int(self._clock())
+        claims = {"iat": now - JWT_BACKDATE, "exp": now - JWT_BACKDATE + JWT_LIFETIME, "iss": str(self.app_id)}
+        return jwt.encode(claims, self._key, algorithm="RS256")
+
+    async def token(self, installation: int) -> str:
+        """The installation's access token, from the cache while it has TOKEN_MARGIN left."""
+        cached = self._tokens.get(installation)
+        if cached is not None and cached[1] - TOKEN_MARGIN > self._clock():
+            return cached[0]
+        app_headers = headers(self.jwt())
+        response = await outbound.request(self.http, "POST", f"/app/installations/{installation}/access_tokens",
+                                          detail=message, headers=app_headers)
+        body = response.json()
+        expires = datetime.fromisoformat(str(body["expires_at"]).replace("Z", "+00:00")).timestamp()
+        self._tokens[installation] = (str(body["token"]), expires)
+        return str(body["token"])
+
+    def forget(self, installation: int) -> None:
+        """Drop a token GitHub refused (revoked, the App reinstalled): the next call gets a new one."""
+        self._tokens.pop(installation, None)
+
+    async def post(self, installation: int, path: str, body: dict[str, Any]) -> httpx.Response:
+        """POST `body` to `path` on the API as the installation; answers checked as `request`."""
+        token = await self.token(installation)
+        try:
+            return await outbound.request(self.http, "POST", path, detail=message, headers=headers(token), json=body)
+        except outbound.Refused as e:
+            if e.response.status_code == 401:
+                self.forget(installation)
+            raise
+
+    async def get(self, installation: int, path: str, **params: Any) -> httpx.Response:
+        token = await self.token(installation)
+        return await outbound.request(self.http, "GET", path, detail=message, headers=headers(token), params=params)
 
     async def aclose(self) -> None:
         await self.http.aclose()

@@ -43,10 +43,12 @@ from bot.config import settings_file
 from bot.config.settings_file import DeployerKind, FileConfig, FileError
 from bot.core import wording
 from bot.core.catalog import LEGACY_SERVICES, Catalog, Service
+from bot.core.gate import GateRule, service_for
 from bot.core.people import Directory
 from bot.core.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.core.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.core.triggers import Schedule, Trigger, email_targets, slack_targets
+from bot.core.verification import VerifyPlan
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
@@ -94,6 +96,17 @@ class GitHubSettings(BaseModel):
     ref: str = "main"  # "{tag}": dispatch on the tag itself
     poll_seconds: float = 5.0
     commit_input: str = "commit"  # "": the workflow takes no commit input
+
+
+class GitHubAppSettings(BaseModel):
+    """deploybot as a GitHub App: the gate of GitHub environments (docs/github-gate.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    app_id: int
+    private_key: SecretStr  # PEM, checked at start to be an RSA private key
+    api_url: str = "https://api.github.com"
+    rules: tuple[GateRule, ...] = ()  # [[github_environments]]
 
 
 class ServiceSettings(BaseModel):
@@ -218,6 +231,10 @@ class Settings(BaseSettings):
 
     # Triggers and outgoing webhooks (docs/channels.md: GitHub webhooks, Outgoing webhooks).
     github_webhook_secret: SecretStr | None = Field(None, description="verifies POST /github/webhook")
+    # deploybot as a GitHub App, the gate of GitHub environments (docs/github-gate.md).
+    github_app_id: int | None = Field(None, description="the GitHub App's id (App settings, About)")
+    github_app_private_key: SecretStr | None = Field(None, description="the App's private key (PEM)")
+    github_app_private_key_file: Path | None = Field(None, description="a file holding the App's private key")
     notify_webhook_url: str = Field("", description="URLs, comma-separated, POSTed every notable event")
     notify_webhook_secret: SecretStr | None = Field(None, description="signs what NOTIFY_WEBHOOK_URL gets")
 
@@ -265,7 +282,8 @@ class Settings(BaseSettings):
     def _complete(self) -> Self:
         """Refuse half a configuration at start, with every problem at once."""
         problems = []
-        for read in (self._redis, self._llm, self._slack, self._email, self._github, self._notify_webhook):
+        for read in (self._redis, self._llm, self._slack, self._email, self._github, self._notify_webhook,
+                     self._github_app):
             try:
                 read()
             except ConfigError as e:
@@ -273,6 +291,7 @@ class Settings(BaseSettings):
         problems += self._approvers_naming_nobody() or self._read_people()
         if not problems:
             problems += self._trigger_problems()
+            problems += self._gate_problems()
         if problems:
             raise ConfigError("\n".join(problems))
         return self
@@ -332,6 +351,11 @@ class Settings(BaseSettings):
             for i, env in enumerate(entry.environments or ()):
                 if env not in environments:
                     where = settings_file.key_path(("services", service, "environments", i))
+                    why = wording.undeclared_environment(env, environments, name, bool(file.environments))
+                    lines.append(f"{where}: {why}")
+            for env in entry.verify:
+                if env not in environments:
+                    where = settings_file.key_path(("services", service, "verify", env))
                     why = wording.undeclared_environment(env, environments, name, bool(file.environments))
                     lines.append(f"{where}: {why}")
         return lines
@@ -464,8 +488,18 @@ class Settings(BaseSettings):
             required_checks=frozenset(env for env, e in entries.items() if e.required_checks),
             freezes=file.freeze_list() if file is not None else (),
             no_lock_after_rollback=frozenset(env for env, e in entries.items() if not e.lock_after_rollback),
-        )
-        return replace(policy, promotion=file.promotion_orders()) if file is not None else policy
+        ).with_verify(self.verify_plans())
+        if file is None:
+            return policy
+        # Where a service is verified in an environment, a commit passes it only once verified.
+        return replace(policy, promotion=replace(file.promotion_orders(), verified=frozenset(policy.verify)))
+
+    def verify_plans(self) -> dict[tuple[str, str], VerifyPlan]:
+        """[services.NAME.verify.ENV]: each (service, environment) verified after a deploy."""
+        file = self._file
+        if file is None:
+            return {}
+        return {(name, env): v.plan() for name, e in file.services.items() for env, v in e.verify.items()}
 
     def _timing(self, environments: frozenset[str]) -> dict[str, Timing]:
         """Each environment's reminders, escalation and approvals needed: its entry in the
@@ -512,6 +546,15 @@ class Settings(BaseSettings):
     @property
     def github(self) -> GitHubSettings | None:
         return self._github()
+
+    @property
+    def github_app(self) -> GitHubAppSettings | None:
+        """The GitHub App, when GITHUB_APP_ID is set (the gate needs it and its rules)."""
+        return self._github_app()
+
+    def gate_rules(self) -> tuple[GateRule, ...]:
+        """[[github_environments]] of deploybot.toml (none without it)."""
+        return self._file.gate_rules() if self._file is not None else ()
 
     @property
     def llm(self) -> LlmSettings | None:
@@ -565,7 +608,7 @@ class Settings(BaseSettings):
                 self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
                 self.deploybot_token,
                 self.smtp_password, self.inbound_email_secret, self.email_reply_secret, self.session_secret,
-                self.github_webhook_secret, self.notify_webhook_secret,
+                self.github_webhook_secret, self.notify_webhook_secret, self.github_app_private_key,
             ) if v
         ]
         # An outgoing webhook's URL often is its credential (a chat's incoming-webhook URL): as
@@ -696,6 +739,73 @@ class Settings(BaseSettings):
             "api_url": self.github_api_url, "ref": self.github_ref, "poll_seconds": self.github_poll_seconds,
             "commit_input": self.github_commit_input.strip(),
         })
+
+    def _gate_problems(self) -> list[str]:
+        """[[github_environments]] against the rest: known environments and services, and the
+        channels their notify targets name."""
+        file = self._file
+        if file is None or not file.github_environments:
+            return []
+        name = file.source.name if file.source else settings_file.FILE_NAME
+        policy = self.policy()
+        repositories = {s.name: s.github for s in self.services() if s.github}
+        lines = []
+        for i, rule in enumerate(file.gate_rules()):
+            where = f"{name}: github_environments[{i}]"
+            service = service_for(rule, repositories)
+            if rule.environment not in policy.environments:
+                unknown = wording.unknown_environment(rule.environment, policy.environments)
+                lines.append(f"{where}.environment: {unknown}")
+            elif service is None:
+                lines.append(f"{where}: name its service (no one [services.*] entry has github = {rule.repository!r})")
+            elif policy.catalog.get(service) is None:
+                lines.append(f"{where}.service: {wording.unknown_service(service, policy.catalog.names)}")
+            elif why := policy.catalog.invalid(service, rule.environment):
+                lines.append(f"{where}: {why}")
+            if slack_targets(rule.notify) and not self.slack_bot_token:
+                lines.append(f"{where}.notify: posting to Slack needs SLACK_BOT_TOKEN")
+            if email_targets(rule.notify) and not (self.smtp_host or self.inbound_email_secret):
+                lines.append(f"{where}.notify: sending email needs the email channel (SMTP_HOST, ...)")
+        return lines
+
+    def _github_app(self) -> GitHubAppSettings | None:
+        rules = self.gate_rules()
+        key_given = self.github_app_private_key is not None or self.github_app_private_key_file is not None
+        if self.github_app_id is None:
+            if rules or key_given:
+                raise ConfigError("[[github_environments]] and GITHUB_APP_PRIVATE_KEY need GITHUB_APP_ID")
+            return None
+        if self.github_app_private_key is not None and self.github_app_private_key_file is not None:
+            raise ConfigError("GITHUB_APP_PRIVATE_KEY and GITHUB_APP_PRIVATE_KEY_FILE are both set: set one of them")
+        if self.github_app_private_key_file is not None:
+            try:
+                pem = self.github_app_private_key_file.read_text()
+            except (OSError, UnicodeDecodeError) as e:
+                raise ConfigError(f"GITHUB_APP_PRIVATE_KEY_FILE: cannot read {self.github_app_private_key_file}: "
+                                  f"{e.__class__.__name__}") from None
+        elif self.github_app_private_key is not None:
+            pem = self.github_app_private_key.get_secret_value().replace("\\n", "\n")  # one line in a .env
+        else:
+            raise ConfigError("GITHUB_APP_ID needs GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_FILE")
+        if not self.github_webhook_secret:
+            raise ConfigError("GITHUB_APP_ID needs GITHUB_WEBHOOK_SECRET, to verify what GitHub sends")
+        _check_rsa_key(pem)
+        return GitHubAppSettings(app_id=self.github_app_id, private_key=SecretStr(pem), api_url=self.github_api_url,
+                                 rules=rules)
+
+
+def _check_rsa_key(pem: str) -> None:
+    """A clear error at start for a key that cannot sign the app's RS256 JWT (never its text)."""
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        key = load_pem_private_key(pem.strip().encode(), password=None)
+    except (ValueError, TypeError):
+        raise ConfigError("the GitHub App's private key is not a PEM private key without a password "
+                          "(download it from the App's settings: Private keys)") from None
+    if not isinstance(key, RSAPrivateKey):
+        raise ConfigError("the GitHub App's private key is not an RSA key (GitHub signs apps' JWTs with RS256)")
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"']+")

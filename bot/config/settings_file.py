@@ -19,7 +19,8 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter  # type: ignore[import-untyped]
@@ -38,10 +39,12 @@ from pydantic import (
 
 from bot.adapters.deployers.command import command_argv
 from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
+from bot.core.gate import GateRule
 from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written
 from bot.core.policy import parse_approvers
 from bot.core.promotion import Order, Promotion, order_problems, parse_soak
 from bot.core.triggers import KINDS, Schedule, Trigger, target_problem
+from bot.core.verification import VerifyCheck, VerifyPlan, parse_condition, parse_duration
 
 FILE_NAME = "deploybot.toml"
 VARIABLE = "DEPLOYBOT_CONFIG"
@@ -61,6 +64,7 @@ def _deployer_kind(value: str) -> str:
 DeployerKind = Annotated[str, AfterValidator(_deployer_kind)]
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _SLACK_ID = re.compile(r"^[UW][A-Z0-9]+$")  # people: U…, or W… on Enterprise Grid
+_GITHUB_LOGIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38})$")
 _EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
 
 
@@ -91,8 +95,9 @@ class PersonEntry(BaseModel):
 
     slack: tuple[str, ...] = ()
     email: tuple[str, ...] = ()
+    github: tuple[str, ...] = ()  # GitHub logins: a gated deployment's creator (docs/github-gate.md)
 
-    @field_validator("slack", "email", mode="before")
+    @field_validator("slack", "email", "github", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
@@ -105,6 +110,15 @@ class PersonEntry(BaseModel):
             if not _SLACK_ID.match(user_id):
                 raise ValueError(f"{user_id!r} is not a Slack user id (like U012AB3CD)")
         return _unique(ids)
+
+    @field_validator("github")
+    @classmethod
+    def _logins(cls, logins: tuple[str, ...]) -> tuple[str, ...]:
+        logins = tuple(login.strip().lower() for login in logins)
+        for login in logins:
+            if not _GITHUB_LOGIN.match(login):
+                raise ValueError(f"{login!r} is not a GitHub login (like octocat)")
+        return _unique(logins)
 
     @field_validator("email")
     @classmethod
@@ -165,6 +179,97 @@ class EnvironmentEntry(BaseModel):
         return Written(self.protected, self.approvers, self.approver_must_differ, self.may_lock)
 
 
+def _duration(value: str) -> str:
+    if parse_duration(value).total_seconds() <= 0:
+        raise ValueError(f"{value!r} should be longer than nothing")
+    return value
+
+
+def _url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+    return value
+
+
+def _shown(url: str) -> str:
+    """A check's URL as people see it: no user, password or query (often a credential)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+class PrometheusCheckEntry(BaseModel):
+    """`[[services.api.verify.production.prometheus]]`: a PromQL query that must meet a condition."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    url: str  # the Prometheus server: its HTTP API /api/v1/query is asked
+    query: str
+    condition: str  # "< 0.01"
+
+    _check_url = field_validator("url")(_url)
+
+    @field_validator("condition")
+    @classmethod
+    def _condition(cls, value: str) -> str:
+        parse_condition(value)
+        return value
+
+
+class HttpCheckEntry(BaseModel):
+    """`[[services.api.verify.production.http]]`: a URL that must answer `status` (and hold `contains`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    url: str
+    status: int = Field(200, ge=100, le=599)
+    contains: str = ""
+    timeout: str = "5s"
+
+    _check_url = field_validator("url")(_url)
+    _check_timeout = field_validator("timeout")(_duration)
+
+
+class VerifyEntry(BaseModel):
+    """`[services.api.verify.production]`: how a deploy of api to production is verified after
+    it succeeded: its checks every `interval` for `bake`; a check may be unanswerable for
+    `grace`; a failure proposes a rollback (`on_failure = "propose"`) or rolls back at once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    bake: str = "10m"
+    interval: str = "30s"
+    grace: str = "1m"
+    on_failure: Literal["propose", "rollback"] = "propose"
+    prometheus: tuple[PrometheusCheckEntry, ...] = ()
+    http: tuple[HttpCheckEntry, ...] = ()
+
+    _check_durations = field_validator("bake", "interval", "grace")(_duration)
+
+    @model_validator(mode="after")
+    def _some_check(self) -> VerifyEntry:
+        if not self.prometheus and not self.http:
+            raise ValueError("has no check: add [[...prometheus]] or [[...http]] entries")
+        return self
+
+    def plan(self) -> VerifyPlan:
+        checks: list[VerifyCheck] = []
+        names: set[str] = set()
+
+        def named(name: str) -> str:
+            unique, n = name, 1
+            while unique in names:
+                n += 1
+                unique = f"{name} #{n}"
+            names.add(unique)
+            return unique
+
+        for p in self.prometheus:
+            checks.append(VerifyCheck(kind="prometheus", name=named(p.query), url=p.url, query=p.query,
+                                      condition=p.condition))
+        for h in self.http:
+            checks.append(VerifyCheck(kind="http", name=named(f"GET {_shown(h.url)}"), url=h.url, status=h.status,
+                                      contains=h.contains, timeout=parse_duration(h.timeout).total_seconds()))
+        return VerifyPlan(parse_duration(self.bake), parse_duration(self.interval), parse_duration(self.grace),
+                          tuple(checks), self.on_failure)
+
+
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -186,6 +291,7 @@ class ServiceEntry(BaseModel):
     workflow: str | None = None  # the GitHub Actions workflow file (deployer = "github")
     environments: tuple[str, ...] | None = None  # unset: every environment
     tag_prefix: str = ""
+    verify: dict[str, VerifyEntry] = Field(default_factory=dict)  # per environment
     # The service's own promotion order and soak (unset: the top-level ones).
     promotion: tuple[str, ...] | None = None
     soak: Annotated[str | None, AfterValidator(_soak)] = None
@@ -212,6 +318,9 @@ class ServiceEntry(BaseModel):
             raise ValueError('deployer = "github" takes its tags from GitHub: repo and command do not apply')
         if self.deployer == "command" and self.workflow:
             raise ValueError('workflow applies to deployer = "github" only')
+        outside = sorted(set(self.verify) - set(self.environments)) if self.environments is not None else []
+        if outside:
+            raise ValueError(f"verify names {', '.join(outside)}, not among its environments")
         return self
 
 
@@ -262,6 +371,55 @@ class TriggerEntry(BaseModel):
 
     def trigger(self) -> Trigger:
         return Trigger(self.on, self.service, self.environment, self.notify)  # type: ignore[arg-type]
+
+
+class GitHubEnvironmentEntry(BaseModel):
+    """`[[github_environments]]`: deployments of `repository` to its GitHub environment
+    `github_environment` are gated by deploybot as deploys to `environment` (docs/github-gate.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repository: str
+    github_environment: str
+    environment: str
+    service: str = ""
+    notify: tuple[str, ...] = ()
+
+    @field_validator("notify", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        if not _REPOSITORY.match(value):
+            raise ValueError(f"{value!r} is not a GitHub repository (like acme/web)")
+        return value
+
+    @field_validator("github_environment")
+    @classmethod
+    def _github_environment(cls, value: str) -> str:
+        value = value.strip()
+        if not value or len(value) > 255:
+            raise ValueError("name the GitHub environment (up to 255 characters)")
+        return value
+
+    @field_validator("environment", "service")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _NAME.match(value):
+            raise ValueError(f"{value!r}: a name holds only letters, digits, '.', '_' and '-'")
+        return value
+
+    @field_validator("notify")
+    @classmethod
+    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
+        return _targets(targets) if targets else ()
+
+    def rule(self) -> GateRule:
+        return GateRule(self.repository, self.github_environment, self.environment, self.service, self.notify)
 
 
 class ScheduleEntry(BaseModel):
@@ -419,6 +577,7 @@ class FileConfig(BaseModel):
     # Scheduled freezes (bot/core/freeze_windows.py). No key is reserved any more: every unknown key is an error.
     freezes: tuple[FreezeEntry, ...] = ()
     agents: dict[str, AgentEntry] = Field(default_factory=dict)
+    github_environments: tuple[GitHubEnvironmentEntry, ...] = ()
     # Promotion in order (bot/core/promotion.py): the environments every commit goes through,
     # and how long it must have been in one before the next.
     promotion: tuple[str, ...] | None = None
@@ -442,7 +601,7 @@ class FileConfig(BaseModel):
         return self
 
     def directory(self) -> Directory:
-        people = (Person(name, entry.slack, entry.email) for name, entry in self.people.items())
+        people = (Person(name, entry.slack, entry.email, entry.github) for name, entry in self.people.items())
         agents = (entry.agent(name) for name, entry in self.agents.items())
         return Directory(people, self.groups, agents=agents)
 
@@ -451,6 +610,9 @@ class FileConfig(BaseModel):
 
     def trigger_list(self) -> tuple[Trigger, ...]:
         return tuple(entry.trigger() for entry in self.triggers)
+
+    def gate_rules(self) -> tuple[GateRule, ...]:
+        return tuple(entry.rule() for entry in self.github_environments)
 
     def schedule_list(self) -> tuple[Schedule, ...]:
         return tuple(entry.schedule() for entry in self.schedules)
@@ -660,7 +822,9 @@ def load(path: Path) -> FileConfig:
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): FileConfig, ("people", "*"): PersonEntry, ("environments", "*"): EnvironmentEntry,
     ("services", "*"): ServiceEntry, ("agents", "*"): AgentEntry,
+    ("services", "*", "verify", "*"): VerifyEntry,
     ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry, ("freezes", "*"): FreezeEntry,
+    ("github_environments", "*"): GitHubEnvironmentEntry,
 }
 _MESSAGES = {
     "bool_type": "should be true or false",

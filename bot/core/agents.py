@@ -71,7 +71,7 @@ class Feedback(BaseModel):
 
 class ThreadInfo(BaseModel):
     thread_id: str
-    status: str = Field(description="running, waiting_for_approval, waiting_for_lock, waiting_for_human, "
+    status: str = Field(description="running, waiting_for_approval, waiting_for_lock, waiting_for_human, verifying, "
                                     "done, failed or cancelled")
     pending_approval: PendingApproval | None = None
     deploy_result: Outcome | None = Field(None, description="the thread's newest deploy, once it ran")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import UTC, datetime
+from typing import Literal
 
 from bot.core.catalog import Catalog, Service
 from bot.core.events import (
@@ -226,3 +227,20 @@ def _named(catalog: Catalog, m: re.Match[str]) -> str:
         return ""
     spec = _service(catalog, m["service"])
     return spec.name if spec else m["service"]
+
+
+_VERIFY_NOW = re.compile(_MENTION + r"verify\s+now" + _END, re.I)
+_SKIP_VERIFICATION = re.compile(_MENTION + r"skip\s+verification\s*[:,-]\s*(?P<reason>\S.*?)\s*$", re.I | re.S)
+
+
+def verify_command(text: str) -> tuple[Literal["verify_now", "skip"], str] | None:
+    """`verify now` (end a deploy's bake early if every check holds right now) or `skip
+    verification: REASON` (approvers only), said while a deploy is verified; None otherwise
+    (a question too)."""
+    if asks(text):
+        return None
+    if _VERIFY_NOW.match(text):
+        return "verify_now", ""
+    if m := _SKIP_VERIFICATION.match(text):
+        return "skip", " ".join(m["reason"].split())
+    return None

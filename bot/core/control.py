@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import wording
+from bot.core import commands, verification, wording
 from bot.core.events import (
     COMMAND_STEPS,
     DEPLOY_STEPS,
@@ -14,6 +14,7 @@ from bot.core.events import (
     ApprovalRequested,
     CommandStep,
     Deploy,
+    DeployResult,
     DeployStarted,
     DoneForNow,
     Error,
@@ -25,9 +26,12 @@ from bot.core.events import (
     SenderConfirmationRequested,
     Step,
     UserMessage,
+    VerificationEnded,
+    VerificationStarted,
 )
 from bot.core.policy import Policy, Timing
 from bot.core.thread import Status, Thread
+from bot.core.verification import VerifyAsk, VerifyPlan
 
 
 @dataclass(frozen=True)
@@ -129,15 +133,53 @@ class ExpireSenderConfirmation:
     request: SenderConfirmationRequested
 
 
+@dataclass(frozen=True)
+class StartVerification:
+    """A deploy succeeded where deploybot.toml verifies it: its bake begins (lock kept)."""
+
+    result: DeployResult
+    plan: VerifyPlan
+
+
+@dataclass(frozen=True)
+class CheckNow:
+    """A round of the verification's checks is due."""
+
+    started: VerificationStarted
+
+
+@dataclass(frozen=True)
+class EndVerification:
+    """The verification is over: `ended` says how (verified, or failed at a check's value)."""
+
+    started: VerificationStarted
+    ended: VerificationEnded
+
+
+@dataclass(frozen=True)
+class AnswerVerify:
+    """Someone said `verify now` or `skip verification: REASON` (`message`) during the bake."""
+
+    started: VerificationStarted
+    message: UserMessage | HumanResponse
+    ask: VerifyAsk
+    reason: str
+
+
 Action = (
     Stop | Decide | RunTags | RunCommand | PlanRollback | PlanPromotion | AskApproval | RunDeploy | Interrupted
     | Escalate | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
+    | StartVerification | CheckNow | EndVerification | AnswerVerify
 )
 
 
 def next_action(thread: Thread, policy: Policy, now: datetime | None = None) -> Action:
     """`now`: the time, for what is due by then (reminders, escalation, expiry); without it
     nothing is due."""
+    if not (thread.waiting_for_sender() or thread.unconfirmed()):
+        verifying = _verification_action(thread, policy, now)
+        if verifying is not None:
+            return verifying
     action = _next_action(thread, policy)
     if now is not None and isinstance(action, Stop) and action.status == "waiting_for_sender":
         asked = thread.waiting_for_sender()
@@ -148,6 +190,36 @@ def next_action(thread: Thread, policy: Policy, now: datetime | None = None) -> 
         if request is not None:
             return _due(thread, request, policy, now) or action
     return action
+
+
+def _verification_action(thread: Thread, policy: Policy, now: datetime | None) -> Action | None:
+    """What a deploy's verification needs: to start, a person's ask answered, a round of
+    checks, its end; Stop while the bake waits. None: no verification is under way."""
+    result = verification.to_verify(thread, policy.verify_plan)
+    if result is not None:
+        plan = policy.verify_plan(result.service, result.environment)
+        assert plan is not None  # to_verify found it
+        return StartVerification(result, plan)
+    started = verification.open_verification(thread)
+    if started is None:
+        return None
+    ask = verification.asked(thread, started, commands.verify_command)
+    if ask is not None:
+        return AnswerVerify(started, *ask)
+    if now is None:
+        return Stop("verifying")
+    last = verification.last_round(thread, started)
+    final = last is not None and last >= started.ends_at
+    failing = verification.failing(thread, started, now, final=final)
+    if failing is not None:
+        return EndVerification(started, VerificationEnded(
+            deploy_id=started.deploy_id, outcome="failed", check=failing.check, value=failing.value,
+        ))
+    if final:
+        return EndVerification(started, VerificationEnded(deploy_id=started.deploy_id, outcome="verified"))
+    if now >= verification.next_round(thread, started):
+        return CheckNow(started)
+    return Stop("verifying")
 
 
 def _due(thread: Thread, request: ApprovalRequested, policy: Policy, now: datetime) -> Action | None:
@@ -170,6 +242,8 @@ def next_due(thread: Thread, policy: Policy, now: datetime) -> datetime | None:
     """When the thread next needs a run without anyone writing to it: a pending approval's
     next reminder, escalation or expiry; a deploy waiting in line, a look at its lock (or
     freeze) every QUEUE_RETRY, and its approval's expiry. None: nothing is due."""
+    if (started := verification.open_verification(thread)) is not None:
+        return verification.next_round(thread, started)
     if thread.status() == "waiting_for_lock":
         last = thread.last_step()
         request = thread.approval_for(last[1].id) if last else None
@@ -255,7 +329,8 @@ def _deploy_action(thread: Thread, step: Deploy, policy: Policy) -> Action:
     started = thread.started(step.id)
     if started:
         return Interrupted(step, started, request, decision)
-    if not policy.needs_approval(step.environment):
+    if not policy.needs_approval(step.environment) or verification.automatic_rollback(thread, step):
+        # An automatic rollback (on_failure = "rollback") needs no new approval.
         return RunDeploy(step)
     if request is None:
         lapsed = _lapsed_before(thread, step)

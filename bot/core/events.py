@@ -284,6 +284,7 @@ class ApprovalRequested(_Event):
     expires_at: datetime
     change: Change | None = None  # what it changes against what is deployed there now
     required: int = 1  # approvals from different people it needs (bound when asked)
+    approvers: list[str] = Field(default_factory=list)  # who could decide when it was asked (principals)
     rollback_of: str | None = None  # the deploy it rolls back
     force: str | None = None  # why it goes ahead past failing checks, and who said so
     forced_by: str | None = None
@@ -310,6 +311,20 @@ class ApprovalEscalated(_Event):
     type: Literal["approval_escalated"] = "approval_escalated"
     approval_id: str
     to: list[str]
+
+
+class ApprovalRulesChanged(_Event):
+    """The rules for approval `approval_id` are not those it was asked under (the settings
+    changed since): from here on it needs `required` approvals from different people among
+    `approvers` (principals; `*`: anyone), or whoever it was escalated to, and an approval
+    given by anyone else no longer counts. Recorded just before the decision taken under
+    them, or right before the deploy runs: a decision always follows the rules of its time,
+    and what applied to it is the newest of these before it (else the request's own)."""
+
+    type: Literal["approval_rules_changed"] = "approval_rules_changed"
+    approval_id: str
+    required: int
+    approvers: list[str]
 
 
 class ApprovalExpired(_Event):
@@ -371,6 +386,7 @@ class DeployStarted(_Event):
     step_id: str
     deploy_id: str
     commit: str = ""
+    past_freeze: str = ""  # an automatic rollback goes past a freeze: which (recorded as its `force`)
 
 
 class DeployResult(_Event):
@@ -389,6 +405,74 @@ class DeployResult(_Event):
     rollback_of: str | None = None
     force: str | None = None
     forced_by: str | None = None
+
+
+class VerifyCheck(BaseModel):
+    """One check of a deploy's verification, as deploybot.toml said it when the verification
+    started (kept in the event, so a resume after a crash checks what the bake began with)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["prometheus", "http"]
+    name: str  # how people see it, unique in its verification: the query, or the URL
+    url: str
+    query: str = ""  # prometheus: the PromQL
+    condition: str = ""  # prometheus: "< 0.01"
+    status: int = 200  # http: the status it must answer
+    contains: str = ""  # http: a text the body must hold
+    timeout: float = 5.0  # seconds
+
+
+class VerificationStarted(_Event):
+    """A deploy that succeeded is watched until `ends_at` (its bake) before it counts as
+    verified; its lock stays held. The remaining bake is `ends_at` minus the clock, so a
+    worker that dies during it changes nothing."""
+
+    type: Literal["verification_started"] = "verification_started"
+    step_id: str
+    deploy_id: str
+    service: str
+    environment: str
+    tag: str
+    ends_at: datetime
+    interval: float  # seconds between rounds of checks
+    grace: float  # seconds a check may be unanswerable before it fails
+    on_failure: Literal["propose", "rollback"] = "propose"
+    checks: list[VerifyCheck]
+
+
+class CheckObserved(_Event):
+    """One check's answer in a round: `ok` None when it could not be evaluated (server down,
+    empty result), which never counts as passing."""
+
+    type: Literal["check_observed"] = "check_observed"
+    deploy_id: str
+    check: str
+    ok: bool | None
+    value: str
+
+
+class VerificationEnded(_Event):
+    """The verification's outcome: `verified` (every check held for the whole bake, or
+    `early` by `verify now`), `failed` (`check` at `value`), or `skipped` (`by`, `reason`)."""
+
+    type: Literal["verification_ended"] = "verification_ended"
+    deploy_id: str
+    outcome: Literal["verified", "failed", "skipped"]
+    check: str = ""
+    value: str = ""
+    by: str = ""
+    reason: str = ""
+    early: bool = False
+
+
+class VerificationRefused(_Event):
+    """The answer to a `verify now` while a check does not hold, or to a skip by someone who
+    may not: the message (`message_id`) is answered, and the bake goes on."""
+
+    type: Literal["verification_refused"] = "verification_refused"
+    deploy_id: str
+    message_id: str
+    text: str
 
 
 class CommandResult(_Event):
@@ -429,6 +513,15 @@ class DeliveryFailed(_Event):
     reason: str
 
 
+class GitHubAnswered(_Event):
+    """A gated GitHub deployment (bot/core/gate.py) was answered, and GitHub took the answer:
+    a fact for the audit, which changes nothing the reducer decides."""
+
+    type: Literal["github_answered"] = "github_answered"
+    state: str  # approved, rejected
+    comment: str
+
+
 ErrorKind = Literal[
     "llm", "validation", "deployer", "recheck", "locked", "checks", "frozen", "interrupted", "internal",
     "promotion",  # not yet passed the environment before (bot/core/promotion.py)
@@ -464,6 +557,7 @@ Event = Annotated[
     | ApprovalRequested
     | ApprovalReminded
     | ApprovalEscalated
+    | ApprovalRulesChanged
     | ApprovalExpired
     | SenderConfirmationRequested
     | SenderConfirmed
@@ -472,8 +566,13 @@ Event = Annotated[
     | DeployStarted
     | DeployResult
     | DeliveryFailed
+    | GitHubAnswered
     | ToolCalled
     | LockTaken
+    | VerificationStarted
+    | CheckObserved
+    | VerificationEnded
+    | VerificationRefused
     | Error,
     Field(discriminator="type"),
 ]

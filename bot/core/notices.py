@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.core import wording
+from bot.core import people, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
+    ApprovalRulesChanged,
     Cancelled,
     DeployQueued,
     DeployResult,
@@ -25,6 +26,9 @@ from bot.core.events import (
     RequestMoreInformation,
     SenderConfirmationExpired,
     SenderConfirmationRequested,
+    VerificationEnded,
+    VerificationRefused,
+    VerificationStarted,
     entry_for,
 )
 from bot.core.thread import Thread
@@ -99,6 +103,16 @@ def _approval_expired(thread: Thread, event: ApprovalExpired) -> Notice:
     return Notice("warning", wording.approval_expired_notice(what, event.expires_at))
 
 
+def _approval_rules_changed(thread: Thread, event: ApprovalRulesChanged) -> Notice | None:
+    request = thread.approval(event.approval_id)
+    if request is None:
+        return None
+    what = wording.what_to_deploy(request.service, request.tag, request.environment)
+    given = len(thread.approvals_for(event.approval_id))
+    who = people.describe(event.approvers)
+    return Notice("waiting", wording.approval_rules_changed(what, event.required, who, given))
+
+
 def _sender_confirmation_requested(thread: Thread, event: SenderConfirmationRequested) -> Notice:
     return Notice("waiting", wording.sender_confirmation_pending(event.address, event.expires_at))
 
@@ -112,6 +126,25 @@ def _deploy_queued(thread: Thread, event: DeployQueued) -> Notice | None:
     return Notice("waiting", wording.queued(what, event.behind, event.position)) if what is not None else None
 
 
+def _verification_started(thread: Thread, event: VerificationStarted) -> Notice:
+    what = wording.what_to_deploy(event.service, event.tag, event.environment)
+    return Notice("waiting", wording.verifying(what, event.ends_at, len(event.checks)))
+
+
+def _verification_ended(thread: Thread, event: VerificationEnded) -> Notice:
+    started = next((e for e in thread.of(VerificationStarted) if e.deploy_id == event.deploy_id), None)
+    what = wording.what_to_deploy(started.service, started.tag, started.environment) if started else "the deploy"
+    if event.outcome == "verified":
+        return Notice("deployed", wording.verified(what, event.by if event.early else ""))
+    if event.outcome == "skipped":
+        return Notice("warning", wording.verification_skipped(what, event.by, event.reason))
+    return Notice("failed", wording.verification_failed(what, event.check, event.value))
+
+
+def _verification_refused(thread: Thread, event: VerificationRefused) -> Notice:
+    return Notice("warning", event.text)
+
+
 # What is said, per event type; an event type not here is not told.
 _NOTICES: dict[type, Callable[[Thread, Any], Notice | None]] = {
     DeployStarted: _deploy_started,
@@ -122,7 +155,11 @@ _NOTICES: dict[type, Callable[[Thread, Any], Notice | None]] = {
     Cancelled: _cancelled,
     LockTaken: _lock_taken,
     ApprovalExpired: _approval_expired,
+    ApprovalRulesChanged: _approval_rules_changed,
     SenderConfirmationRequested: _sender_confirmation_requested,
     SenderConfirmationExpired: _sender_confirmation_expired,
     DeployQueued: _deploy_queued,
+    VerificationStarted: _verification_started,
+    VerificationEnded: _verification_ended,
+    VerificationRefused: _verification_refused,
 }

@@ -42,6 +42,7 @@ SESSION = "session"  # a signed-in web session; evidence: the session id
 NAME = "name"  # named by someone trusted (a test; the API in open mode); evidence: the name
 API = "api"  # named by the shared API token's `user`, which proves nothing; evidence: the name
 CLI = "cli"  # named with the CLI's --user (it runs where the bot's secrets are); evidence: the name
+GITHUB = "github"  # GitHub's word about its own user (a signed delivery); evidence: the login
 AGENT = "agent"  # an AI agent of deploybot.toml's [agents]; evidence: its name (its principal: agent:NAME)
 
 # The bot itself: never decides, locks or unlocks (events it records carry this user).
@@ -64,6 +65,7 @@ class Person:
     name: str
     slack: tuple[str, ...] = ()
     emails: tuple[str, ...] = ()
+    github: tuple[str, ...] = ()  # GitHub logins (a gated deployment's creator, bot/core/gate.py)
 
 
 @dataclass(frozen=True)
@@ -141,12 +143,15 @@ class Directory:
         by_name: dict[str, Person] = {}
         slack: dict[str, str] = {}
         email: dict[str, str] = {}
+        github: dict[str, str] = {}
         for given in people:
-            person = Person(given.name, tuple(given.slack), tuple(normalize_email(a) for a in given.emails))
+            person = Person(given.name, tuple(given.slack), tuple(normalize_email(a) for a in given.emails),
+                            tuple(login.lower() for login in given.github))
             if not person.name or person.name in by_name or person.name == ANYONE or ":" in person.name:
                 raise ValueError(f"{person.name!r} cannot name a person (empty, taken, or holds ':' or '*')")
             by_name[person.name] = person
-            for table, ids, what in ((slack, person.slack, "Slack id"), (email, person.emails, "address")):
+            for table, ids, what in ((slack, person.slack, "Slack id"), (email, person.emails, "address"),
+                                     (github, person.github, "GitHub login")):
                 for id_ in ids:
                     owner = table.setdefault(id_, person.name)
                     if owner != person.name:
@@ -162,6 +167,7 @@ class Directory:
         self.groups: Mapping[str, frozenset[str]] = MappingProxyType(members)
         self._slack = slack
         self._email = email
+        self._github = github
         self.trust_names = trust_names and not by_name
 
     def by_slack(self, user_id: str) -> Identity:
@@ -171,6 +177,12 @@ class Directory:
     def by_email(self, address: str) -> Identity:
         address = normalize_email(address)
         return Identity(self._email.get(address), EMAIL, address)
+
+    def by_github(self, login: str) -> Identity:
+        """A GitHub user, as a signed delivery names them (GitHub logins ignore case); a login
+        nobody lists is unknown (`github:login`, no powers but `*`)."""
+        login = login.strip().lower()
+        return Identity(self._github.get(login), GITHUB, login)
 
     def by_name(self, name: str, *, via: str = NAME, evidence: str | None = None) -> Identity:
         """A person named by something already trusted: a verified token (via=TOKEN,

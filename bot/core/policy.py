@@ -14,11 +14,12 @@ from types import MappingProxyType
 
 from bot.core import people, wording
 from bot.core.catalog import Catalog
-from bot.core.events import ApprovalRequested, Deploy, HumanResponse, principal_of
+from bot.core.events import ApprovalRequested, ApprovalRulesChanged, Deploy, HumanResponse, principal_of
 from bot.core.freeze_windows import Freeze
 from bot.core.people import ANYONE, BOT_USER, Directory, Identity, Rules
 from bot.core.promotion import Promotion
-from bot.core.thread import Thread
+from bot.core.thread import ApprovalRules, Thread
+from bot.core.verification import VerifyPlan
 
 __all__ = ["BOT_USER", "Policy", "PolicyError", "Timing", "args_hash", "parse_approvers", "parse_required"]
 
@@ -100,6 +101,20 @@ class Policy:
     freezes: tuple[Freeze, ...] = ()  # deploybot.toml's scheduled freezes
     timing: Mapping[str, Timing] = field(default_factory=dict)  # per environment; else `default_timing`
     default_timing: Timing = field(default_factory=Timing)
+    # [services.NAME.verify.ENV]: how a deploy of NAME to ENV is verified after it succeeds.
+    verify: Mapping[tuple[str, str], VerifyPlan] = field(default_factory=dict)
+
+    def with_verify(self, plans: Mapping[tuple[str, str], VerifyPlan]) -> Policy:
+        return replace(self, verify=MappingProxyType(dict(plans))) if plans else self
+
+    def verify_plan(self, service: str, environment: str) -> VerifyPlan | None:
+        return self.verify.get((service, environment))
+
+    def may_skip_verification(self, who: Identity, environment: str) -> str | None:
+        """Why `who` may not skip a deploy's verification in `environment`, or None: only
+        whoever may approve deploys there may."""
+        why = people.may_approve(who, self.rules_for(environment), frozenset())
+        return None if why is None else wording.may_not_skip_verification(who.label, environment)
     promotion: Promotion = field(default_factory=Promotion)  # the order commits go through environments
 
     def timing_for(self, environment: str) -> Timing:
@@ -249,6 +264,37 @@ class Policy:
         if why is None and rules.approver_must_differ and who.evidence in asked:
             why = wording.requester_cannot_approve(who.label)  # an old thread's raw user
         return why
+
+    def approval_rules(self, environment: str) -> ApprovalRules:
+        """What an approval for `environment` needs under the rules in force: how many
+        approvals, and from whom (principals, sorted). What a request records when asked."""
+        approvers = tuple(sorted(self.rules_for(environment).approvers))
+        return ApprovalRules(self.timing_for(environment).required, approvers)
+
+    def rules_changed(self, thread: Thread, request: ApprovalRequested) -> ApprovalRulesChanged | None:
+        """The event that puts `request` under the rules in force, when they are not those it
+        follows now (the settings changed since it was asked); None when they are. Recorded
+        before a decision and before the deploy, so the rules of that moment decide."""
+        now = self.approval_rules(request.environment)
+        then = thread.approval_rules(request.approval_id)
+        # A request older than the record of its approvers let anyone's approval count: the
+        # same as `*` now.
+        if then == now or (then.approvers is None and not self._matters(thread, request, now)):
+            return None
+        return ApprovalRulesChanged(
+            approval_id=request.approval_id, required=now.required, approvers=list(now.approvers or ()),
+        )
+
+    @staticmethod
+    def _matters(thread: Thread, request: ApprovalRequested, now: ApprovalRules) -> bool:
+        """Whether rules `now` decide otherwise than those of a request older than the record
+        of its approvers (anyone's approval counted): another number, or an approval given
+        by someone they do not admit."""
+        escalation = thread.escalation(request.approval_id)
+        given = thread.approvals_for(request.approval_id)
+        return now.required != request.required or not all(
+            now.admits(principal_of(a), escalation.to if escalation else ()) for a in given
+        )
 
     def still_to_decide(self, thread: Thread, request: ApprovalRequested) -> list[str]:
         """Who may still decide on `request`, as principals (`*`: anyone): its environment's

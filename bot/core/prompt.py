@@ -33,7 +33,9 @@ from bot.core.events import (
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
+    ApprovalRulesChanged,
     Cancelled,
+    CheckObserved,
     CommandResult,
     DeliveryFailed,
     DeployBackend,
@@ -45,6 +47,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    GitHubAnswered,
     GitTagsResult,
     HumanResponse,
     ListGitTags,
@@ -62,6 +65,9 @@ from bot.core.events import (
     ToolCalled,
     UnlockEnvironment,
     UserMessage,
+    VerificationEnded,
+    VerificationRefused,
+    VerificationStarted,
     entry_for,
 )
 from bot.core.thread import Thread
@@ -397,6 +403,10 @@ def _approval_escalated(c: _Context, e: ApprovalEscalated, tokens: int) -> str:
     return c.tag(e.type, to=", ".join(e.to))
 
 
+def _approval_rules_changed(c: _Context, e: ApprovalRulesChanged, tokens: int) -> str:
+    return c.tag(e.type, required=e.required, approvers=", ".join(e.approvers))
+
+
 def _approval_expired(c: _Context, e: ApprovalExpired, tokens: int) -> str:
     # Not a rejection: nobody decided in time, and nothing was deployed.
     return c.tag(e.type, "nobody decided in time; not deployed", expired=_minute(e.expires_at))
@@ -418,6 +428,10 @@ def _error(c: _Context, e: Error, tokens: int) -> str:
     return c.tag("error", e.message, tokens, kind=e.kind)
 
 
+def _github_answered(c: _Context, e: GitHubAnswered, tokens: int) -> str:
+    return c.tag("github_answered", e.comment, tokens, state=e.state)
+
+
 def _delivery_failed(c: _Context, e: DeliveryFailed, tokens: int) -> str:
     return c.tag("delivery_failed", e.reason, tokens, channel=e.channel, to=e.to)
 
@@ -437,6 +451,24 @@ def _sender_confirmed(c: _Context, e: SenderConfirmed, tokens: int) -> str:
 
 def _sender_confirmation_expired(c: _Context, e: SenderConfirmationExpired, tokens: int) -> str:
     return c.tag(e.type, "nobody confirmed the sender in time; nothing was done", expired=_minute(e.expires_at))
+
+
+def _verification_started(c: _Context, e: VerificationStarted, tokens: int) -> str:
+    return c.tag(e.type, deploy_id=e.deploy_id, ends=_minute(e.ends_at), checks=str(len(e.checks)))
+
+
+def _check_observed(c: _Context, e: CheckObserved, tokens: int) -> str:
+    state = "holds" if e.ok else ("no answer" if e.ok is None else "fails")
+    return c.tag(e.type, e.value, tokens, check=e.check, state=state)
+
+
+def _verification_ended(c: _Context, e: VerificationEnded, tokens: int) -> str:
+    return c.tag(e.type, e.reason, tokens, outcome=e.outcome, check=e.check or None,
+                 value=e.value or None, by=e.by or None)
+
+
+def _verification_refused(c: _Context, e: VerificationRefused, tokens: int) -> str:
+    return c.tag(e.type, e.text, tokens)
 
 
 # Every event type the model reads; `_Context._block` looks an event up by its class.
@@ -463,16 +495,22 @@ _BLOCKS: dict[type, Callable[[_Context, Any, int], str]] = {
     CommandResult: _command_result,
     ApprovalReminded: _approval_reminded,
     ApprovalEscalated: _approval_escalated,
+    ApprovalRulesChanged: _approval_rules_changed,
     ApprovalExpired: _approval_expired,
     DeployQueued: _deploy_queued,
     DeployStarted: _deploy_started,
     DeployResult: _deploy_result,
     Error: _error,
     DeliveryFailed: _delivery_failed,
+    GitHubAnswered: _github_answered,
     ToolCalled: _tool_called,
     SenderConfirmationRequested: _sender_confirmation_requested,
     SenderConfirmed: _sender_confirmed,
     SenderConfirmationExpired: _sender_confirmation_expired,
+    VerificationStarted: _verification_started,
+    CheckObserved: _check_observed,
+    VerificationEnded: _verification_ended,
+    VerificationRefused: _verification_refused,
 }
 
 

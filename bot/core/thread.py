@@ -21,6 +21,7 @@ from bot.core.events import (
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
+    ApprovalRulesChanged,
     Cancelled,
     CommandResult,
     DeliveryFailed,
@@ -30,6 +31,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    GitHubAnswered,
     GitTagsResult,
     HumanResponse,
     RequestMoreInformation,
@@ -39,16 +41,19 @@ from bot.core.events import (
     Step,
     ToolCalled,
     UserMessage,
+    VerificationEnded,
+    VerificationStarted,
     identity_of,
     principal_of,
 )
-from bot.core.people import Identity
+from bot.core.people import ANYONE, Identity
 
 Status = Literal[
     "running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human",
-    "done", "failed", "cancelled",
+    "done", "failed", "cancelled", "verifying",
 ]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
+Ending = Literal["deployed", "rolled back", "rejected", "failed", "expired", "refused", "cancelled", "done"]
 FINISHED: tuple[Status, ...] = ("done", "failed", "cancelled")
 """Statuses a thread stays in until a person writes to it again: kept for THREAD_RETENTION."""
 ACTIVE: tuple[Status, ...] = tuple(s for s in STATUSES if s not in FINISHED)
@@ -90,6 +95,20 @@ class Instruction(NamedTuple):
     identity: Identity
 
 
+class ApprovalRules(NamedTuple):
+    """What an approval needs: `required` approvals from different people among `approvers`
+    (principals; `*`: anyone) or whoever it was escalated to. `approvers` None: not recorded
+    (a request older than this record): anyone's approval counts, as it did then."""
+
+    required: int
+    approvers: tuple[str, ...] | None
+
+    def admits(self, principal: str, escalated_to: Sequence[str] = ()) -> bool:
+        if self.approvers is None or ANYONE in self.approvers:
+            return True
+        return principal in self.approvers or principal in escalated_to
+
+
 @dataclass(frozen=True)
 class Thread:
     id: str
@@ -126,28 +145,53 @@ class Thread:
             (e for e in self.of(ApprovalRequested) if e.approval_id == approval_id), None
         )
 
+    def approval_rules(self, approval_id: str, before: int | None = None) -> ApprovalRules:
+        """The rules approval `approval_id` follows: the newest ApprovalRulesChanged for it
+        (of the events before position `before`, if given: what applied to a decision
+        recorded there), else those it was asked under. One approval from anyone for an
+        unknown id."""
+        request = self.approval(approval_id)
+        rules = ApprovalRules(1, None)
+        if request is not None:
+            rules = ApprovalRules(request.required, tuple(request.approvers) or None)
+        for e in self.events[:before]:
+            if isinstance(e, ApprovalRulesChanged) and e.approval_id == approval_id:
+                rules = ApprovalRules(e.required, tuple(e.approvers))
+        return rules
+
+    def required(self, approval_id: str) -> int:
+        """How many approvals from different people approval `approval_id` needs now."""
+        return self.approval_rules(approval_id).required
+
     def decision_for(self, approval_id: str) -> HumanResponse | None:
         """What decided an approval request, once it is decided: the first rejection (one
-        rejects), else the approval that made the number it needs from different people
-        (`required`; one for requests older than that). None while it is still open."""
-        request = self.approval(approval_id)
-        required = request.required if request else 1
+        rejects), else the approval that made the number it needs from different people, of
+        those its rules admit (`approval_rules`: the newest recorded, so a pending request
+        asked under weaker rules waits for what the current ones need). None while open."""
+        rules = self.approval_rules(approval_id)
+        escalation = self.escalation(approval_id)
+        escalated_to = escalation.to if escalation else ()
         approvers: set[str] = set()
         for e in self.of(HumanResponse):
             if e.approval_id != approval_id or e.approve is None:
                 continue
             if e.approve is False:
                 return e
-            approvers.add(principal_of(e))
-            if len(approvers) >= required:
+            if rules.admits(principal_of(e), escalated_to):
+                approvers.add(principal_of(e))
+            if len(approvers) >= rules.required:
                 return e
         return None
 
     def approvals_for(self, approval_id: str) -> list[HumanResponse]:
-        """The approvals given so far, one per person (their first), oldest first."""
+        """The approvals given so far that count under the approval's rules now, one per
+        person (their first), oldest first."""
+        rules = self.approval_rules(approval_id)
+        escalation = self.escalation(approval_id)
+        escalated_to = escalation.to if escalation else ()
         seen: dict[str, HumanResponse] = {}
         for e in self.of(HumanResponse):
-            if e.approval_id == approval_id and e.approve is True:
+            if e.approval_id == approval_id and e.approve is True and rules.admits(principal_of(e), escalated_to):
                 seen.setdefault(principal_of(e), e)
         return list(seen.values())
 
@@ -210,6 +254,16 @@ class Thread:
                 return self.expiry(request.approval_id)
         return None
 
+    def verifying(self) -> VerificationStarted | None:
+        """The deploy verification the thread is in (bot/core/verification.py): started, not
+        ended, not cancelled."""
+        if self.cancelled():
+            return None
+        started = next((e for e in reversed(self.events) if isinstance(e, VerificationStarted)), None)
+        if started is None or any(e.deploy_id == started.deploy_id for e in self.of(VerificationEnded)):
+            return None
+        return started
+
     def cancelled(self) -> Cancelled | None:
         return next((e for e in self.of(Cancelled)), None)
 
@@ -269,6 +323,23 @@ class Thread:
             return None
         return request if self.outcome(last[1]) is None else None
 
+    def ending(self) -> Ending:
+        """How a thread ended, in a word people read ("this thread is finished (deployed)"):
+        its newest deploy's outcome, else "cancelled", "failed" or "done" by its status."""
+        if self.cancelled():
+            return "cancelled"
+        deploy = next((e for e in reversed(self.events) if isinstance(e, DEPLOY_STEPS)), None)
+        outcome = self.outcome(deploy) if deploy is not None else None
+        if isinstance(outcome, DeployResult):
+            return ("rolled back" if outcome.rollback_of else "deployed") if outcome.ok else "failed"
+        if isinstance(outcome, HumanResponse):
+            return "rejected"
+        if isinstance(outcome, ApprovalExpired):
+            return "expired"
+        if isinstance(outcome, Error):
+            return "failed" if outcome.kind in ("deployer", "interrupted", "internal") else "refused"
+        return "failed" if self.status() == "failed" else "done"
+
     def _since_human(self) -> Sequence[Event]:
         for i in range(len(self.events) - 1, -1, -1):
             if isinstance(self.events[i], (UserMessage, HumanResponse)):
@@ -298,6 +369,8 @@ class Thread:
             return "waiting_for_sender"
         if self.unconfirmed():
             return "done"
+        if self.verifying():
+            return "verifying"
         if self.pending_approval():
             return "waiting_for_human" if now is not None and self.expired_approval(now) else "waiting_for_approval"
         last = self.last_step()
@@ -309,7 +382,8 @@ class Thread:
                 return "waiting_for_human"
             if isinstance(last[1], DoneForNow):
                 return "done"
-        last_fact = next((e for e in reversed(self.events) if not isinstance(e, DeliveryFailed | ToolCalled)), None)
+        facts_only = DeliveryFailed | ToolCalled | GitHubAnswered  # recorded alongside, deciding nothing
+        last_fact = next((e for e in reversed(self.events) if not isinstance(e, facts_only)), None)
         if isinstance(last_fact, Error) and last_fact.kind == "internal":
             return "failed"
         return "running"

@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.core import wording
+from bot.core import people, wording
 from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
+    ApprovalRulesChanged,
     Cancelled,
+    CheckObserved,
     CommandResult,
     DeliveryFailed,
     DeployBackend,
@@ -34,6 +36,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    GitHubAnswered,
     GitTagsResult,
     HumanResponse,
     ListGitTags,
@@ -51,6 +54,9 @@ from bot.core.events import (
     ToolCalled,
     UnlockEnvironment,
     UserMessage,
+    VerificationEnded,
+    VerificationRefused,
+    VerificationStarted,
     entry_for,
 )
 from bot.core.prompt import redact
@@ -129,9 +135,24 @@ def markdown(thread: Thread, secrets: tuple[str, ...] = (), now: datetime | None
             "",
         ]
     for e in thread.events:
+        if says_again(thread, e):
+            continue
         body = _line(e, style).replace("\n", "\n  ")
         lines.append(f"- `{e.at:%H:%M:%S}` {body}")
     return redact("\n".join(lines) + "\n", secrets)
+
+
+def says_again(thread: Thread, event: Event) -> bool:
+    """Whether `event` is the bot's closing word on an exact command that only says again
+    what the command's result, just before it, said ("There is nothing to roll api in
+    production back to…"): chat shows only the closing word, a page of every event shows
+    the result once."""
+    if not isinstance(event, DoneForNow) or event.source != "command":
+        return False
+    index = next((i for i, e in enumerate(thread.events) if e.id == event.id), 0)
+    before = (e for e in reversed(thread.events[:index]) if not isinstance(e, DeliveryFailed | ToolCalled))
+    previous = next(before, None)
+    return isinstance(previous, CommandResult) and previous.text == event.message
 
 
 def line(e: Event) -> str:
@@ -189,12 +210,16 @@ def _list_git_tags(e: ListGitTags, s: _Style) -> str:
 def _deploy(e: DeployService | DeployBackend | DeployFrontend, s: _Style) -> str:
     t = s.text
     why = f" ({t(e.reason)})" if e.reason else ""
-    verb = "roll back to" if isinstance(e, DeployService) and e.rollback_of else "deploy"
     forced = (
         f"; {t(wording.forced_note(e.force, e.forced_by or '?'))}"
         if isinstance(e, DeployService) and e.force else ""
     )
-    return f"{_bot(s)} proposes: {verb} {t(e.service)} {t(e.tag)} to {t(e.environment)}{why}{forced}"
+    if isinstance(e, DeployService) and e.rollback_of:
+        if e.reason == wording.rollback_reason(e.tag, e.rollback_from):
+            why = ""  # the reason the rollback was planned with says what the proposal says
+        what = t(wording.rollback_proposal(e.service, e.environment, e.rollback_from, e.tag))
+        return f"{_bot(s)} proposes: {what}{why}{forced}"
+    return f"{_bot(s)} proposes: deploy {t(e.service)} {t(e.tag)} to {t(e.environment)}{why}{forced}"
 
 
 def _roll_back(e: RollBack, s: _Style) -> str:
@@ -248,7 +273,7 @@ def _git_tags_result(e: GitTagsResult, s: _Style) -> str:
 
 def _approval_requested(e: ApprovalRequested, s: _Style) -> str:
     t = s.text
-    change = "".join(f"; {t(line)}" for line in wording.change_lines(e.change)) if e.change else ""
+    change = f"; {t(wording.change_in_one_line(e.change))}" if e.change else ""
     return (
         f"{s.name('approval needed')} to deploy {t(e.service)} {t(e.tag)} ({t(e.commit[:7])}) to "
         f"{t(e.environment)}, asked by {t(e.asker) or 'unknown'}; expires "
@@ -271,6 +296,11 @@ def _approval_reminded(e: ApprovalReminded, s: _Style) -> str:
 
 def _approval_escalated(e: ApprovalEscalated, s: _Style) -> str:
     return f"{_bot(s)} asks {s.text(', '.join(e.to))} too: nobody decided in time"
+
+
+def _approval_rules_changed(e: ApprovalRulesChanged, s: _Style) -> str:
+    who = s.text(people.describe(e.approvers))
+    return f"the rules changed since it was asked: it now needs {wording.approvals_needed(e.required)}, from {who}"
 
 
 def _approval_expired(e: ApprovalExpired, s: _Style) -> str:
@@ -310,12 +340,37 @@ def _error(e: Error, s: _Style) -> str:
     return f"error ({e.kind}): {s.text(e.message)}"
 
 
+def _github_answered(e: GitHubAnswered, s: _Style) -> str:
+    return s.text(wording.gate_answered(e.state, e.comment))
+
+
 def _delivery_failed(e: DeliveryFailed, s: _Style) -> str:
     return f"could not deliver to {s.text(e.to)} by {s.text(e.channel)}: {s.text(e.reason)}"
 
 
 def _tool_called(e: ToolCalled, s: _Style) -> str:
     return s.text(wording.tool_called(e.tool, e.agent.removeprefix("agent:")))
+
+
+def _verification_started(e: VerificationStarted, s: _Style) -> str:
+    return (f"verifying {s.text(e.service)} {s.text(e.tag)} in {s.text(e.environment)} until "
+            f"{wording.utc(e.ends_at)} ({len(e.checks)} checks; on failure: {s.text(e.on_failure)})")
+
+
+def _check_observed(e: CheckObserved, s: _Style) -> str:
+    return f"check {s.text(wording.check_line(e.check, e.ok, e.value))}"
+
+
+def _verification_ended(e: VerificationEnded, s: _Style) -> str:
+    if e.outcome == "verified":
+        return "verified" + (f" early by {s.text(e.by)}" if e.early else ": every check held for the whole bake")
+    if e.outcome == "skipped":
+        return f"verification skipped by {s.text(e.by)}: {s.text(e.reason)}"
+    return f"verification FAILED: {s.text(e.check)} at {s.text(e.value)}; the deploy is marked faulty"
+
+
+def _verification_refused(e: VerificationRefused, s: _Style) -> str:
+    return s.text(e.text)
 
 
 # Every event type's line; `_line` looks an event up by its class.
@@ -342,6 +397,7 @@ _LINES: dict[type, Callable[[Any, _Style], str]] = {
     CommandResult: _command_result,
     ApprovalReminded: _approval_reminded,
     ApprovalEscalated: _approval_escalated,
+    ApprovalRulesChanged: _approval_rules_changed,
     ApprovalExpired: _approval_expired,
     SenderConfirmationRequested: _sender_confirmation_requested,
     SenderConfirmed: _sender_confirmed,
@@ -352,4 +408,9 @@ _LINES: dict[type, Callable[[Any, _Style], str]] = {
     DeployResult: _deploy_result,
     Error: _error,
     DeliveryFailed: _delivery_failed,
+    VerificationStarted: _verification_started,
+    CheckObserved: _check_observed,
+    VerificationEnded: _verification_ended,
+    VerificationRefused: _verification_refused,
+    GitHubAnswered: _github_answered,
 }

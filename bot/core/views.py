@@ -36,8 +36,10 @@ def _pending(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
     return {
         **request.model_dump(mode="json"),
         "approvals": [{"by": principal_of(a), "via": a.via or a.channel, "at": a.at.isoformat()} for a in given],
-        "progress": wording.approval_progress([principal_of(a) for a in given], request.required),
+        "progress": wording.approval_progress([principal_of(a) for a in given], thread.required(request.approval_id)),
         "escalated_to": escalation.to if escalation else [],
+        # `required` is what it was asked under; the rules in force may ask more since.
+        "required_now": thread.required(request.approval_id),
     }
 
 

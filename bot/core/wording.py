@@ -62,7 +62,7 @@ def interrupted_ask(what: str, deploy_id: str) -> str:
 
 
 def rejected(user: str, text: str) -> str:
-    return f"Not deployed: {user} rejected it ({text})."
+    return f"Not deployed: {user} rejected it ({text})." if text.strip() else f"Not deployed: {user} rejected it."
 
 
 def bot_cannot(what: str) -> str:
@@ -86,6 +86,11 @@ def not_an_approver_here(who: str, where: str, approvers: str) -> str:
 
 def may_not_lock(who: str, where: str, lockers: str) -> str:
     return f"{who} may not lock {where}; {lockers} may"
+
+
+def not_yours_to_decide(why: str, deciders: str) -> str:
+    """The terminal does not ask someone who may not decide: it says why, and who may."""
+    return f"Waiting for approval from {deciders}; you cannot decide it: {why}."
 
 
 def requester_cannot_approve(user: str) -> str:
@@ -298,6 +303,11 @@ def already_cancelled() -> str:
     return "the thread is already cancelled"
 
 
+def nothing_to_cancel(ending: str) -> str:
+    """Cancelling a finished thread: its outcome never changes."""
+    return f"this thread is finished ({ending}); nothing to cancel"
+
+
 def thread_cancelled() -> str:
     return "the thread was cancelled"
 
@@ -487,6 +497,20 @@ def change_lines(change: Change) -> list[str]:
     return lines
 
 
+def change_in_one_line(change: Change) -> str:
+    """The change preview on one line (a transcript's, a log's): "; " between its lines, but
+    a heading ("commits removed:") runs on into the first commit it heads."""
+    joined = ""
+    for line in change_lines(change):
+        joined += line if not joined else (f" {line}" if joined.endswith(":") else f"; {line}")
+    return joined
+
+
+def rollback_proposal(service: str, environment: str, from_tag: str, to_tag: str) -> str:
+    """"roll back api in production from v1.1.0 to v1.0.3": what a rollback does."""
+    return f"roll back {service} in {environment} " + (f"from {from_tag} to {to_tag}" if from_tag else f"to {to_tag}")
+
+
 # --- triggers and schedules: threads started by events, not people (bot/core/triggers.py) -------
 
 
@@ -631,6 +655,29 @@ def already_approved_by_you(count: int, required: int) -> str:
 def approval_progress(given: Sequence[str], required: int) -> str:
     """"1 of 2: approved by bob": how far a request that needs several approvals got."""
     return f"{len(given)} of {required}: approved by {', '.join(given)}" if given else f"0 of {required} approvals"
+
+
+def rejected_notice(gave_feedback: bool, model: bool) -> str:
+    """What the console says after a rejection: only a model re-plans, and only from
+    feedback someone gave; without a model the thread ends there."""
+    if not model:
+        return "Rejected: nothing is deployed, and nothing more happens until someone asks again."
+    if not gave_feedback:
+        return "Rejected: nothing is deployed; the model reads the rejection and answers in this thread."
+    return "Rejected: the model re-plans from your feedback."
+
+
+def approvals_needed(required: int) -> str:
+    return f"{required} approval{'s' if required != 1 else ''}"
+
+
+def approval_rules_changed(what: str, required: int, who: str, count: int) -> str:
+    """A pending approval put under rules that changed since it was asked (`who`: who may
+    decide, as people.describe words them; `count`: the approvals that still count)."""
+    return (
+        f"The rules changed since the approval to deploy {what} was asked: it now needs "
+        f"{approvals_needed(required)}, from {who} ({count} so far)."
+    )
 
 
 def approval_expired_notice(what: str, expires_at: datetime) -> str:
@@ -897,3 +944,124 @@ def per_day(rate: float) -> str:
 
 def share(fraction: float | None) -> str:
     return "–" if fraction is None else f"{fraction * 100:.0f}%"
+
+
+# --- the console's deploy form and matrix (bot/adapters/http/console/deploy_form.py, matrix.py) --
+
+
+def approval_needed(required: int, deciders: str) -> str:
+    """Who must approve a deploy the console's form would ask for: "needs 2 approvals from alice or erin"."""
+    return f"needs {required} approvals from {deciders}" if required > 1 else f"needs an approval from {deciders}"
+
+
+def reason_in_parentheses() -> str:
+    return "a reason cannot hold ( or ): it is said in parentheses after the deploy command"
+
+
+def reason_asks() -> str:
+    return "a reason cannot hold a question mark: a question is never taken as a command"
+
+
+def deploy_needs_a_tag() -> str:
+    return "choose a tag to deploy"
+
+
+def tags_unreadable(service: str, error: object) -> str:
+    return f"the tags of {service} could not be read: {error}"
+
+
+# --- verification after a deploy (bot/core/verification.py) ---------------------------------
+
+
+def verifying(what: str, ends_at: datetime, checks: int) -> str:
+    return (
+        f"Verifying {what}: {checks} check{'s' if checks != 1 else ''} every round until {utc(ends_at)}; "
+        "the lock stays held until then. Say `verify now` to end it early if every check holds, "
+        "or `skip verification: REASON` (approvers)."
+    )
+
+
+def check_line(name: str, ok: bool | None, value: str) -> str:
+    state = "holds" if ok else ("no answer" if ok is None else "FAILS")
+    return f"{name}: {value} ({state})"
+
+
+def verified(what: str, early_by: str = "") -> str:
+    how = f" (ended early by {early_by}: every check held)" if early_by else ": every check held for the whole bake"
+    return f"Verified {what}{how}. The lock is released."
+
+
+def verification_failed(what: str, check: str, value: str) -> str:
+    return f"Verification of {what} FAILED: {check} at {value}. The deploy is marked faulty."
+
+
+def verification_skipped(what: str, by: str, reason: str) -> str:
+    return f"Verification of {what} skipped by {by}: {reason}. The lock is released."
+
+
+def verify_now_refused(check: str, value: str) -> str:
+    return f"Not verified yet: {check} does not hold right now ({value}). The bake goes on."
+
+
+def may_not_skip_verification(who: str, environment: str) -> str:
+    return f"{who} may not skip verification in {environment}: only its approvers may."
+
+
+def automatic_rollback_reason(check: str, value: str) -> str:
+    return f"automatic rollback by deploybot: verification failed, {check} at {value}"
+
+
+def rollback_past_freeze(reason: str) -> str:
+    return f"automatic rollback past a freeze ({reason})"
+
+
+def verification_rollback_proposed() -> str:
+    return "A rollback is proposed: it needs an approval."
+
+
+# --- the GitHub deployment gate (bot/adapters/channels/github_gate.py): GitHub shows these
+# comments on the workflow run, to whoever may read the repository.
+
+GATE_COMMENT_MAX = 1000  # characters of a callback's comment
+
+
+def gate_comment(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= GATE_COMMENT_MAX else text[: GATE_COMMENT_MAX - 1] + "…"
+
+
+def gate_approved(approvers: str, link: str) -> str:
+    return gate_comment(f"Approved in deploybot by {approvers or 'an approver'}. {link}")
+
+
+def gate_rejected(who: str, feedback: str, link: str) -> str:
+    said = f": {' '.join(feedback.split())}" if feedback.strip() else ""
+    return gate_comment(f"Rejected in deploybot by {who}{said}. {link}")
+
+
+def gate_expired(link: str) -> str:
+    return gate_comment(f"Rejected: the approval in deploybot expired before anyone decided. {link}")
+
+
+def gate_cancelled(who: str, reason: str, link: str) -> str:
+    said = f": {' '.join(reason.split())}" if reason.strip() else ""
+    return gate_comment(f"Rejected: cancelled in deploybot by {who}{said}. {link}")
+
+
+def gate_not_deploying(why: str, link: str) -> str:
+    return gate_comment(f"Rejected by deploybot: {' '.join(why.split())} {link}")
+
+
+def gate_unknown(repository: str, environment: str) -> str:
+    return gate_comment(
+        f"Rejected by deploybot: no [[github_environments]] rule in deploybot.toml maps {repository}'s "
+        f"environment {environment!r} to a deploybot environment, so nobody may approve it (fail closed)."
+    )
+
+
+def gate_link(public_url: str | None, thread_id: str) -> str:
+    return f"{public_url}/console/threads/{thread_id}" if public_url else f"(deploybot thread {thread_id})"
+
+
+def gate_answered(state: str, comment: str) -> str:
+    return f"GitHub was answered {state}: {comment}"

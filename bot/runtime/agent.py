@@ -44,8 +44,9 @@ async def decide(
                 return step
             return DoneForNow(message=summary(thread, instruction.position), source="command")
     if llm is None:
-        if instruction and _is_rejection(thread.events[instruction.position]):
-            return DoneForNow(message=wording.rejected(instruction.user, instruction.text), source="bot")
+        said = thread.events[instruction.position] if instruction else None
+        if isinstance(said, HumanResponse) and said.approve is False:
+            return DoneForNow(message=wording.rejected(said.user, said.text), source="bot")
         return RequestMoreInformation(message=wording.no_llm(commands.examples(catalog)), source="bot")
     try:
         step = await llm.next_step(prompt.render(thread, secrets, budget))
@@ -115,6 +116,3 @@ def summary(thread: Thread, since: int) -> str:
                 return wording.stopped(e.message)
     return wording.done()
 
-
-def _is_rejection(event: Event) -> bool:
-    return isinstance(event, HumanResponse) and event.approve is False

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from bot.core import people, wording
+from bot.core import people, verification, wording
 from bot.core.control import Interrupted, RunDeploy
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -130,7 +130,8 @@ class Deploying:
             reason=step.reason,
             expires_at=now + self.policy.approval_ttl,
             change=await self.change(step, checked),
-            required=self.policy.timing_for(step.environment).required,
+            required=self.policy.approval_rules(step.environment).required,
+            approvers=list(self.policy.approval_rules(step.environment).approvers or ()),
             rollback_of=_field(step, "rollback_of"),
             force=_field(step, "force"),
             forced_by=_field(step, "forced_by"),
@@ -216,6 +217,14 @@ class Deploying:
 
     async def run(self, thread: Thread, action: RunDeploy, journal: Journal, now: datetime) -> Thread:
         step = action.step
+        if action.request is not None and (changed := self.policy.rules_changed(thread, action.request)):
+            # The rules changed since the decision (a restart with new settings while it waited
+            # for its turn): recorded, and those in force now decide whether it still holds.
+            thread = await journal.decide(thread, [changed])
+            decision = thread.decision_for(action.request.approval_id)
+            if decision is None:
+                return thread  # it waits for the approvals the rules need now
+            action = RunDeploy(step, action.request, decision)
         checked = await self._preflight(thread, action, now)
         if isinstance(checked, DeployQueued):
             blocked: Error | DeployQueued | None = checked
@@ -297,6 +306,12 @@ class Deploying:
                 message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
             )
         hit = await self.frozen(step.environment, now)
+        if verification.automatic_rollback(thread, step) is not None:
+            # A failed verification's rollback goes past a freeze, a stop-the-line and CI: it puts
+            # back what ran before. Recorded (the deploy's `force`, by deploybot).
+            past = wording.rollback_past_freeze(hit.reason) if hit is not None else ""
+            return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked,
+                                 past_freeze=past)
         gated = await self._gate(thread, step, checked, hit, now)  # again, right before running
         if isinstance(gated, Error) and gated.kind == "frozen" and request and action.decision:
             if hit is not None and hit.until is not None and hit.until < request.expires_at:
@@ -377,6 +392,8 @@ class Deploying:
             f"the lock on {step.service} in {step.environment} for {started.deploy_id}",
         ))
         approvers = _approvers(thread, action)
+        if approvers is None and verification.automatic_rollback(thread, step) is not None:
+            approvers = people.BOT_USER  # no new approval: deploybot, because a check failed
         deploying = asyncio.ensure_future(self._deploy(step, started, approvers))
         stopping = False
         try:
@@ -409,6 +426,9 @@ class Deploying:
             await self._remember(thread, recorded)
             if recorded.ok and recorded.rollback_of:
                 handed_over = await self._rolled_back(thread, step, recorded, started.deploy_id)
+            elif recorded.ok and self.policy.verify_plan(recorded.service, recorded.environment) is not None:
+                # Verified next (bot/runtime/verifying.py): the lock stays held through the bake.
+                handed_over = started_here(thread, started)
         try:
             if not handed_over:
                 await self.locks.release(step.environment, started.deploy_id, step.service)
@@ -466,8 +486,8 @@ class Deploying:
             approved_by=approvers,
             url=outcome.url,
             rollback_of=_field(step, "rollback_of"),
-            force=_field(step, "force"),
-            forced_by=_field(step, "forced_by"),
+            force=_field(step, "force") or started.past_freeze or None,
+            forced_by=_field(step, "forced_by") or (people.BOT_USER if started.past_freeze else None),
         )
 
     async def _remember(self, thread: Thread, result: DeployResult) -> None:
@@ -509,8 +529,9 @@ def _approvers(thread: Thread, action: RunDeploy | Interrupted) -> str | None:
     if action.request is None or action.decision is None:
         return None
     given = thread.approvals_for(action.request.approval_id)
-    if action.request.required > 1 and given:
-        return ", ".join(a.user for a in given[: action.request.required])
+    required = thread.required(action.request.approval_id)
+    if required > 1 and given:
+        return ", ".join(a.user for a in given[:required])
     return action.decision.user
 
 

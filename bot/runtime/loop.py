@@ -14,11 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.core import prompt
+from bot.core import prompt, verification, wording
 from bot.core.control import (
     Action,
+    AnswerVerify,
     AskApproval,
+    CheckNow,
     Decide,
+    EndVerification,
     Escalate,
     EscalateApproval,
     Expire,
@@ -31,6 +34,7 @@ from bot.core.control import (
     RunCommand,
     RunDeploy,
     RunTags,
+    StartVerification,
     Stop,
     next_action,
     next_due,
@@ -41,6 +45,7 @@ from bot.core.events import (
     ApprovalReminded,
     CommandResult,
     CommandStep,
+    DeployService,
     DoneForNow,
     Error,
     Event,
@@ -48,6 +53,7 @@ from bot.core.events import (
     ResumeDeploys,
     SenderConfirmationExpired,
     UnlockEnvironment,
+    VerificationEnded,
     new_id,
     stamped,
 )
@@ -59,6 +65,7 @@ from bot.runtime.clock import utcnow
 from bot.runtime.deploying import Deploying, keep_renewing
 from bot.runtime.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore, Timers
 from bot.runtime.retry import retrying
+from bot.runtime.verifying import Verifying
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +88,7 @@ class Runner:
     clock: Callable[[], datetime] = utcnow
     name: str = field(default_factory=lambda: f"runner-{new_id()}")
     timers: Timers | None = None  # when each thread is next due (reminders, expiry, the queue)
+    verifying: Verifying | None = None  # deploys verified after they succeed (None: none are)
 
     async def run(self, thread_id: str) -> Thread | None:
         """Advance the thread until it pauses. None if another runner holds it right now:
@@ -141,6 +149,8 @@ class Runner:
         it no longer waits in."""
         if thread.status() != "waiting_for_lock":
             await self.deploying.leave_queue(thread)
+        if self.verifying is not None and (dropped := verification.abandoned(thread)) is not None:
+            await self.verifying.abandon(dropped)  # cancelled mid-bake: the lock is not kept for it
         if self.timers is not None:
             await self.timers.set(thread.id, next_due(thread, self.policy, self.clock()))
 
@@ -180,7 +190,7 @@ class Runner:
                 return await journal.decide(thread, [planned])
             case PlanRollback():
                 planned = await steps.plan_rollback(action.step, deploying.history, deploying.deployers, self.policy)
-                return await journal.decide(thread, [planned])
+                return await journal.decide(thread, [_by_the_bot(thread, action.step.source, planned)])
             case RunCommand():
                 result = await steps.run_command(
                     action.step, thread, deploying.locks, deploying.history, self.policy, now, deploying.freezes,
@@ -196,11 +206,40 @@ class Runner:
                 return await deploying.resume(thread, action, journal, now)
             case RunDeploy():
                 return await deploying.run(thread, action, journal, now)
+            case StartVerification() | CheckNow() | AnswerVerify() | EndVerification():
+                return await self._verify(thread, action, journal, now)
             case _:
                 recorded = bot_event(action)
                 if recorded is not None:
                     return await journal.decide(thread, [recorded])
         raise TypeError(f"unknown action {action!r}")
+
+
+    async def _verify(
+        self, thread: Thread, action: StartVerification | CheckNow | AnswerVerify | EndVerification,
+        journal: RunJournal, now: datetime,
+    ) -> Thread:
+        verifying = self.verifying
+        if verifying is None:  # a plan in the policy, but no probe built: a wiring bug
+            raise RuntimeError("deploy verification is configured but this runner cannot verify")
+        match action:
+            case StartVerification():
+                return await verifying.start(thread, action, journal, now)
+            case CheckNow():
+                return await verifying.check(thread, action, journal)
+            case AnswerVerify():
+                return await verifying.answer(thread, action, journal)
+        return await verifying.end(thread, action, journal)
+
+
+def _by_the_bot(thread: Thread, source: str, planned: Event) -> Event:
+    """A rollback the bot asked for (a failed verification) is the bot's, with why."""
+    failed = next((e for e in reversed(thread.events) if isinstance(e, VerificationEnded)), None)
+    if source != "bot" or not isinstance(planned, DeployService) or failed is None or failed.outcome != "failed":
+        return planned
+    return planned.model_copy(update={
+        "source": "bot", "reason": wording.automatic_rollback_reason(failed.check, failed.value),
+    })
 
 
 def bot_event(action: Action) -> Event | None:

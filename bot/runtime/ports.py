@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from bot.core import wording
-from bot.core.events import CommitSummary, Event, GitTag, Step
+from bot.core.events import CommitSummary, Event, GitTag, Step, VerifyCheck
 from bot.core.freeze_windows import Freeze
 from bot.core.thread import Origin, Thread
 
@@ -417,6 +417,11 @@ class History(Protocol):
         """The deploy was rolled back: `recent` shows it `faulty` from now on."""
         ...
 
+    async def mark_verified(self, environment: str, deploy_id: str, at: datetime) -> None:
+        """The deploy's checks held for its whole bake (bot/core/verification.py): `recent`
+        shows it with `verified_at` from now on."""
+        ...
+
     async def since(self, environment: str, after: datetime, limit: int) -> list[DeployRecord]:
         """The records that finished at `after` or later, newest first, at most `limit`: read
         from the newest back, stopping at the first older one, so what it costs follows the
@@ -451,6 +456,23 @@ class Tally:
 class DeployCounters(Protocol):
     async def tallies(self) -> list[Tally]:
         """Every series counted since the counters began, for all processes."""
+        ...
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a verification check answered: `ok` None when it could not be evaluated (the
+    server is down, the query has no result): never a pass. `value` is for people."""
+
+    ok: bool | None
+    value: str
+
+
+class Probe(Protocol):
+    """Evaluates a deploy verification's checks (Prometheus queries, HTTP endpoints)."""
+
+    async def observe(self, check: VerifyCheck) -> Observation:
+        """Never raises for the check's own failures: those are an Observation with ok None."""
         ...
 
 

@@ -27,7 +27,7 @@ from bot.core.events import (
 )
 from bot.core.people import AGENT, API, EMAIL, SLACK, Directory, Identity
 from bot.core.policy import Policy
-from bot.core.thread import ACTIVE, STATUSES, Origin, Thread
+from bot.core.thread import ACTIVE, FINISHED, STATUSES, Origin, Thread
 from bot.runtime.clock import utcnow
 from bot.runtime.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
 
@@ -227,10 +227,24 @@ class ThreadService:
         decides by the person, whichever channel they answer by."""
         identity = self.identify(who, channel)
 
-        def event(thread: Thread) -> Event:
-            return self._response(thread, text, identity, approval_id, approve, channel, evidence)
+        def events(thread: Thread) -> list[Event]:
+            # A decision follows the rules in force now: recorded with it when they are not
+            # those the request follows (the settings changed since it was asked).
+            rules = self._rules_now(thread, approval_id) if approve is not None else []
+            return [*rules, self._response(thread.extended(rules), text, identity, approval_id, approve, channel,
+                                           evidence)]
 
-        return await self._append(thread_id, event)
+        return await self._append_all(thread_id, events)
+
+    def _rules_now(self, thread: Thread, approval_id: str | None) -> list[Event]:
+        """The ApprovalRulesChanged a decision on `approval_id` is recorded with, if the
+        rules changed since the pending request was asked; none for anything else (refused
+        below, with nothing recorded)."""
+        pending = thread.pending_approval()
+        if pending is None or pending.approval_id != approval_id:
+            return []
+        changed = self.policy.rules_changed(thread, pending)
+        return [changed] if changed is not None else []
 
     async def cancel(self, thread_id: str, who: Who, reason: str = "", channel: str = "api") -> Thread:
         identity = self.identify(who, channel)
@@ -238,6 +252,8 @@ class ThreadService:
         def event(thread: Thread) -> Event:
             if thread.cancelled():
                 raise WrongState(wording.already_cancelled())
+            if thread.status(self.clock()) in FINISHED:  # its outcome stays what it was
+                raise WrongState(wording.nothing_to_cancel(thread.ending()))
             return Cancelled(reason=reason, **said_by(identity))
 
         return await self._append(thread_id, event)
@@ -382,7 +398,7 @@ class ThreadService:
             raise WrongState(wording.approval_expired_ask_again(approval_id, request.expires_at))
         if approve and any(principal_of(a) == who.principal for a in thread.approvals_for(approval_id)):
             given = len(thread.approvals_for(approval_id))
-            raise WrongState(wording.already_approved_by_you(given, request.required))
+            raise WrongState(wording.already_approved_by_you(given, thread.required(approval_id)))
         return HumanResponse(
             text=text or ("approved" if approve else ""),
             channel=channel,

@@ -73,6 +73,15 @@ class FakeGitHub:
     check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> runs, in order
     deployments: list[dict[str, Any]] = field(default_factory=list)  # as created, oldest first
     deployment_statuses: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # id -> statuses, in order
+    # deploybot as a GitHub App (the gate, bot/adapters/channels/github_gate.py): the App's id,
+    # its public key (PEM; `app_key()` makes the pair), the installation tokens issued
+    # (token -> (installation, expires at, Unix seconds)) and the callbacks GitHub took.
+    app_id: int = 4242
+    app_public_key: str = ""
+    token_seconds: int = 3600
+    installation_tokens: dict[str, tuple[int, float]] = field(default_factory=dict)
+    app_jwts: list[dict[str, Any]] = field(default_factory=list)  # the claims of every app JWT verified
+    callbacks: list[dict[str, Any]] = field(default_factory=list)  # {"run_id", "installation", **body}
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -126,6 +135,50 @@ class FakeGitHub:
                          "conclusion": conclusion if status == "completed" else None})
             self.check_runs[sha] = runs
 
+    def app_key(self) -> str:
+        """A new RSA key pair for the App: the private key (PEM) for deploybot; the public
+        key is what this stand-in verifies app JWTs with, as GitHub does."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.app_public_key = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                 serialization.NoEncryption()).decode()
+
+    def protection_rule(
+        self, environment: str, sha: str, creator: str = "octocat", ref: str = "main", installation: int = 77,
+        repository: str | None = None,
+    ) -> dict[str, Any]:
+        """A job of a new workflow run targets `environment`: its deployment is made (waiting)
+        and the `deployment_protection_rule` delivery GitHub would send is returned."""
+        repository = repository or self.repository
+        with self._lock:
+            run_id = 1000 + len(self.runs)
+            self.runs[run_id] = {"id": run_id, "workflow": "gated.yml", "name": "deploy", "status": "waiting",
+                                 "conclusion": None, "head_sha": sha, "event": "push",
+                                 "html_url": f"https://github.com/{repository}/actions/runs/{run_id}"}
+            deployment_id = 1 + len(self.deployments)
+            deployment = {"id": deployment_id, "sha": sha, "ref": ref, "task": "deploy", "environment": environment,
+                          "creator": {"login": creator}, "payload": {}, "created_at": datetime.now(UTC).isoformat()}
+            self.deployments.append(deployment)
+            self.deployment_statuses[deployment_id] = [{"id": 9000 + deployment_id, "state": "waiting"}]
+        return {
+            "action": "requested", "environment": environment, "event": "push",
+            "deployment_callback_url": f"{self.api_url}/repos/{repository}/actions/runs/{run_id}/"
+                                       "deployment_protection_rule",
+            "deployment": {k: v for k, v in deployment.items() if k != "payload"},
+            "repository": {"full_name": repository}, "installation": {"id": installation},
+            "sender": {"login": creator}, "pull_requests": [],
+        }
+
+    def finish_deployment(self, deployment_id: int, state: str) -> None:
+        """The job that was let go ended: its deployment's newest status is `state`."""
+        with self._lock:
+            statuses = self.deployment_statuses[deployment_id]
+            statuses.append({"id": 9000 + deployment_id + 100 * len(statuses), "state": state})
+
     def release_runs(self) -> None:
         self.hold_runs = False
 
@@ -148,8 +201,12 @@ class FakeGitHub:
                 if m == method and re.search(pattern, path):
                     del self.failures[i]
                     return answer
-            if headers.get("Authorization") != f"Bearer {self.token}":
+            if m := re.fullmatch(r"/app/installations/(\d+)/access_tokens", path):
+                return self._installation_token(method, int(m[1]), headers.get("Authorization", ""))
+            if not self._authorized(headers.get("Authorization", "")):
                 return 401, {"message": "Bad credentials"}, {}
+            if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/actions/runs/(\d+)/deployment_protection_rule", path):
+                return self._callback(method, m[1], int(m[2]), headers.get("Authorization", ""), body)
             prefix = f"/repos/{self.repository}"
             if not path.startswith(prefix + "/"):
                 return _not_found()
@@ -159,6 +216,48 @@ class FakeGitHub:
                     del self.failures_after[i]
                     return failure
             return answer
+
+    def _authorized(self, authorization: str) -> bool:
+        """The token, or an installation token that has not expired."""
+        token = authorization.removeprefix("Bearer ")
+        if authorization == f"Bearer {self.token}":
+            return True
+        issued = self.installation_tokens.get(token)
+        return issued is not None and issued[1] > datetime.now(UTC).timestamp()
+
+    def _installation_token(self, method: str, installation: int, authorization: str) -> Answer:
+        """GitHub's `POST /app/installations/{id}/access_tokens`: the app JWT verified with
+        the App's public key (RS256, issued by the App, at most 10 minutes long)."""
+        import jwt
+
+        if method != "POST":
+            return _not_found()
+        try:
+            claims = jwt.decode(authorization.removeprefix("Bearer "), self.app_public_key, algorithms=["RS256"],
+                                options={"require": ["iat", "exp", "iss"]}, leeway=0)
+        except (jwt.PyJWTError, ValueError):
+            return 401, {"message": "A JSON web token could not be decoded"}, {}
+        if str(claims["iss"]) != str(self.app_id) or claims["exp"] - claims["iat"] > 600:
+            return 401, {"message": "'Expiration time' claim ('exp') is too far in the future"}, {}
+        self.app_jwts.append(claims)
+        token = f"ghs_{installation}_{len(self.installation_tokens)}"
+        expires = datetime.now(UTC).timestamp() + self.token_seconds
+        self.installation_tokens[token] = (installation, expires)
+        return 201, {"token": token, "expires_at": datetime.fromtimestamp(expires, UTC).isoformat()
+                     .replace("+00:00", "Z")}, {}
+
+    def _callback(self, method: str, repository: str, run_id: int, authorization: str, body: Any) -> Answer:
+        """GitHub's review of a deployment protection rule: an installation token only."""
+        issued = self.installation_tokens.get(authorization.removeprefix("Bearer "))
+        if method != "POST" or repository != self.repository or run_id not in self.runs:
+            return _not_found()
+        if issued is None:
+            return 403, {"message": "Resource not accessible by personal access token"}, {}
+        body = body or {}
+        if body.get("state") not in ("approved", "rejected") or not body.get("environment_name"):
+            return 422, {"message": "Invalid request: state and environment_name are required"}, {}
+        self.callbacks.append({"run_id": run_id, "installation": issued[0], **body})
+        return 204, None, {}
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Answer:
         for methods, pattern, handle in _ROUTES:  # the first that matches: order matters

@@ -424,6 +424,7 @@ class MemoryEnvironments:
         self._held = _Expiry(clock)  # (environment, service) -> owner, with the lock's TTL
         self._history: dict[str, deque[DeployRecord]] = {}
         self._faulty: set[str] = set()
+        self._verified: dict[str, datetime] = {}
 
     def _holder(self, environment: str, service: str = "") -> Lock | None:
         key = (environment, service)
@@ -491,7 +492,7 @@ class MemoryEnvironments:
     async def recent(self, environment: str, limit: int, service: str | None = None) -> list[DeployRecord]:
         await _round_trip()
         scanned = list(self._history.get(environment, ()))[:HISTORY_SCAN if service else limit]
-        found = [replace(r, faulty=r.deploy_id in self._faulty)
+        found = [replace(r, faulty=r.deploy_id in self._faulty, verified_at=self._verified.get(r.deploy_id))
                  for r in scanned if service is None or r.service == service]
         return found[:limit]
 
@@ -505,7 +506,7 @@ class MemoryEnvironments:
             if not cursor.startswith("h:"):
                 raise ValueError("not a cursor from this listing")
             start = next((i + 1 for i, r in enumerate(records) if r.deploy_id == cursor[2:]), len(records))
-        found = [replace(r, faulty=r.deploy_id in self._faulty)
+        found = [replace(r, faulty=r.deploy_id in self._faulty, verified_at=self._verified.get(r.deploy_id))
                  for r in records[start:] if service is None or r.service == service][:limit + 1]
         shown = found[:limit]
         return shown, f"h:{shown[-1].deploy_id}" if len(found) > limit else None
@@ -533,8 +534,11 @@ class MemoryEnvironments:
         for r in self._history.get(environment, ()):  # newest first, as RedisEnvironments
             if r.at < after or len(found) == limit:
                 break
-            found.append(replace(r, faulty=r.deploy_id in self._faulty))
+            found.append(replace(r, faulty=r.deploy_id in self._faulty, verified_at=self._verified.get(r.deploy_id)))
         return found
+    async def mark_verified(self, environment: str, deploy_id: str, at: datetime) -> None:
+        await _round_trip()
+        self._verified[deploy_id] = at
 
 
 # --- NextStepModel -------------------------------------------------------------------

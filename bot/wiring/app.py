@@ -14,6 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.types import ASGIApp
 
 from bot.adapters.http.limits import Limit, deploybot_limits
+from bot.adapters.probes import HttpProbe
 from bot.adapters.redis import connect
 from bot.adapters.redis import embedded as embedded_redis
 from bot.adapters.redis.credentials import RedisCredentials
@@ -48,8 +49,9 @@ from bot.runtime.ports import (
 )
 from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
+from bot.runtime.verifying import Verifying
 from bot.runtime.worker import Worker, worker_name
-from bot.wiring.channels import Parts, body_limits, make_channels
+from bot.wiring.channels import Parts, body_limits, make_channels, make_gate
 from bot.wiring.deployers import make_deployers
 from bot.wiring.sign_in import public_base, session_secret, sign_in_linker, sign_in_mailer
 
@@ -139,6 +141,10 @@ class App:
         return self.store
 
     @property
+    def deploying(self) -> Deploying:
+        return self.runner.deploying
+
+    @property
     def api_token(self) -> str | None:
         token = self.settings.api_token
         return token.get_secret_value() if token else None
@@ -176,6 +182,8 @@ class App:
         for deployer in {id(d): d for d in self.runner.deploying.deployers.values()}.values():
             if isinstance(deployer, Closeable):
                 await deployer.aclose()
+        if self.runner.verifying is not None and isinstance(self.runner.verifying.probe, Closeable):
+            await self.runner.verifying.probe.aclose()
         await self.redis.aclose()
 
 
@@ -231,8 +239,9 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     queue, timers, policy = RedisWorkQueue(redis), RedisTimers(redis), settings.policy()
     clock = utcnow  # one clock for every event recorded, by a run or by the service
     fanout = Fanout([])  # the channels' notifiers, once they are built (they record through the service)
+    deployers = make_deployers(settings)
     deploying = Deploying(
-        make_deployers(settings), environments, environments, policy, settings.secrets(),
+        deployers, environments, environments, policy, settings.secrets(),
         queue=RedisDeployQueue(redis), wake=queue.push, freezes=RedisFreezes(redis, clock=clock),
     )
     llm = make_llm(settings)
@@ -241,9 +250,13 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         name=name, store=store, deploying=deploying, llm=llm,  # a lease names the worker process that holds it
         context_budget=settings.context_budget, notifier=fanout, policy=policy, secrets=settings.secrets(),
         transient=(RedisConnectionError, RedisTimeoutError), clock=clock, timers=timers,
+        verifying=Verifying(HttpProbe(), environments, environments, policy, deploying.wake_next),
     )
     service = ThreadService(store, policy, fanout, clock)
-    channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier))
+    gate = make_gate(settings, service, inbox, queue.push)
+    if gate is not None:  # gated deployments run through their service's deployer (GateDeployer)
+        deployers.update({name: gate.wrap(name, d) for name, d in deployers.items()})
+    channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier, gate))
     fanout.notifiers += [n for channel in channels.values() if (n := channel.notifier()) is not None]
     collector = Collector(
         store, inbox, environments, queue, sorted(policy.environments), settings.thread_retention,

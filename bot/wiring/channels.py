@@ -41,6 +41,7 @@ class Parts:
     credentials: RedisCredentials
     policy: Policy
     printer: Notifier | None = None  # what this process shows events with instead of the log (the CLI)
+    gate: Any = None  # the GitHub deployment gate (make_gate), when GITHUB_APP_ID is set
 
 
 @dataclass(frozen=True)
@@ -169,8 +170,31 @@ def github_webhook(parts: Parts) -> Channel | None:
         return None
     from bot.adapters.channels.github_webhook import GitHubWebhook
 
-    hook = GitHubWebhook(secret.get_secret_value(), parts.settings.triggers(), parts.service, parts.inbox, parts.kick)
+    hook = GitHubWebhook(secret.get_secret_value(), parts.settings.triggers(), parts.service, parts.inbox, parts.kick,
+                         gate=parts.gate)
     return Plugged(hook, (Route("/github/webhook", hook.endpoint),))
+
+
+def make_gate(settings: Settings, service: ThreadService, inbox: RedisInbox, kick: Kick) -> Any:
+    """deploybot as a GitHub App, the gate of GitHub environments; None without GITHUB_APP_ID."""
+    app = settings.github_app
+    if app is None:
+        return None
+    from bot.adapters.channels.github_gate import GitHubGate
+    from bot.adapters.github_api import AppAuth
+
+    auth = AppAuth(app.app_id, app.private_key.get_secret_value(), app.api_url)
+    return GitHubGate(auth, app.rules, on_github(settings), service, inbox, kick, public_url=settings.public_url,
+                      poll_seconds=settings.github_poll_seconds, follow_seconds=max(settings.deploy_timeout, 3600))
+
+
+def github_gate(parts: Parts) -> Channel | None:
+    """The gate's answers: `rejected` when a gated deployment's thread ends without deploying
+    (its `approved` is the deploy itself: GateDeployer)."""
+    gate = parts.gate
+    if gate is None:
+        return None
+    return Plugged(gate, notifies=gate, stopping=gate.aclose)
 
 
 def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
@@ -188,6 +212,8 @@ CHANNELS: dict[str, Kind] = {
                   "token, or a confirmation round trip", email, _email_limits),
     "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
                            lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
+    "github_gate": Kind("GitHub's signature on its deployment_protection_rule deliveries (through /github/webhook); "
+                        "the creator is GitHub's word about its own user", github_gate),
 }
 
 

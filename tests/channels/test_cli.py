@@ -76,6 +76,8 @@ def test_pause_in_one_process_approve_from_another(shared_env, ledger):
     assert thread_id in listed
     md = bot(shared_env, "threads", "show", thread_id, "--markdown").stdout
     assert md.startswith(f"# Thread {thread_id}") and "**bob** approved" in md
+    refused = bot(shared_env, "threads", "cancel", thread_id, "--user", "bob", check=False)
+    assert refused.returncode == 1 and "this thread is finished (deployed); nothing to cancel" in refused.stderr
 
     forked = bot(shared_env, "threads", "fork", thread_id, "--at", "1").stdout
     fork_id = re.search(r"new thread (\w+)", forked)[1]
@@ -158,3 +160,23 @@ def test_chat_with_stdin_ended_says_the_command_that_answers_the_approval(shared
         f"[waiting_for_approval] thread {thread_id} is paused; answer it later with "
         f"`python -m bot threads respond {thread_id} --approve --approval-id {approval_id}`"
     )
+
+
+def test_a_pending_approval_follows_the_rules_in_force_after_a_restart(shared_env, tmp_path, ledger):
+    """Asked in open mode (one approval, anyone's), decided after a restart whose settings
+    need two approvals from bob or carol: bob's alone deploys nothing and says so; carol's
+    makes two. Each command is a new process over the same Redis: a restart each time."""
+    out = bot(shared_env, "chat", "deploy backend v1.2.3 to production", "--user", "alice", stdin="")
+    thread_id = re.search(r"thread (\w+)", out.stdout)[1]
+    approval_id = re.search(r"approval id (\w+)", out.stdout)[1]
+    config = tmp_path / "deploybot.toml"
+    config.write_text(
+        '[people.alice]\nslack = "UALICE"\n\n[people.bob]\nslack = "UBOB"\n\n[people.carol]\nslack = "UCAROL"\n\n'
+        '[environments.production]\nprotected = true\napprovers = ["bob", "carol"]\nrequired_approvals = 2\n'
+    )
+    env = {**shared_env, "DEPLOYBOT_CONFIG": str(config)}
+    out = bot(env, "threads", "respond", thread_id, "--approve", "--approval-id", approval_id, "--user", "bob")
+    assert "now needs 2 approvals, from bob or carol" in out.stdout and "[waiting_for_approval]" in out.stdout
+    assert ledger_lines(ledger) == []
+    out = bot(env, "threads", "respond", thread_id, "--approve", "--approval-id", approval_id, "--user", "carol")
+    assert "deployed: backend v1.2.3 to production" in out.stdout and len(ledger_lines(ledger)) == 1

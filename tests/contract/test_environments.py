@@ -167,6 +167,23 @@ async def test_history_per_service_and_faulty_marks(environments):
     assert await environments.recent("staging", 10, service="api") == []
 
 
+async def test_verified_marks_show_when_the_verification_passed_in_every_listing(environments):
+    records = [replace(record(n), deploy_id=f"d{n}") for n in range(3)]
+    for r in records:
+        await environments.record(r)
+    assert [r.verified_at for r in await environments.recent("production", 10)] == [None, None, None]
+    at = SINCE + timedelta(minutes=10)
+    await environments.mark_verified("production", "d1", at)
+    assert [r.verified_at for r in await environments.recent("production", 10)] == [None, at, None]
+    assert [r.verified_at for r in await environments.recent("production", 10, service="backend")] == [None, at, None]
+    page, _ = await environments.page("production", 2, None)
+    assert [(r.deploy_id, r.verified_at) for r in page] == [("d2", None), ("d1", at)]
+    await environments.mark_faulty("production", "d1")  # both marks hold side by side
+    [d1] = [r for r in await environments.recent("production", 10) if r.deploy_id == "d1"]
+    assert d1.faulty and d1.verified_at == at
+    assert [r.verified_at for r in await environments.recent("staging", 10)] == []
+
+
 async def test_a_service_lock_and_the_environment_lock(environments):
     api = Lock("production", "d-api", "deploying api v1", SINCE, "api")
     web = Lock("production", "d-web", "deploying web v2", SINCE, "web")

@@ -64,6 +64,12 @@ async def test_list_tags_propose_approve_deploy_once_done(api, fake_llm, ledger,
     assert lines[0].split()[0] == result["deploy_id"]
     assert "<deploy_result" in fake_llm.prompts[-1] and 'decision="approved"' in fake_llm.prompts[-1]
 
+    # A finished thread's outcome never changes: cancelling it is refused, and records nothing.
+    refused = await api.post(f"/threads/{thread['id']}/cancel", json={"user": "alice"})
+    assert refused.status_code == 409 and "this thread is finished (deployed); nothing to cancel" in refused.text
+    after = (await api.get(f"/threads/{thread['id']}")).json()
+    assert after["status"] == "done" and len(after["events"]) == len(done["events"])
+
 
 async def test_rejection_feedback_makes_the_model_replan(api, fake_llm, ledger):
     thread = await paused_for_approval(api, fake_llm)

@@ -88,11 +88,13 @@ class Parts:
 def make_runner(
     parts: Parts, name: str = "runner-under-test", llm: object = "model", context_budget: int | None = None,
     *, timers: object = None, queue: object = None, freezes: object = None, wake: object = None,
+    probe: object = None,
 ):  # -> bot.runtime.loop.Runner
     """The one place a Runner is built. `llm=None` runs without a model. `timers` (due
     times), `queue` (deploys waiting for a lock), `freezes` (stop-the-line) and `wake` (how
     the next deploy in line is handed to a worker): bot/testing/memory_timers.py and
-    memory_freezes.py's, for approvals over time; None: without them."""
+    memory_freezes.py's, for approvals over time; None: without them. `probe`: what evaluates
+    a deploy verification's checks (None: no runner verifies)."""
     from bot.runtime.deploying import Deploying
     from bot.runtime.loop import Runner
 
@@ -102,6 +104,11 @@ def make_runner(
         queue=queue, freezes=freezes, wake=wake,  # type: ignore[arg-type]
     )
     from bot.core.prompt import CONTEXT_BUDGET
+    from bot.runtime.verifying import Verifying
+
+    verifying = None if probe is None else Verifying(
+        probe, parts.environments, parts.environments, parts.policy, deploying.wake_next,  # type: ignore[arg-type]
+    )
 
     return Runner(
         context_budget=context_budget or CONTEXT_BUDGET,
@@ -113,6 +120,7 @@ def make_runner(
         clock=parts.clock,
         name=name,
         timers=timers,  # type: ignore[arg-type]
+        verifying=verifying,
     )
 
 

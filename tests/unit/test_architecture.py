@@ -18,7 +18,7 @@ from pathlib import Path
 
 BOT = Path(__file__).resolve().parents[2] / "bot"
 
-EDGES = {"redis", "channels", "deployers", "http", "llm"}
+EDGES = {"redis", "channels", "deployers", "http", "llm", "probes"}
 # Shared bases every edge may use, themselves no edge: one way to call out over HTTP
 # (timeouts, retries, rate limits, URLs kept out of errors) and one GitHub API client, for
 # the GitHub deployer and the GitHub Deployments channel alike. They import no edge.

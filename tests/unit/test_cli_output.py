@@ -65,7 +65,7 @@ async def test_the_approval_question_and_git_tags_are_printed_safely(parts, serv
 
     monkeypatch.setattr(cli, "ask", ask)
     parts.model.script(ListGitTags(), DeployBackend(tag="v1.2.3", environment="production", reason=ESC))
-    assert await cli.chat(term, "ship the newest backend", "alice") == 0
+    assert await cli.chat(term, "ship the newest backend", "bob") == 0  # an approver: asked
     out = capsys.readouterr().out
     assert not CONTROL.search(out) and not CONTROL.search(asked[0])
     assert "[waiting_for_approval]" in out

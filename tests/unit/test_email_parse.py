@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from datetime import timedelta
 from email.message import EmailMessage
 
@@ -207,21 +206,19 @@ def multipart(parts: list[bytes]) -> bytes:
 
 def test_a_message_with_too_many_mime_parts_is_refused_quickly():
     raw = multipart([b"Content-Type: text/plain\r\n\r\nx"] * 20_000)
-    started = time.perf_counter()
     with pytest.raises(MalformedEmail, match=f"more than {MAX_PARTS} MIME parts"):
         parse(raw)
-    assert time.perf_counter() - started < 1  # the whole parse took seconds before
     assert parse(multipart([b"Content-Type: text/plain\r\n\r\napprove"] * (MAX_PARTS - 1))).text == "approve"
 
 
+@pytest.mark.timeout(60)
 def test_huge_mime_headers_are_cut_before_the_stdlib_parses_them():
     # One Content-Type of 200,000 parameters took over five minutes to parse; 99 parts with
-    # long, distinct ones as many parses.
+    # long, distinct ones as many parses. pytest-timeout fails the test if that comes back
+    # (a bound on time, not a measure of speed: those are bench/'s).
     bomb = HEAD + b"Content-Type: text/plain; " + b"a=b; " * 200_000 + b"\r\n\r\napprove\r\n"
     parts = multipart([b"Content-Type: text/plain; n=%d; " % i + b"a=b; " * 2000 + b"\r\n\r\nx" for i in range(99)])
-    started = time.perf_counter()
     assert parse(bomb).text == "approve" and parse(parts).text
-    assert time.perf_counter() - started < 5
 
 
 def test_references_and_the_message_id_are_bounded_with_a_reason():
@@ -229,9 +226,7 @@ def test_references_and_the_message_id_are_bounded_with_a_reason():
     huge = "<" + "b" * 400 + "@x>"
     raw = HEAD.replace(b"<m@x>", b"<" + b"a" * 900_000 + b"@x>") + (
         f"In-Reply-To: {huge}\r\nReferences: {refs} {huge}\r\n\r\nhi\r\n".encode())
-    started = time.perf_counter()
     parsed = parse(raw)
-    assert time.perf_counter() - started < 1
     assert parsed.references == tuple(f"<r{i}@x>" for i in range(99_999, 99_999 - MAX_REFERENCES, -1))
     assert len(parsed.message_id) == MAX_MESSAGE_ID + 1  # still too long: the caller refuses it
     assert parsed.cut == (

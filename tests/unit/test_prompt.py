@@ -61,12 +61,10 @@ def test_a_private_key_is_redacted_also_when_its_end_or_beginning_is_missing():
     assert redact(key[35:] + " and the rest") == "[redacted] and the rest"  # its head cut off
 
 
+@pytest.mark.timeout(60)
 def test_many_key_headers_without_an_end_are_read_once():
-    import time
-
-    started = time.perf_counter()
+    # Was quadratic (minutes at this size): pytest-timeout fails the test if that comes back.
     assert redact("-----BEGIN RSA PRIVATE KEY-----" * 20_000) == "[redacted]"
-    assert time.perf_counter() - started < 2  # was quadratic: minutes
 
 
 @pytest.mark.parametrize("line, shown", [

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -94,12 +93,11 @@ def test_a_600_message_thread_fits_the_budget_and_keeps_the_request_and_the_newe
     assert len(last_errors) == 3 and all(len(line) < 300 for line in last_errors)
 
 
+@pytest.mark.timeout(60)  # a bound on a blow-up, not a measure of speed
 def test_a_huge_message_is_cut_in_the_middle_with_a_marker():
     huge = "START " + "word " * 4_000_000 + "THE END"  # 20 MB
     thread = Thread("t", (UserMessage(text=huge, user="alice"),))
-    started = time.perf_counter()
     text = render(thread)
-    assert time.perf_counter() - started < 5
     assert estimate_tokens(text) <= CONTEXT_BUDGET
     assert len(text) < len(huge) // 500
     body = text.split("\n", 1)[1]

@@ -19,6 +19,16 @@ ROOT = Path(__file__).resolve().parents[2]
 # checks its blocks against the code it shows, with that kind registered.
 DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "extending.md")]
 BLOCK = re.compile(r"^(?P<indent>[ \t]*)```toml\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+def _app_key() -> str:
+    """A GitHub App's private key (PEM) for the examples that gate GitHub environments."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
 # What every example may need switched on: the channels notify targets name, GitHub for
 # services and webhooks. Values are placeholders; nothing is contacted.
 CHANNELS = {
@@ -26,6 +36,7 @@ CHANNELS = {
     "SLACK_BOT_TOKEN": "xoxb-placeholder", "SLACK_SIGNING_SECRET": "placeholder",
     "SMTP_HOST": "mail.example.com", "EMAIL_FROM": "bot@example.com",
     "INBOUND_EMAIL_SECRET": "placeholder", "EMAIL_REPLY_SECRET": "placeholder",
+    "GITHUB_APP_ID": "1", "GITHUB_APP_PRIVATE_KEY": _app_key(),  # [[github_environments]]
 }
 
 
@@ -47,7 +58,8 @@ def completed(example: str) -> str:
     example and the Services example's [services.*] (the first example with services). Keys
     the example writes before its first table (`promotion = [...]`) stay at the top level."""
     [people] = [e for e in examples() if "[people." in e]
-    services = next(e for e in examples() if "[services." in e)
+    # The Services example; the verification example (docs/configuration.md) writes its own service.
+    services = next(e for e in examples() if "[services." in e and ".verify." not in e)
     base = tables(people) + [t for t in tables(services) if top_key(t) == "services"]
     own = {top_key(t) for t in tables(example)}
     first = re.search(r"(?m)^\[", example)

@@ -32,7 +32,8 @@ def test_the_front_doors_table_is_the_one_written_by_hand_before():
 
 
 def test_every_channel_says_how_it_proves_who_is_speaking():
-    assert list(CHANNELS) == ["log", "slack", "outgoing_webhooks", "github_deployments", "email", "github_webhook"]
+    assert list(CHANNELS) == ["log", "slack", "outgoing_webhooks", "github_deployments", "email", "github_webhook",
+                             "github_gate"]
     assert all(kind.proof for kind in CHANNELS.values())
 
 

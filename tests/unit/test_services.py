@@ -375,7 +375,7 @@ def test_a_new_deploy_step_renders_with_its_service_rollback_and_force():
                          forced_by="bob")
     thread = Thread("t", (UserMessage(text="roll back api in production", user="alice"), step,
                           HumanResponse(user="bob", text="ok")))
-    assert "proposes: roll back to api v1 to production" in transcript.markdown(thread)
+    assert "proposes: roll back api in production to v1" in transcript.markdown(thread)
     assert "deployed anyway by bob: flaky CI" in transcript.markdown(thread)
     rendered = prompt.render(thread)
     assert 'service="api"' in rendered and 'rollback_of="t-s"' in rendered and 'force="flaky CI"' in rendered

@@ -13,6 +13,16 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 
 # One sample per parameter name used in bot/core/wording.py; a new name needs a sample here.
 SAMPLES = {
+    "ending": "deployed",
+    "to_tag": "v1.0.3",
+    "gave_feedback": False,
+    "model": False,
+    "comment": "Approved in deploybot by alice, bob.",  # the GitHub gate's
+    "state": "approved",
+    "link": "https://deploybot.example.com/console/threads/t1",
+    "feedback": "not during the sale",
+    "public_url": "https://deploybot.example.com",
+    "repository": "acme/app",
     "approvers": "bob or carol",
     "confirmed": False,
     "address": "alice@example.com",
@@ -110,6 +120,12 @@ SAMPLES = {
     "seconds": 5400.0,
     "rate": 0.71,
     "fraction": 0.25,
+    "check": "app_error_ratio",
+    "value": "0.25",
+    "ends_at": AT,
+    "checks": 2,
+    "ok": None,
+    "early_by": "bob",
     "change": Change(
         from_tag="v1.2.2", from_commit="0a1b2c3d4e", to_commit="abc1234def", ahead=2,
         commits=[CommitSummary(sha="abc1234def", subject="Fix login", author="alex"),

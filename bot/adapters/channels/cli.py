@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core import transcript
+from bot.core import people, transcript, wording
 from bot.core.commands import is_approval
 from bot.core.events import Event
 from bot.core.people import CLI, Identity
@@ -50,7 +50,8 @@ class PrintNotifier:
             self.seen.add(thread.id)
             print(f"thread {safe(thread.id, True)}", flush=True)
         for event in new:
-            print(f"  {plain(event)}", flush=True)
+            if not transcript.says_again(thread, event):
+                print(f"  {plain(event)}", flush=True)
 
 
 def safe(text: str, one_line: bool = False) -> str:
@@ -103,6 +104,9 @@ async def chat(term: Terminal, message: str, user: str) -> int:
         if status == "waiting_for_approval":
             request = thread.pending_approval()
             assert request
+            if (refused := await _may_not_decide(term, thread, user)) is not None:
+                print(safe(refused))  # asked only of people who may decide
+                return _paused(thread, _now(term))
             answer = await ask(safe(
                 f"Approve deploying {request.service} {request.tag} to {request.environment}? "
                 "[y to approve, anything else rejects it as feedback] ", one_line=True
@@ -120,6 +124,20 @@ async def chat(term: Terminal, message: str, user: str) -> int:
         else:
             print(f"[{status}]")
             return 0 if status == "done" else 1
+
+
+async def _may_not_decide(term: Terminal, thread: Thread, user: str) -> str | None:
+    """Why `user` may not decide on the thread's pending approval, naming who may; None if
+    they may."""
+    request = thread.pending_approval()
+    if request is None:
+        return None
+    try:
+        await term.service.check_decision(thread.id, request.approval_id, who(term, user), channel="cli")
+    except Refused as e:
+        deciders = people.describe(term.service.policy.still_to_decide(thread, request))
+        return wording.not_yours_to_decide(e.message.rstrip("."), deciders)
+    return None
 
 
 async def _respond(

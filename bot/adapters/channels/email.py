@@ -601,7 +601,7 @@ class EmailChannel:
                 await self._ask(thread, request, new, wording.escalated_to_you(_what(request), request.expires_at))
             case HumanResponse(approve=True) if event.approval_id:
                 request = thread.approval(event.approval_id)
-                if request is None or request.required <= 1 or thread.decision_for(request.approval_id):
+                if request is None or thread.required(event.approval_id) <= 1 or thread.decision_for(event.approval_id):
                     return
                 text = render.progress_text(thread, request)
                 await self._follow_up(thread, request, self._still_asked(thread, request), text, decide=True)

@@ -60,18 +60,19 @@ def text_for(thread: Thread, event: Event) -> str | None:
 
 def _approved(thread: Thread, request: ApprovalRequested, event: HumanResponse) -> str:
     """An approval: with several needed, how far the request got (a progress line)."""
-    if request.required <= 1:
+    required = thread.required(request.approval_id)  # under the rules in force, if they changed
+    if required <= 1:
         return f"Approved by {decider(event)}."
     given = [decider(a) for a in thread.approvals_for(request.approval_id)]
     if thread.decision_for(request.approval_id) is None:
-        return wording.approved_by_so_far(decider(event), given, request.required)
-    return wording.approved_by_all(decider(event), given, request.required)
+        return wording.approved_by_so_far(decider(event), given, required)
+    return wording.approved_by_all(decider(event), given, required)
 
 
 def progress_text(thread: Thread, request: ApprovalRequested) -> str:
     """The progress line an approver gets in their approval email thread."""
     given = [decider(a) for a in thread.approvals_for(request.approval_id)]
-    return wording.approval_still_open(given, request.required)
+    return wording.approval_still_open(given, thread.required(request.approval_id))
 
 
 def decider(decision: HumanResponse) -> str:

@@ -61,6 +61,7 @@ from bot.core.events import (
     HumanResponse,
     principal_of,
 )
+from bot.core.people import GITHUB
 from bot.core.thread import Thread
 from bot.runtime.deploying import deploy_id as deploy_id_of
 
@@ -251,6 +252,8 @@ class GitHubDeployments:
         self._last: dict[str, asyncio.Task[None]] = {}  # deploy id -> its newest update's task
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
+        if thread.origin.channel == GITHUB and await self.links.lookup(keys.github_gate(thread.id)):
+            return  # a gated deployment is GitHub's own deployment: no second one (github_gate.py)
         for event in new:
             for update in updates(thread, event):
                 if update.service in self.repositories:

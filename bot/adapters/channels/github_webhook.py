@@ -34,8 +34,10 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from bot.adapters.channels.github_gate import GitHubGate
 from bot.adapters.channels.outgoing_webhooks import sign
 from bot.adapters.redis import keys as names
+from bot.core.gate import requested
 from bot.core.people import Identity
 from bot.core.thread import Origin
 from bot.core.triggers import GITHUB, Trigger, happened, starts
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 DELIVERY_TTL = 30 * 24 * 3600  # GitHub lets people redeliver for days
 _SIGNATURE = re.compile(r"^sha256=[0-9a-f]{64}$")
 _DELIVERY = re.compile(r"^[A-Za-z0-9-]{1,100}$")
+GATE_EVENT = "deployment_protection_rule"
 _EVENT = re.compile(r"^[a-z_]{1,50}$")
 
 
@@ -67,6 +70,7 @@ class GitHubWebhook:
     service: ThreadService
     inbox: Inbox
     kick: Callable[[str], Awaitable[None]]
+    gate: GitHubGate | None = None  # deploybot as a GitHub App (docs/github-gate.md)
 
     async def endpoint(self, request: Request) -> Response:
         offered = request.headers.get("x-hub-signature-256", "")
@@ -86,6 +90,8 @@ class GitHubWebhook:
         payload = _payload(body, request.headers.get("content-type", ""))
         if payload is None:
             return JSONResponse({"detail": "the body is not a JSON object"}, status_code=400)
+        if event == GATE_EVENT and self.gate is not None:
+            return await self._gate(delivery, body, payload, self.gate)
         what = happened(event, payload)
         matched = starts(what, self.triggers) if what is not None else []
         if not matched:
@@ -112,6 +118,22 @@ class GitHubWebhook:
         log.info("github: delivery %s (%s) started %s", delivery, event, ", ".join(started))
         return JSONResponse({"status": "started", "threads": started})
 
+    async def _gate(self, delivery: str, body: bytes, payload: dict[str, Any], gate: GitHubGate) -> Response:
+        """A deployment_protection_rule delivery: GitHub asks whether a job may deploy."""
+        request = requested(payload)
+        if isinstance(request, str):
+            if payload.get("action") != "requested":
+                return JSONResponse({"status": "ignored"})
+            log.warning("github: refused deployment_protection_rule delivery %s: %s", delivery, request)
+            return JSONResponse({"detail": request}, status_code=400)
+        if not await self._fresh(delivery, body):
+            return JSONResponse({"status": "duplicate"})
+        try:
+            return JSONResponse(await gate.requested(delivery, request))
+        except Exception:  # GitHub's redelivery (same id, same body) counts
+            await self.inbox.forget(names.GITHUB_BODIES, _body_hash(body))
+            await self.inbox.forget(names.GITHUB_DELIVERIES, delivery)
+            raise
 
     async def _fresh(self, delivery: str, body: bytes) -> bool:
         """Whether neither this delivery id nor this body was taken before (and now both are)."""

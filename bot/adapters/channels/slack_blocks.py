@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from bot.core import people, wording
-from bot.core.events import ApprovalRequested, Event, HumanResponse
+from bot.core import people, verification, wording
+from bot.core.events import ApprovalRequested, Event, HumanResponse, VerificationStarted
 from bot.core.notices import notice
 from bot.core.people import ANYONE, Directory
 from bot.core.thread import Thread
@@ -301,6 +301,22 @@ def progress_text(thread: Thread, event: Event) -> str | None:
     if n.detail:
         text += f"\n```{escape(n.detail[-1500:])}```"
     return cut(text, MESSAGE_TEXT, in_thread(thread.id))
+
+
+def verification_text(thread: Thread, deploy_id: str) -> str | None:
+    """A deploy's verification as its Slack message shows it, updated in place each round:
+    where the bake stands and each check's latest value. None: no such verification."""
+    started = next((e for e in thread.of(VerificationStarted) if e.deploy_id == deploy_id), None)
+    if started is None:
+        return None
+    what = wording.what_to_deploy(started.service, started.tag, started.environment)
+    ended = verification.ended(thread, deploy_id)
+    head = notice(thread, ended) if ended is not None else notice(thread, started)
+    lines = [f"{EMOJI[head.kind]} {escape(head.text)}" if head else escape(what)]
+    for name, seen in verification.latest(thread, started).items():
+        line = wording.check_line(name, seen.ok, seen.value) if seen else f"{name}: not asked yet"
+        lines.append(f"• {escape(line)}")
+    return cut("\n".join(lines), MESSAGE_TEXT, in_thread(thread.id))
 
 
 # --- approvals over time: who may decide, reminders, escalation ---------------------------

@@ -12,6 +12,7 @@ from starlette.requests import Request
 
 from bot.core.policy import Policy
 from bot.runtime.delivery import Delivery
+from bot.runtime.deploying import Deploying
 from bot.runtime.ports import DeployCounters, FreezeStore, Health, History, Locks, Route
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 
@@ -81,6 +82,12 @@ class Parts(Protocol):
 
     @property
     def health(self) -> Health: ...
+
+    @property
+    def deploying(self) -> Deploying:
+        """The deploy path: each service's versions (tags, commits, CI) and the change preview
+        an approval shows, which the console's deploy form shows before anything is asked."""
+        ...
 
     @property
     def llm_configured(self) -> bool: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
@@ -82,15 +82,24 @@ _TIMES = {f.name for f in fields(DeployRecord) if "datetime" in str(f.type)}
 def dump_record(entry: DeployRecord) -> str:
     data = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(entry).items()}
     data.pop("faulty")  # kept apart: a record is never rewritten
+    data.pop("verified_at")  # likewise
     return json.dumps(data)
 
 
-def load_record(raw: bytes | str, faulty: set[str] | frozenset[str] = frozenset()) -> DeployRecord:
+def load_record(
+    raw: bytes | str, faulty: set[str] | frozenset[str] = frozenset(), verified: Mapping[str, datetime] | None = None,
+) -> DeployRecord:
     data: dict[str, Any] = json.loads(raw)
+    data.pop("verified_at", None)
     for name in _TIMES & data.keys():
         if data[name] is not None:
             data[name] = datetime.fromisoformat(data[name])
-    return DeployRecord(**{**data, "faulty": data["deploy_id"] in faulty})
+    at = (verified or {}).get(data["deploy_id"])
+    return DeployRecord(**{**data, "faulty": data["deploy_id"] in faulty, "verified_at": at})
+
+
+def _verified(raw: Mapping[Any, Any]) -> dict[str, datetime]:
+    return {text(k): datetime.fromisoformat(text(v)) for k, v in raw.items()}
 
 
 def history_cursor(from_tail: int, deploy_id: str) -> str:
@@ -194,9 +203,10 @@ class RedisEnvironments:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.lrange(self.keys.history(environment), 0, limit - 1)
                 pipe.smembers(self.keys.faulty(environment))
-                raw, faulty = await pipe.execute()
+                pipe.hgetall(self.keys.verified(environment))
+                raw, faulty, verified = await pipe.execute()
             marked = {text(f) for f in faulty}
-            return [load_record(item, marked) for item in raw]
+            return [load_record(item, marked, _verified(verified)) for item in raw]
         return (await self.page(environment, limit, None, service, scan=HISTORY_SCAN))[0]
 
     async def page(
@@ -218,6 +228,7 @@ class RedisEnvironments:
                 return [], None
             start = length - found
         faulty = {text(f) for f in await self.redis.smembers(self.keys.faulty(environment))}
+        verified = _verified(await self.redis.hgetall(self.keys.verified(environment)))
         records: list[tuple[int, DeployRecord]] = []
         read = 0
         while start < length and len(records) <= limit and (scan is None or read < scan):
@@ -225,7 +236,7 @@ class RedisEnvironments:
             if not raw:
                 break
             for offset, item in enumerate(raw):
-                record = load_record(item, faulty)
+                record = load_record(item, faulty, verified)
                 if service is None or record.service == service:
                     records.append((length - 1 - (start + offset), record))
             start += len(raw)
@@ -272,13 +283,16 @@ class RedisEnvironments:
         end of the chunk where an older record shows up."""
         key = self.keys.history(environment)
         faulty = {text(f) for f in await self.redis.smembers(self.keys.faulty(environment))}
+        verified = _verified(await self.redis.hgetall(self.keys.verified(environment)))
         found: list[DeployRecord] = []
         start = 0
         while len(found) < limit:
             raw = await self.redis.lrange(key, start, start + SINCE_CHUNK - 1)
-            records = [load_record(item, faulty) for item in raw]
+            records = [load_record(item, faulty, verified) for item in raw]
             found += [r for r in records if r.at >= after]
             if len(raw) < SINCE_CHUNK or any(r.at < after for r in records):
                 break
             start += len(raw)
         return found[:limit]
+    async def mark_verified(self, environment: str, deploy_id: str, at: datetime) -> None:
+        await self.redis.hset(self.keys.verified(environment), deploy_id, at.isoformat())

@@ -68,6 +68,29 @@ the signature covers only the body, so a captured delivery replayed under a new
 X-GitHub-Delivery is still the same delivery."""
 
 
+def github_gate(thread_id: str) -> str:
+    """A thread a `deployment_protection_rule` delivery started -> what GitHub asked (JSON:
+    the callback, the installation, the run): the thread is a gated deployment."""
+    return f"github:gate:{thread_id}"
+
+
+def github_gate_answer(thread_id: str) -> str:
+    """A gated deployment -> the one answer it gets ("approved" or "rejected"), bound before
+    it is sent: whichever decision binds first is the only one ever sent."""
+    return f"github:gate:answer:{thread_id}"
+
+
+def github_gate_sent(thread_id: str) -> str:
+    """A gated deployment -> set once GitHub took its answer: a resumed run never sends twice."""
+    return f"github:gate:sent:{thread_id}"
+
+
+def github_gate_commit(service: str, commit: str) -> str:
+    """A service's commit a gated deployment asks for -> its thread: the only commits the
+    gate lets a deploy's tag be (they resolve to themselves)."""
+    return f"github:gate:commit:{service}:{commit}"
+
+
 def slack_dm_approval(approval_id: str, user: str) -> str:
     """An approval escalated to a Slack user -> "<channel> <ts>" of the DM asking them."""
     return f"slack:dm-approval:{approval_id}:{user}"
@@ -176,6 +199,9 @@ class Keys:
         """The deploy and approval-wait counters and histograms GET /metrics shows (a hash:
         one field per series and bucket), shared by every process."""
         return f"{self.prefix}:metrics:deploys"
+    def verified(self, environment: str) -> str:
+        """deploy id -> when its verification passed, for the deploys to `environment`."""
+        return f"{self.prefix}:deploys:{environment}:verified"
 
     def conversation(self, scope: str) -> str:
         """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""

@@ -24,7 +24,9 @@ from bot.core.thread import Origin
 log = logging.getLogger(__name__)
 SLASH_COMMAND = "/deploy"
 NOT_IN_CHANNEL = "deploybot is not in this channel: invite it (`/invite @deploybot`) and try again."
-OPEN_STATUSES = ("running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human")
+OPEN_STATUSES = (
+    "running", "waiting_for_sender", "waiting_for_approval", "waiting_for_lock", "waiting_for_human", "verifying",
+)
 
 
 async def command(inbound: Inbound, body: dict, respond: Callable) -> None:

@@ -20,9 +20,12 @@ from bot.core.events import (
     ApprovalExpired,
     ApprovalReminded,
     ApprovalRequested,
+    CheckObserved,
     Event,
     HumanResponse,
     UserMessage,
+    VerificationEnded,
+    VerificationStarted,
 )
 from bot.core.people import Directory
 from bot.core.policy import Policy
@@ -125,8 +128,31 @@ class SlackNotifier:
             if request is not None:
                 text = blocks.escalated_text(request, event.to, self._directory(), thread.id)
                 await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+        elif isinstance(event, VerificationStarted | CheckObserved | VerificationEnded):
+            await self._show_verification(thread, event, channel, thread_ts, key)
         elif text := blocks.progress_text(thread, event):
             await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+
+    async def _show_verification(
+        self, thread: Thread, event: VerificationStarted | CheckObserved | VerificationEnded, channel: str,
+        thread_ts: str, key: Callable[[str], str],
+    ) -> None:
+        """A verification is one message, posted when it starts and updated in place with each
+        round's values; its end is also said anew (a failure must reach people, and an edit
+        notifies nobody)."""
+        name = key(f"verify:{event.deploy_id}")  # beside the approval messages of this Slack thread
+        text = blocks.verification_text(thread, event.deploy_id)
+        if text is None:
+            return
+        if isinstance(event, VerificationStarted):
+            posted = await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+            await self.inbox.link(name, posted["ts"], thread.id)
+            return
+        ts = await self.inbox.lookup(name)
+        if ts:
+            await self.web.chat_update(channel=channel, ts=ts, text=text)
+        if isinstance(event, VerificationEnded) and (said := blocks.progress_text(thread, event)):
+            await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=said)
 
     async def _show_approval(self, thread: Thread, approval_id: str, channel: str, key: Callable[[str], str]) -> None:
         """Update the approval's message in this Slack thread, if it was posted, to show where it stands."""
@@ -195,6 +221,8 @@ def _approval_blocks(thread: Thread, approval_id: str, note: str = "") -> dict[s
     request = thread.approval(approval_id)
     if request is None:
         return None
+    # Shown against the rules in force (they may ask more than when it was asked).
+    request = request.model_copy(update={"required": thread.required(approval_id)})
     approvals = thread.approvals_for(approval_id)
     decision = thread.decision_for(approval_id)
     expiry = thread.expiry(approval_id)

@@ -6,7 +6,19 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from bot.adapters.http.console import approvals, board, deploys, environments, live, sign_in, static, thread, threads
+from bot.adapters.http.console import (
+    approvals,
+    board,
+    deploy_form,
+    deploys,
+    environments,
+    live,
+    matrix,
+    sign_in,
+    static,
+    thread,
+    threads,
+)
 from bot.adapters.http.console import metrics as metrics_page
 from bot.adapters.http.console.routes import Console
 from bot.adapters.http.shared import Parts, SignIn
@@ -21,4 +33,6 @@ def mount(web: FastAPI, parts: Parts, signing_in: SignIn | None = None) -> None:
     for page in (board, approvals, threads, thread, deploys, environments, sign_in, live):
         web.include_router(page.router(console))
     web.include_router(metrics_page.router(console))  # /console/metrics
+    for page in (matrix, deploy_form):  # deploying from the console (issue 24)
+        web.include_router(page.router(console))
     web.include_router(static.router())

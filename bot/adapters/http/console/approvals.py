@@ -54,7 +54,9 @@ async def _decide(console: Console, request: Request, thread_id: str, approval_i
     thread = await console.service.respond(thread_id, feedback, who.identity, approval_id, approve,
                                            channel="console")
     await console.parts.kick(thread.id)
-    notice = "rejected"
+    notice = "rejected" if feedback.strip() else "rejected-no-feedback"
+    if not console.parts.llm_configured:
+        notice = "rejected-no-model"
     if approve:
         notice = "approved" if thread.decision_for(approval_id) is not None else "approved-partly"
     return back(fields, f"{PREFIX}/threads/{thread_id}", notice)

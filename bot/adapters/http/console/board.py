@@ -100,5 +100,8 @@ def _place(threads: list[Thread], by_name: dict[str, model.Environment], who: Vi
         waits = model.queued(t, now)
         if waits and waits.environment in by_name:
             by_name[waits.environment].in_line.append(waits)
+        checking = model.verifying(t, who.identity, console.policy)
+        if checking and checking.environment in by_name:
+            by_name[checking.environment].verifying.append(checking)
     for c in by_name.values():
         c.in_line.sort(key=lambda q: (q.position, q.since))

@@ -26,8 +26,8 @@ OLDER_PAGE = 1_000
 def router(console: Console) -> APIRouter:
     r = APIRouter(include_in_schema=False)
     r.get(PREFIX + "/deploys")(console.route(deploys_page))
-    r.get(PREFIX + "/deploys.csv")(console.route(deploys_csv))
-    r.get(PREFIX + "/deploys.jsonl")(console.route(deploys_jsonl))
+    r.get(PREFIX + "/deploys.csv")(console.route(deploys_csv, counted=False))
+    r.get(PREFIX + "/deploys.jsonl")(console.route(deploys_jsonl, counted=False))
     r.get(PREFIX + "/deploys/{environment}/{deploy_id}")(console.route(deploy_page))
     return r
 

@@ -21,7 +21,7 @@ POLL_SECONDS = 1.0
 
 def router(console: Console) -> APIRouter:
     r = APIRouter(include_in_schema=False)
-    r.get(PREFIX + "/changes")(console.route(changes))
+    r.get(PREFIX + "/changes")(console.route(changes, counted=False))
     return r
 
 

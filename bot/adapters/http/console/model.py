@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import people, transcript, wording
+from bot.core import people, transcript, verification, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -100,6 +100,7 @@ class Approval:
     escalation: ApprovalEscalated | None = None
     reminders: int = 0  # reminders sent so far
     expiry: ApprovalExpired | None = None  # the recorded expiry: closed, nothing deployed
+    required: int = 1  # approvals it needs under the rules it follows now (Thread.approval_rules)
 
     @property
     def may_decide(self) -> bool:
@@ -108,7 +109,7 @@ class Approval:
     @property
     def progress(self) -> str:
         """"1 of 2: approved by bob", for a request that needs several approvals ("" else)."""
-        return wording.approval_progress(self.given, self.request.required) if self.request.required > 1 else ""
+        return wording.approval_progress(self.given, self.required) if self.required > 1 else ""
 
     @property
     def closed_at(self) -> datetime | None:
@@ -133,7 +134,7 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
         is_pending = pending is not None and pending.approval_id == request.approval_id
         why_not = policy.may_decide(viewer, request, escalation.to if escalation else ())
         if why_not is None and any(principal_of(e) == viewer.principal for e in approved):
-            why_not = wording.already_approved_by_you(len(given), request.required)
+            why_not = wording.already_approved_by_you(len(given), thread.required(request.approval_id))
         deciders = list(rules.approvers_as_written or sorted(rules.approvers))
         deciders += [p for p in (escalation.to if escalation else ()) if p not in deciders]
         found.append(Approval(
@@ -151,6 +152,7 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
             escalation=escalation,
             reminders=thread.reminded(request.approval_id),
             expiry=expiry,
+            required=thread.required(request.approval_id),
         ))
     return found[::-1]
 
@@ -205,6 +207,8 @@ def timeline(thread: Thread, secrets: tuple[str, ...], words: Words | None = Non
     forkable = _forkable(thread)
     items = []
     for i, e in enumerate(thread.events):
+        if transcript.says_again(thread, e):
+            continue  # the command's result, just above, said it
         said, raw = words.of(e, secrets)
         items.append(Item(
             position=i + 1, event=e, words=said, raw=raw,
@@ -352,6 +356,49 @@ def queued(thread: Thread, now: datetime) -> Queued | None:
     return Queued(thread.id, step.service, step.tag, step.environment, said.position, said.behind, said.at)
 
 
+@dataclass(frozen=True)
+class CheckState:
+    name: str
+    ok: bool | None  # None: no answer (or not asked yet)
+    value: str
+    at: datetime | None
+
+    @property
+    def state(self) -> str:
+        return "holds" if self.ok else ("fails" if self.ok is False else "no answer")
+
+
+@dataclass(frozen=True)
+class Verifying:
+    """A deploy under verification (status verifying): its bake, its checks' latest values,
+    and whether the viewer may end it (verify now, skip verification)."""
+
+    thread_id: str
+    service: str
+    tag: str
+    environment: str
+    since: datetime
+    ends_at: datetime
+    on_failure: str
+    checks: list[CheckState]
+    why_not: str | None  # why the viewer may not verify now or skip; None: they may
+
+    @property
+    def may_end(self) -> bool:
+        return self.why_not is None
+
+
+def verifying(thread: Thread, viewer: Identity, policy: Policy) -> Verifying | None:
+    started = verification.open_verification(thread)
+    if started is None:
+        return None
+    checks = [CheckState(name, seen.ok if seen else None, seen.value if seen else "not asked yet",
+                         seen.at if seen else None)
+              for name, seen in verification.latest(thread, started).items()]
+    return Verifying(thread.id, started.service, started.tag, started.environment, started.at, started.ends_at,
+                     started.on_failure, checks, policy.may_skip_verification(viewer, started.environment))
+
+
 BLOCKING = ("checks", "frozen", "promotion")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
 
 
@@ -484,6 +531,7 @@ class Environment:
     running: list[Running] = field(default_factory=list)
     waiting: list[Approval] = field(default_factory=list)
     in_line: list[Queued] = field(default_factory=list)
+    verifying: list[Verifying] = field(default_factory=list)
     freeze: Freezing | None = None  # what stops its deploys now
     next_freeze: Window | None = None  # its next scheduled freeze window
     stop: Stop | None = None  # the viewer's Stop / Resume buttons for it

@@ -27,7 +27,7 @@ import jinja2
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 
-from bot.adapters.http.console import model
+from bot.adapters.http.console import mine, model
 from bot.adapters.http.console.forms import PREFIX, Page, browser_id, csrf_token, read_form, refusal_page
 from bot.adapters.http.console.reader import Reader
 from bot.adapters.http.console.streams import Streams
@@ -55,7 +55,9 @@ HEADERS = {
 }
 NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the page say anything
     "approved": "Approved: the deploy starts shortly.",
-    "rejected": "Rejected: the model re-plans from your feedback.",
+    "rejected": wording.rejected_notice(gave_feedback=True, model=True),
+    "rejected-no-feedback": wording.rejected_notice(gave_feedback=False, model=True),
+    "rejected-no-model": wording.rejected_notice(gave_feedback=False, model=False),
     "lock": "Lock asked for: it shows here once it is set.",
     "unlock": "Unlock asked for: it shows here once the lock is lifted.",
     "rollback": "Rollback asked for: this thread finds what to put back, and asks for approval where it must.",
@@ -70,6 +72,9 @@ NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the 
     "resumed": "Handed to a worker.",
     "forked": "Forked: this is the new thread.",
     "link": "If that address belongs to someone deploybot knows, a sign-in link is on its way.",
+    "deploy": "Deploy asked for: this thread checks the tag and asks for approval where it must.",
+    "verify": "Verify now asked for: the checks run at once; the bake ends only if every one holds.",
+    "skipped": "Skip verification asked for: the bake ends, recorded with your reason.",
 }
 
 
@@ -196,7 +201,8 @@ class Console:
         notice = NOTICES.get(request.query_params.get("notice", ""))
         body = self.pages.get_template(name).render(
             viewer=who, notice=notice, path=request.url.path, now=self.service.clock(), prefix=PREFIX,
-            can_mail_links=self.sign_in is not None, **context,
+            can_mail_links=self.sign_in is not None,
+            waiting_for_you=request.scope.get("state", {}).get("waiting_for_you", 0), **context,
         )
         response = HTMLResponse(body, status_code=code, headers=HEADERS)
         new_browser = request.scope.get("state", {}).get("new_browser")
@@ -210,13 +216,16 @@ class Console:
             return self.render(request, "sign_in.html", 401)
         return self.render(request, "error.html", error.status, title=error.title, detail=error.detail)
 
-    def route(self, handler: Handler) -> Handler:
+    def route(self, handler: Handler, counted: bool = True) -> Handler:
         """`handler` as an endpoint of this console: called with it, and a refusal or a bad
         parameter turned into its page, never a 500 or JSON. FastAPI reads the handler's own
-        parameters, but the first (the console)."""
+        parameters, but the first (the console). `counted`: a page (GET) that says how many
+        approvals wait for the viewer (not a stream, not an export)."""
 
         async def run(request: Request, **params: Any) -> Response:
             try:
+                if counted and request.method == "GET":
+                    await self.count_mine(request)
                 return await handler(self, request, **params)
             except Page as e:
                 return self.page(request, e)
@@ -228,6 +237,18 @@ class Console:
             parameters=list(signature.parameters.values())[1:])
         run.__name__, run.__doc__ = handler.__name__, handler.__doc__
         return run
+
+    async def count_mine(self, request: Request) -> None:
+        """How many approvals the viewer may decide now, for `render` (the banner and the
+        title): nothing for the shared token, which decides nothing, or for a stranger."""
+        try:
+            who = self.viewer(request)
+        except Page:
+            return
+        if who.is_service:
+            return
+        n = await mine.waiting_for(self.reader, who.identity, self.policy, self.service.clock())
+        request.scope.setdefault("state", {})["waiting_for_you"] = n
 
     # --- what the pages look up -----------------------------------------------------------------
 

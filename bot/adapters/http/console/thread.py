@@ -22,6 +22,8 @@ def router(console: Console) -> APIRouter:
     r.post(PREFIX + "/threads/{thread_id}/cancel")(console.route(cancel))
     r.post(PREFIX + "/threads/{thread_id}/fork")(console.route(fork))
     r.post(PREFIX + "/threads/{thread_id}/resume")(console.route(resume))
+    r.post(PREFIX + "/threads/{thread_id}/verify-now")(console.route(verify_now))
+    r.post(PREFIX + "/threads/{thread_id}/skip-verification")(console.route(skip_verification))
     return r
 
 
@@ -39,6 +41,7 @@ async def thread_page(console: Console, request: Request, thread_id: str) -> Res
         items=model.timeline(thread, console.parts.secrets, console.words),
         approvals=model.approvals(thread, who.identity, policy, now),
         blocked=model.blocked(thread, who.identity, policy) if who.may_start else None,
+        verifying=model.verifying(thread, who.identity, policy),
         version=version, watch=f"thread:{thread.id}",
     )
 
@@ -100,3 +103,33 @@ async def resume(console: Console, request: Request, thread_id: str) -> Response
         raise WrongState("this thread was cancelled: fork it to go on")
     await console.parts.kick(thread.id)  # a run re-derives what to do from the events
     return back(fields, f"{PREFIX}/threads/{thread_id}", "resumed")
+
+
+async def verify_now(console: Console, request: Request, thread_id: str) -> Response:
+    """"verify now" in the thread, as the signed-in person (the run checks again that they may)."""
+    return await _end_verification(console, request, thread_id, None)
+
+
+async def skip_verification(console: Console, request: Request, thread_id: str) -> Response:
+    """"skip verification: REASON" in the thread, as the signed-in person."""
+    return await _end_verification(console, request, thread_id, MAX_REASON_CHARS)
+
+
+async def _end_verification(console: Console, request: Request, thread_id: str, reason_chars: int | None) -> Response:
+    who = console.viewer(request)
+    fields = await console.form(request, who)
+    why = reason(fields, reason_chars) if reason_chars is not None else ""
+    if not who.may_start:
+        raise Forbidden(wording.shared_token_cannot("end a verification"))
+    thread = await console.service.get(thread_id)
+    found = model.verifying(thread, who.identity, console.policy)
+    if found is None:
+        raise WrongState("this thread is not verifying a deploy")
+    if found.why_not:
+        raise Forbidden(found.why_not)
+    said = f"skip verification: {why}" if reason_chars is not None else "verify now"
+    if commands.verify_command(said) is None:
+        raise Invalid(f"this reason cannot be said as one command: {why!r}")
+    thread = await console.service.respond(thread_id, said, who.identity, channel="console")
+    await console.parts.kick(thread.id)
+    return back(fields, f"{PREFIX}/threads/{thread_id}", "verify" if reason_chars is None else "skipped")

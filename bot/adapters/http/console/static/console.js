@@ -47,6 +47,7 @@
         live.querySelectorAll("details[open]").forEach(function (d) { if (d.parentElement.id) open[d.parentElement.id] = true; });
         live.innerHTML = fresh.innerHTML;
         live.dataset.version = fresh.dataset.version;
+        document.title = fresh.ownerDocument.title;  // "(N) ...": what waits for you, kept current too
         live.querySelectorAll("details").forEach(function (d) { if (open[d.parentElement.id]) d.open = true; });
         tick();
         listen();

@@ -1,0 +1,172 @@
+"""What the console's deploy form offers and shows before anything is asked: a service's tags,
+newest first, with their commit subjects and CI state where known, and the change preview of
+one of them against what is deployed in the environment now. Read through the deploy path's
+own parts (bot.runtime.deploying.Deploying: the service's Versions, its `change`), so the
+form previews exactly what the approval will show; the rules (policy, locks, freezes) are
+only read here, to say what will happen: the thread applies them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.core import commands, people, wording
+from bot.core.events import Change, DeployService, GitTag
+from bot.runtime.deploying import Deploying
+from bot.runtime.ports import Check, DeployerError, Versions
+
+TAGS_SHOWN = 20  # the newest tags the form offers (an older one: type it)
+CI_ASKED = 10  # the newest tags whose CI state is asked for (one request each on GitHub)
+SUBJECTS_KEPT = 5_000  # commit subjects remembered: a commit's subject never changes
+
+CiState = Literal["passed", "pending", "failing", "none", "unknown"]
+
+
+@dataclass(frozen=True)
+class Offered:
+    """One tag as the form offers it."""
+
+    name: str
+    commit: str
+    date: str
+    subject: str  # its commit's subject ("" where not known)
+    ci: CiState  # none: no CI to ask (a local repository); unknown: not asked, or it failed
+    current: bool  # what is deployed in the environment now
+
+
+_subjects: OrderedDict[tuple[str, str], str] = OrderedDict()  # (service, commit) -> subject
+
+
+def ci_state(checks: list[Check] | None) -> CiState:
+    """One word for a commit's CI checks: failing if any fails, else pending if any is."""
+    if checks is None:
+        return "none"
+    if any(c.state == "failure" for c in checks):
+        return "failing"
+    if any(c.state == "pending" for c in checks):
+        return "pending"
+    return "passed" if checks else "none"
+
+
+async def _ci(versions: Versions, commit: str) -> CiState:
+    try:
+        return ci_state(await versions.checks(commit))
+    except DeployerError:
+        return "unknown"
+
+
+async def _subject(service: str, versions: Versions, tags: list[GitTag], index: int) -> str:
+    """The subject of tags[index]'s commit: the newest commit it has that the next older tag
+    with another commit lacks (Versions has no "show one commit"; a comparison of one commit
+    is what every deployer answers). The oldest tag's is not known."""
+    commit = tags[index].commit
+    if (service, commit) in _subjects:
+        return _subjects[service, commit]
+    base = next((t.commit for t in tags[index + 1:] if t.commit != commit), None)
+    if base is None:
+        return ""
+    try:
+        found = await versions.compare(base, commit, 1)
+    except DeployerError:
+        return ""
+    subject = found.added[0].subject if found.ahead and found.added else ""
+    _subjects[service, commit] = subject
+    while len(_subjects) > SUBJECTS_KEPT:
+        _subjects.popitem(last=False)
+    return subject
+
+
+async def offered(service: str, versions: Versions, current_tag: str) -> list[Offered]:
+    """`service`'s newest TAGS_SHOWN tags, newest first (from its `versions`), each with its
+    commit's subject and CI state; DeployerError if they cannot be read."""
+    tags = await versions.list_tags()
+    shown = tags[:TAGS_SHOWN]
+    subjects = await asyncio.gather(*(_subject(service, versions, tags, i) for i in range(len(shown))))
+    states = await asyncio.gather(*(_ci(versions, t.commit) for t in shown[:CI_ASKED]))
+    return [
+        Offered(t.name, t.commit, t.date, " ".join(subject.split())[:200],
+                states[i] if i < len(states) else "unknown", t.name == current_tag)
+        for i, (t, subject) in enumerate(zip(shown, subjects, strict=True))
+    ]
+
+
+# --- the preview --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What sending the form would ask for, before it is sent."""
+
+    service: str
+    tag: str
+    environment: str
+    commit: str
+    change: Change
+    ci: CiState
+    approval: str  # who must approve, "" where nobody must (an unprotected environment)
+    held: str  # what the bot would say of the lock that stops it now, "" when none
+    frozen: str  # the freeze that would stop it now, "" when none
+
+    @property
+    def lines(self) -> list[str]:
+        return wording.change_lines(self.change)
+
+    def command(self, reason: str) -> str:
+        """What sending it says, as the person: the exact chat command."""
+        return commands.deploy_text(self.service, self.tag, self.environment, reason)
+
+
+class Refusal(Exception):
+    """Why the form's input cannot be deployed (said in the page, nothing stored)."""
+
+
+def step_for(deploying: Deploying, service: str, tag: str, environment: str) -> DeployService:
+    """The deploy step the form asks for, or the Refusal the deploy path would give it."""
+    policy = deploying.policy
+    if environment not in policy.environments:
+        raise Refusal(wording.unknown_environment(environment, policy.environments))
+    spec = policy.catalog.get(policy.catalog.find(service) or "") if service else None
+    if spec is None:
+        raise Refusal(wording.unknown_service(service, policy.catalog.names))
+    # As chat takes it (bot.core.commands): a monorepo service's `v1.2.3` is its `web/v1.2.3`.
+    step = DeployService(service=spec.name, tag=spec.full_tag(tag.strip()), environment=environment,
+                         source="command")
+    invalid = policy.invalid_deploy(step)
+    if invalid:
+        raise Refusal(invalid)
+    return step
+
+
+async def commit_of(deploying: Deploying, step: DeployService) -> str:
+    """The commit the step's tag names now, or the Refusal (no such tag, or it cannot be read)."""
+    versions = deploying.deployers.get(step.service)
+    if versions is None:
+        raise Refusal(wording.unknown_service(step.service, deploying.deployers))
+    try:
+        commit = await versions.resolve(step.tag)
+        if commit:
+            return commit
+        newest = [t.name for t in (await versions.list_tags())[:5]]
+    except DeployerError as e:
+        raise Refusal(wording.tag_lookup_failed(step.tag, e)) from None
+    raise Refusal(wording.no_such_tag(step.tag, newest))
+
+
+async def preview(deploying: Deploying, step: DeployService, commit: str, frozen: str) -> Preview:
+    """The change `step` makes against what is deployed now, and what would stop or hold it
+    now (`frozen`: the freeze's words, read by the caller with the stops people set)."""
+    policy = deploying.policy
+    rules = policy.rules_for(step.environment)
+    approval = ""
+    if policy.needs_approval(step.environment):
+        deciders = list(rules.approvers_as_written or sorted(rules.approvers))
+        approval = wording.approval_needed(policy.timing_for(step.environment).required, people.describe(deciders))
+    change, ci, holder = await asyncio.gather(
+        deploying.change(step, commit), _ci(deploying.deployers[step.service], commit),
+        deploying.locks.holder(step.environment, step.service),
+    )
+    return Preview(step.service, step.tag, step.environment, commit, change, ci, approval,
+                   wording.not_deploying(holder.describe()) if holder else "", frozen)

@@ -1,0 +1,109 @@
+"""The GitHub deployment gate (docs/github-gate.md), its pure part: which `[[github_environments]]`
+rule a `deployment_protection_rule` delivery falls under, what the delivery says, and the
+deploy command its thread starts with. No I/O: bot/adapters/channels/github_gate.py does that.
+
+A delivery is GitHub asking, for one job of a workflow run that targets a GitHub environment,
+whether it may proceed. deploybot answers it as a deploy of the job's commit to the
+deploybot environment the rule maps that GitHub environment to, through the same deploy path
+as any other (approvers, freezes, locks, checks): "running" such a deploy is answering
+`approved`, and following the run to its end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# GitHub's callback URL names the run: .../repos/OWNER/REPO/actions/runs/RUN_ID/deployment_protection_rule
+_CALLBACK = re.compile(r"^/repos/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/actions/runs/(\d+)/deployment_protection_rule$")
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+
+APPROVED = "approved"
+REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class GateRule:
+    """`[[github_environments]]`: deployments of `repository` to its GitHub environment
+    `github_environment` are deploys of `service` to deploybot's `environment`, posted to
+    `notify` (besides the approvers' own approval messages)."""
+
+    repository: str
+    github_environment: str
+    environment: str
+    service: str = ""  # "": the service whose `github` is the repository
+    notify: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Requested:
+    """What a `deployment_protection_rule` delivery (action `requested`) says."""
+
+    repository: str  # owner/name
+    github_environment: str
+    sha: str
+    ref: str
+    creator: str  # the deployment's creator's login: GitHub's word about its own user
+    callback_path: str  # the deployment_callback_url's path (its host is GitHub's API)
+    callback_url: str
+    installation: int
+    run_id: int
+    deployment_id: int
+
+    def run_url(self, web_url: str = "https://github.com") -> str:
+        return f"{web_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def requested(payload: Mapping[str, Any]) -> Requested | str:
+    """The delivery's request, or why it is not one deploybot can answer (a missing or
+    malformed field: GitHub's shape is checked, never trusted to be well formed)."""
+    if payload.get("action") != "requested":
+        return "not a request (action is not 'requested')"
+    try:
+        repository = str(payload["repository"]["full_name"])
+        environment = str(payload["environment"])
+        deployment = payload["deployment"]
+        sha, ref = str(deployment["sha"]).lower(), str(deployment.get("ref") or "")
+        creator = str((deployment.get("creator") or {}).get("login") or "")
+        callback = str(payload["deployment_callback_url"])
+        installation = int(payload["installation"]["id"])
+        deployment_id = int(deployment.get("id") or 0)
+    except (KeyError, TypeError, ValueError):
+        return "missing repository, environment, deployment, deployment_callback_url or installation"
+    path = re.sub(r"^https?://[^/]+", "", callback)
+    path = re.sub(r"^/api/v3", "", path)  # GitHub Enterprise Server's API lives under /api/v3
+    m = _CALLBACK.match(path)
+    if not _REPOSITORY.match(repository) or not _SHA.match(sha) or m is None or m[1] != repository:
+        return "a malformed repository, commit or deployment_callback_url"
+    if not environment or len(environment) > 255 or not _LOGIN.match(creator):
+        return "a malformed environment or creator"
+    return Requested(repository, environment, sha, ref[:255], creator, path, callback, installation, int(m[2]),
+                     deployment_id)
+
+
+def rule_for(rules: Iterable[GateRule], repository: str, github_environment: str) -> GateRule | None:
+    """The rule for a repository's GitHub environment (names compare as GitHub does: without case)."""
+    return next((r for r in rules if r.repository.lower() == repository.lower()
+                 and r.github_environment.lower() == github_environment.lower()), None)
+
+
+def service_for(rule: GateRule, repositories: Mapping[str, str]) -> str | None:
+    """The service a rule's deployments deploy: its own `service`, else the one service whose
+    GitHub repository it is (`repositories`: service -> owner/name); None when that is not one."""
+    if rule.service:
+        return rule.service
+    found = [s for s, repo in repositories.items() if repo.lower() == rule.repository.lower()]
+    return found[0] if len(found) == 1 else None
+
+
+def deploy_text(service: str, request: Requested, environment: str) -> str:
+    """The exact command the gated deployment's thread starts with (bot/core/commands.py):
+    the commit is the tag (it resolves to itself for a gated deployment), the note says what
+    it is and links the run."""
+    ref = re.sub(r"[^A-Za-z0-9._/-]", "", request.ref)[:100] or "?"
+    return (f"deploy {service} {request.sha} to {environment} (GitHub Actions deployment of {ref} "
+            f"by {request.creator}: {request.run_url()})")

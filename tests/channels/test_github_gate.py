@@ -1,0 +1,275 @@
+"""deploybot as the deployment protection rule of GitHub environments (issue 25), end to end:
+signed `deployment_protection_rule` deliveries over real HTTP to the running app, real Redis,
+the Slack stand-in and a real SMTP server (aiosmtpd), and the GitHub stand-in speaking the
+real endpoints: app JWTs verified with the App's public key, installation tokens, the
+callback, deployment statuses.
+
+production needs 2 approvals of alice, bob and carol, never the deployment's creator's;
+staging needs none. `app` is the command deployer naming its GitHub repository.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+
+from bot.adapters.channels.github_webhook import signature
+from bot.core.freeze_windows import stop_the_line
+from bot.runtime.clock import utcnow
+from bot.runtime.service import Refused
+from bot.testing.fake_github import FakeGitHub
+from bot.testing.fake_slack import FakeSlack
+from tests.channels.test_email import Inbox
+from tests.conftest import free_port
+from tests.helpers import eventually, settle
+
+SECRET = "github-webhook-secret"
+PUBLIC_URL = "https://deploybot.example.com"
+REPOSITORY = "acme/app"
+NOTIFY = "C0123GATE"
+SHA = "a" * 40
+
+CONFIG = f"""
+[people.alice]
+slack = "UALICE"
+email = "alice@example.com"
+
+[people.bob]
+email = "bob@example.com"
+
+[people.carol]
+email = "carol@example.com"
+github = "Carol-GH"
+
+[environments.staging]
+
+[environments.production]
+protected = true
+approvers = ["alice", "bob", "carol"]
+approver_must_differ = true
+required_approvals = 2
+
+[services.app]
+github = "{REPOSITORY}"
+
+[[github_environments]]
+repository = "{REPOSITORY}"
+github_environment = "production"
+environment = "production"
+notify = ["slack:{NOTIFY}"]
+
+[[github_environments]]
+repository = "{REPOSITORY}"
+github_environment = "staging"
+environment = "staging"
+service = "app"
+"""
+
+
+@pytest.fixture(scope="module")
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub(repository=REPOSITORY, tags=[]).start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def app_key(github: FakeGitHub) -> str:
+    return github.app_key()
+
+
+@pytest.fixture(scope="module")
+def fake_slack() -> Iterator[FakeSlack]:
+    slack = FakeSlack().start()
+    yield slack
+    slack.stop()
+
+
+@pytest.fixture(scope="module")
+def mail() -> Iterator[Inbox]:
+    box = Inbox()
+    controller = Controller(box, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    box.port = controller.port  # type: ignore[attr-defined]
+    yield box
+    controller.stop()
+
+
+@pytest.fixture
+def settings(settings, github, app_key, fake_slack, mail, tmp_path: Path):
+    config = tmp_path / "deploybot.toml"
+    config.write_text(CONFIG)
+    github.callbacks.clear(), github.requests.clear()
+    return settings.model_copy(update={
+        "deploybot_config": config, "github_webhook_secret": SECRET, "github_app_id": github.app_id,
+        "github_app_private_key": app_key, "github_api_url": github.api_url, "github_token": github.token,
+        "github_poll_seconds": 0.05,
+        "public_url": PUBLIC_URL,
+        "slack_bot_token": "xoxb-test", "slack_signing_secret": "slack-secret", "slack_api_url": fake_slack.base_url,
+        "smtp_host": "127.0.0.1", "smtp_port": mail.port, "smtp_tls": "none",
+        "email_from": "deploybot@example.com", "inbound_email_secret": "in", "email_reply_secret": "reply",
+    })
+
+
+@pytest.fixture
+def fast(app):
+    app.adapter("github_gate").backoff = (0.05, 0.1, 0.2)
+
+
+async def deliver(api, payload: dict, delivery: str | None = None, secret: str = SECRET):
+    body = json.dumps(payload).encode()
+    return await api.post("/github/webhook", content=body, headers={
+        "Authorization": "", "Content-Type": "application/json", "X-GitHub-Event": "deployment_protection_rule",
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()), "X-Hub-Signature-256": signature(secret, body),
+    })
+
+
+async def approve(app, thread_id: str, who, channel: str) -> None:
+    thread = await app.service.get(thread_id)
+    request = thread.pending_approval()
+    assert request is not None, thread.events
+    await app.service.respond(thread_id, "", who, request.approval_id, approve=True, channel=channel)
+    await app.kick(thread_id)
+
+
+async def queued(app, thread_id: str):
+    """The deploy_queued event of the thread's deploy, once it is waiting in line."""
+    thread = await app.service.get(thread_id)
+    return next((e for e in thread.events if e.type == "deploy_queued"), None)
+
+
+async def started(api, payload: dict) -> str:
+    answer = await deliver(api, payload)
+    assert answer.status_code == 200 and answer.json()["status"] == "started", answer.text
+    [thread_id] = answer.json()["threads"]
+    return thread_id
+
+
+async def test_a_protected_deployment_is_asked_approved_2_of_2_answered_once_and_followed_to_the_history(
+    api, app, github, fake_slack, mail
+):
+    payload = github.protection_rule("production", SHA, creator="carol-gh", ref="v2.0.0")
+    delivery = str(uuid.uuid4())
+    first = await deliver(api, payload, delivery=delivery)
+    assert first.json()["status"] == "started", first.text
+    [thread_id] = first.json()["threads"]
+    assert (await deliver(api, payload, delivery=delivery)).json()["status"] == "duplicate"
+
+    thread = await settle(api, thread_id)
+    assert thread["status"] == "waiting_for_approval", thread["events"]
+    said = thread["events"][0]
+    run_url = f"https://github.com/{REPOSITORY}/actions/runs/{payload['deployment_callback_url'].split('/')[-2]}"
+    assert (said["channel"], said["person"]) == ("github", "carol")  # the creator, by their GitHub login
+    assert thread["pending_approval"]["reason"] == f"GitHub Actions deployment of v2.0.0 by carol-gh: {run_url}"
+    assert thread["pending_approval"]["commit"] == SHA
+
+    # Asked in Slack (the rule's channel) and by email (the approvers), saying what it is.
+    await fake_slack.wait_for("chat.postMessage", channel=NOTIFY, text="Approval needed")
+    await fake_slack.wait_for("chat.postMessage", channel=NOTIFY, text="GitHub Actions deployment")
+    await mail.wait_for(to="bob@example.com", body="Reply APPROVE to deploy")
+
+    # The creator may not approve their own deployment.
+    with pytest.raises(Refused):
+        await approve(app, thread_id, app.service.directory.by_email("carol@example.com"), "email")
+    await approve(app, thread_id, app.service.directory.by_slack("UALICE"), "slack")
+    assert (await settle(api, thread_id))["status"] == "waiting_for_approval"
+    assert github.callbacks == []  # 1 of 2
+
+    await approve(app, thread_id, app.service.directory.by_email("bob@example.com"), "email")
+    await eventually(lambda: len(github.callbacks) == 1)
+    [callback] = github.callbacks
+    assert (callback["state"], callback["environment_name"], callback["installation"]) == ("approved", "production", 77)
+    assert "alice, bob" in callback["comment"] and f"{PUBLIC_URL}/console/threads/{thread_id}" in callback["comment"]
+    assert github.app_jwts and all(c["exp"] - c["iat"] <= 600 for c in github.app_jwts)
+
+    # While the job runs the service is locked in production; its end lands in the history.
+    lock = await app.environments.holder("production", "app")
+    assert lock is not None and lock.owner.startswith(thread_id)
+    github.finish_deployment(payload["deployment"]["id"], "success")
+    done = await settle(api, thread_id)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert result["ok"] and result["url"] == run_url and result["commit"] == SHA
+    assert "github_answered" in [e["type"] for e in done["events"]]
+    [record] = await app.environments.recent("production", 10)
+    assert (record.service, record.commit, record.ok, record.url) == ("app", SHA, True, run_url)
+    assert await app.environments.holder("production", "app") is None
+    assert len(github.callbacks) == 1  # sent once
+    assert len(github.deployments) == len({d["id"] for d in github.deployments})  # no second deployment made
+    assert not [d for d in github.deployments if d["id"] != payload["deployment"]["id"] and d["sha"] == SHA]
+
+
+async def test_unknown_environment_is_rejected_at_once_and_forged_deliveries_store_nothing(api, app, github):
+    unknown = github.protection_rule("qa", SHA)
+    answer = await deliver(api, unknown)
+    assert answer.json()["status"] == "rejected"
+    await eventually(lambda: len(github.callbacks) == 1)
+    [callback] = github.callbacks
+    assert callback["state"] == "rejected" and "no [[github_environments]] rule" in callback["comment"]
+
+    payload = github.protection_rule("production", SHA)
+    forged = await deliver(api, payload, secret="not-the-secret")
+    assert forged.status_code == 401
+    unsigned = await api.post("/github/webhook", content=json.dumps(payload), headers={
+        "Authorization": "", "X-GitHub-Event": "deployment_protection_rule", "X-GitHub-Delivery": "d1"})
+    assert unsigned.status_code == 401
+    assert await app.store.recent(100) == []
+    assert len(github.callbacks) == 1
+
+
+async def test_a_lost_callback_is_retried_and_sent_once(api, app, github, fast):
+    for _ in range(2):
+        github.fail("POST", r"/deployment_protection_rule$", 502, {"message": "Bad Gateway"})
+    payload = github.protection_rule("staging", SHA, creator="someone")
+    thread_id = await started(api, payload)  # staging needs no approval: answered at once
+    await eventually(lambda: len(github.callbacks) == 1)
+    tries = [r for r in github.requests if r[1].endswith("/deployment_protection_rule")]
+    assert len(tries) == 3
+    assert github.callbacks[0]["state"] == "approved"
+    github.finish_deployment(payload["deployment"]["id"], "failure")
+    done = await settle(api, thread_id)
+    assert not next(e for e in done["events"] if e["type"] == "deploy_result")["ok"]
+    [record] = await app.environments.recent("staging", 10)
+    assert not record.ok
+    assert len(github.callbacks) == 1
+
+
+async def test_a_freeze_never_answers_approved_it_waits_or_rejects(api, app, github):
+    freezes = app.runner.deploying.freezes
+    alice, bob = app.service.directory.by_slack("UALICE"), app.service.directory.by_email("bob@example.com")
+
+    # Frozen until after the approval would expire: rejected, saying why.
+    long = github.protection_rule("production", SHA)
+    thread_id = await started(api, long)
+    await settle(api, thread_id)
+    now = utcnow()
+    await freezes.set(stop_the_line("production", reason="incident 42", set_by="alice", since=now,
+                                    until=now + timedelta(hours=5)))
+    await approve(app, thread_id, alice, "slack")
+    await approve(app, thread_id, bob, "email")
+    await eventually(lambda: len(github.callbacks) == 1)
+    assert github.callbacks[0]["state"] == "rejected" and "incident 42" in github.callbacks[0]["comment"]
+
+    # Frozen for a moment: it waits in line, saying why, and is approved when the freeze ends.
+    await freezes.lift("production")
+    short = github.protection_rule("production", SHA)
+    thread_id = await started(api, short)
+    await settle(api, thread_id)
+    await freezes.set(stop_the_line("production", reason="release notes", set_by="alice", since=utcnow(),
+                                    until=utcnow() + timedelta(minutes=10)))
+    await approve(app, thread_id, alice, "slack")
+    await approve(app, thread_id, bob, "email")
+    waiting = await eventually(lambda: queued(app, thread_id), within=20)
+    assert "release notes" in waiting.behind
+    assert len(github.callbacks) == 1
+    await freezes.lift("production")
+    await app.kick(thread_id)  # what the queue's timer does
+    await eventually(lambda: len(github.callbacks) == 2)
+    assert github.callbacks[1]["state"] == "approved"
+    github.finish_deployment(short["deployment"]["id"], "success")
+    await settle(api, thread_id)

@@ -1,0 +1,107 @@
+"""A deploy under verification in the console (Chromium, against its own `python -m bot serve`
+whose deploybot.toml verifies backend in production with an HTTP check of the bot's own
+/healthz, a real endpoint): the board and the thread page show `verifying` with the check's
+latest value, live; someone who may not end it sees no buttons and a forged post is refused;
+an approver's Verify now ends the bake, the deploy verified in the history."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+
+import pytest
+from playwright.sync_api import expect
+
+from bot.testing import cluster
+from bot.testing.cluster import free_port, make_repo
+from bot.testing.fake_llm import FakeLlm
+from tests.console.conftest import DOCS, PEOPLE, TOKEN, Console, in_a_thread
+from tests.console.test_console import LIVE, csrf, row, section, signed_in
+from tests.helpers import reply
+
+
+@pytest.fixture(scope="module")
+def console(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    from redis.asyncio import Redis
+
+    tmp = tmp_path_factory.mktemp("console-verify")
+
+    async def flush() -> None:
+        redis = Redis.from_url(redis_url)
+        await redis.flushdb()
+        await redis.aclose()
+
+    in_a_thread(flush())
+    port = free_port()
+    config = tmp / "deploybot.toml"
+    config.write_text(PEOPLE + f"""
+[services.backend]
+[services.frontend]
+[services.backend.verify.production]
+bake = "10m"
+interval = "1s"
+[[services.backend.verify.production.http]]
+url = "http://127.0.0.1:{port}/healthz"
+""")
+    ledger, llm = tmp / "deploys.log", FakeLlm().start()
+    env = cluster.clean_env(
+        REDIS_URL=redis_url, PORT=str(port), HOST="127.0.0.1", DATA_DIR=str(tmp / "data"),
+        GIT_REPO=str(make_repo(tmp / "repo")), DEPLOY_COMMAND=cluster.deploy_command(tmp, ledger),
+        API_TOKEN=TOKEN, DEPLOYBOT_CONFIG=str(config), LLM_BASE_URL=llm.base_url, LLM_MODEL="fake-model",
+        LLM_API_KEY="sk-console-test-key-0123456789", PUBLIC_URL=f"http://127.0.0.1:{port}",
+    )
+    shots = DOCS if os.environ.get("CONSOLE_SCREENSHOTS") == "1" else tmp / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    log = tmp / "serve.log"
+    process = cluster.web(env, log)
+    try:
+        yield Console(f"http://127.0.0.1:{port}", env, redis_url, llm, ledger, log, shots)
+    finally:
+        process.kill()
+        llm.stop()
+        if shots != DOCS:
+            shutil.rmtree(shots, ignore_errors=True)
+
+
+def test_a_verifying_deploy_shows_live_and_an_approver_verifies_it_now(context, console: Console):
+    thread_id, pending = console.waiting_deploy()
+    alice = signed_in(context, console, "alice")
+    board = context.new_page()  # left open: it must update by itself
+    board.goto(f"{console.url}/console/")
+    alice.goto(f"{console.url}/console/threads/{thread_id}")
+    alice.get_by_role("button", name="Approve", exact=True).click()
+    verifying = alice.get_by_role("region", name=re.compile("^Verifying backend"))
+    expect(verifying).to_contain_text("on failure: propose", timeout=LIVE)
+    expect(verifying).to_contain_text(f"{console.url}/healthz: HTTP 200 (holds)", timeout=LIVE)
+    prod = section(board, "production")
+    expect(prod.locator(".verifying")).to_contain_text("Verifying backend v1.2.3", timeout=LIVE)
+    expect(prod.locator(".verifying")).to_contain_text("HTTP 200 (holds)")
+    assert console.thread(thread_id)["status"] == "verifying"
+
+    # bob may not approve production: no buttons, and his own valid form post is refused
+    bob = signed_in(context.browser.new_context(), console, "bob")
+    bob.goto(f"{console.url}/console/threads/{thread_id}")
+    expect(bob.get_by_role("region", name=re.compile("^Verifying"))).to_contain_text("You cannot end the verification")
+    expect(bob.get_by_role("button", name="Verify now")).to_have_count(0)
+    for path, form in (("verify-now", {}), ("skip-verification", {"reason": "mine"})):
+        r = bob.request.post(f"{console.url}/console/threads/{thread_id}/{path}",
+                             form={"csrf_token": csrf(bob), **form})
+        assert r.status == 403 and "bob may not skip verification in production" in r.text(), (path, r.status)
+    assert console.thread(thread_id)["status"] == "verifying"
+    console.shot(alice, "thread-verifying")
+
+    console.llm.script(reply(intent="done_for_now", message="Verified."))
+    verifying.get_by_role("button", name="Verify now").click()
+    expect(alice).to_have_url(re.compile(r"notice=verify$"))
+    body = console.wait(thread_id, {"done", "failed", "cancelled", "waiting_for_human"})
+    [ended] = [e for e in body["events"] if e["type"] == "verification_ended"]
+    assert (ended["outcome"], ended["early"], ended["by"]) == ("verified", True, "alice"), ended
+    expect(row(board, "backend", "production").locator(".record.ok")).to_contain_text("v1.2.3", timeout=LIVE)
+    expect(prod.locator(".verifying")).to_have_count(0, timeout=LIVE)
+    with console.api() as api:
+        [record] = api.get("/deploys", params={"environment": "production"}).json()["deploys"]
+    assert datetime.fromisoformat(record["verified_at"]) == datetime.fromisoformat(ended["at"]), record
+    assert record["faulty"] is False
