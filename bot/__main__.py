@@ -1,5 +1,5 @@
-"""python -m bot serve | worker | mcp | chat MESSAGE | threads ... | lock | unlock | rollback | deploys | tokens ... |
-login-link PERSON | gc | redis-stop"""
+"""python -m bot serve | worker | mcp | chat MESSAGE | threads ... | lock | unlock | rollback | promote | deploys |
+tokens ... | login-link PERSON | gc | redis-stop"""
 
 from __future__ import annotations
 
@@ -42,6 +42,13 @@ def parser() -> argparse.ArgumentParser:
     rollback.add_argument("service")
     rollback.add_argument("environment")
     rollback.add_argument("--user", default=_me())
+    promote = sub.add_parser(
+        "promote",
+        help="deploy the newest commit that passed the environment before ENV (asks for approval where needed)",
+    )
+    promote.add_argument("service")
+    promote.add_argument("environment")
+    promote.add_argument("--user", default=_me())
     deploys = sub.add_parser("deploys", help="what is on an environment")
     deploys.add_argument("environment")
     _credentials_commands(sub)
@@ -213,7 +220,7 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
             text = (commands.stop_text(scope, args.reason, getattr(args, "until", None) or "")
                     if args.command == "freeze" else commands.resume_text(scope))
             return await cli.chat(terminal, text, args.user)
-        if args.command in ("lock", "unlock", "deploys", "rollback"):
+        if args.command in ("lock", "unlock", "deploys", "rollback", "promote"):
             # The same exact commands as in chat, so each change is recorded in a thread.
             service = getattr(args, "service", None)
             where = wording.lock_target(args.environment, service or "")
@@ -222,6 +229,7 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
                 "unlock": f"unlock {where}" + (f" --force: {args.force}" if getattr(args, "force", None) else ""),
                 "deploys": f"what's on {args.environment}?",
                 "rollback": commands.rollback_text(str(service), args.environment),
+                "promote": commands.promote_text(str(service), args.environment),
             }[args.command]
             return await cli.chat(terminal, text, getattr(args, "user", _me()))
         return await cli.threads(terminal, args)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -315,6 +316,7 @@ class Settings(BaseSettings):
             clashes += self._service_conflicts(self._file)
             clashes += self._file.freeze_problems(self.policy_environments())
             clashes += self._file.agent_environment_problems(self.policy_environments())
+            clashes += self._file.promotion_problems(self.policy_environments())
             if clashes:
                 return clashes
         clashes = self._approval_conflicts(self._file)
@@ -470,7 +472,7 @@ class Settings(BaseSettings):
         protected = named_protected if named_protected is not None else frozenset({"production"})
         environments = self.policy_environments()  # with [environments.*], the file names them
         entries = file.environments if file is not None else {}
-        return Policy.configured(
+        policy = Policy.configured(
             environments,
             protected,
             directory=file.directory() if file is not None else None,
@@ -487,6 +489,10 @@ class Settings(BaseSettings):
             freezes=file.freeze_list() if file is not None else (),
             no_lock_after_rollback=frozenset(env for env, e in entries.items() if not e.lock_after_rollback),
         ).with_verify(self.verify_plans())
+        if file is None:
+            return policy
+        # Where a service is verified in an environment, a commit passes it only once verified.
+        return replace(policy, promotion=replace(file.promotion_orders(), verified=frozenset(policy.verify)))
 
     def verify_plans(self) -> dict[tuple[str, str], VerifyPlan]:
         """[services.NAME.verify.ENV]: each (service, environment) verified after a deploy."""

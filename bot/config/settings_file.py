@@ -17,7 +17,7 @@ import difflib
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -42,6 +42,7 @@ from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly,
 from bot.core.gate import GateRule
 from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written
 from bot.core.policy import parse_approvers
+from bot.core.promotion import Order, Promotion, order_problems, parse_soak
 from bot.core.triggers import KINDS, Schedule, Trigger, target_problem
 from bot.core.verification import VerifyCheck, VerifyPlan, parse_condition, parse_duration
 
@@ -272,6 +273,12 @@ class VerifyEntry(BaseModel):
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
+def _soak(value: str | None) -> str | None:
+    if value is not None:
+        parse_soak(value)
+    return value
+
+
 class ServiceEntry(BaseModel):
     """`[services.api]`: where its tags come from and how it deploys."""
 
@@ -285,6 +292,9 @@ class ServiceEntry(BaseModel):
     environments: tuple[str, ...] | None = None  # unset: every environment
     tag_prefix: str = ""
     verify: dict[str, VerifyEntry] = Field(default_factory=dict)  # per environment
+    # The service's own promotion order and soak (unset: the top-level ones).
+    promotion: tuple[str, ...] | None = None
+    soak: Annotated[str | None, AfterValidator(_soak)] = None
 
     @field_validator("command")
     @classmethod
@@ -568,6 +578,10 @@ class FileConfig(BaseModel):
     freezes: tuple[FreezeEntry, ...] = ()
     agents: dict[str, AgentEntry] = Field(default_factory=dict)
     github_environments: tuple[GitHubEnvironmentEntry, ...] = ()
+    # Promotion in order (bot/core/promotion.py): the environments every commit goes through,
+    # and how long it must have been in one before the next.
+    promotion: tuple[str, ...] | None = None
+    soak: Annotated[str | None, AfterValidator(_soak)] = None
 
     _source: Path | None = PrivateAttr(None)
 
@@ -605,6 +619,32 @@ class FileConfig(BaseModel):
 
     def freeze_list(self) -> tuple[Freeze, ...]:
         return tuple(entry.freeze() for entry in self.freezes)
+
+    def promotion_orders(self) -> Promotion:
+        """The promotion orders: everyone's, and each service's own (with its soak, else the
+        top-level one; `promotion = []`: the service goes anywhere in any order)."""
+        soak = parse_soak(self.soak) if self.soak else timedelta(0)
+        default = Order(self.promotion, soak) if self.promotion else None
+        services = {
+            name: Order(e.promotion if e.promotion is not None else (self.promotion or ()),
+                        parse_soak(e.soak) if e.soak else soak)
+            for name, e in self.services.items() if e.promotion is not None or (e.soak and self.promotion)
+        }
+        return Promotion(default, services)
+
+    def promotion_problems(self, environments: Iterable[str]) -> list[str]:
+        """Orders naming environments that are not declared (or one twice), and a soak with
+        no order to soak in."""
+        known = list(environments)
+        lines = [f"promotion: {why}" for why in order_problems(self.promotion or (), known)]
+        if self.soak and not self.promotion:
+            lines.append("soak: needs promotion, the order to soak in")
+        for name, e in self.services.items():
+            where = key_path(("services", name))
+            lines += [f"{where}.promotion: {why}" for why in order_problems(e.promotion or (), known)]
+            if e.soak and not (e.promotion or self.promotion):
+                lines.append(f"{where}.soak: needs promotion, the order to soak in")
+        return lines
 
     def freeze_problems(self, environments: Iterable[str]) -> list[str]:
         """The environments freezes name that are not among `environments` (every environment

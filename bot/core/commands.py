@@ -12,6 +12,7 @@ from bot.core.events import (
     DeployService,
     ListGitTags,
     LockEnvironment,
+    Promote,
     ResumeDeploys,
     RollBack,
     ShowDeploys,
@@ -49,6 +50,7 @@ _WHATS_ON = re.compile(
 _ROLL_BACK = re.compile(
     _MENTION + r"roll\s*back\s+(?:the\s+)?" + _SERVICE + r"\s+(?:in|on|from)\s+" + _ENV + _END, re.I
 )
+_PROMOTE = re.compile(_MENTION + r"promote\s+(?:the\s+)?" + _SERVICE + r"\s+(?:to|into)\s+" + _ENV + _END, re.I)
 _SCOPE = r"(?:all\s+deploys|deploys\s+(?:to|on|in)\s+" + _ENV + r")"
 _STOP = re.compile(
     _MENTION + r"stop\s+" + _SCOPE + r"(?:\s+until\s+(?P<until>\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2})?Z?))?"
@@ -61,6 +63,7 @@ EXAMPLES = (
     "deploy backend v1.2.3 to production",
     "list tags for backend",
     "roll back backend in production",
+    "promote backend to production",
     "lock production: release freeze",
     "unlock production",
     "what's on production?",
@@ -130,8 +133,8 @@ def _parse(text: str, catalog: Catalog) -> Step | None:
         if spec := _service(catalog, m["service"]):
             return ListGitTags(service=spec.name, source="command")
         return None
-    if (m := _ROLL_BACK.match(text)) and (spec := _service(catalog, m["service"])):
-        return RollBack(service=spec.name, environment=m["env"].lower())
+    if planned := _planned(text, catalog):
+        return planned
     if m := _LOCK.match(text):
         return LockEnvironment(environment=m["env"].lower(), reason=m["reason"], service=_named(catalog, m))
     if m := _UNLOCK.match(text):
@@ -147,6 +150,15 @@ def _parse(text: str, catalog: Catalog) -> Step | None:
         return StopDeploys(environment=scope, reason=" ".join(m["reason"].split()), until=until)
     if m := _RESUME.match(text):
         return ResumeDeploys(environment=m["env"].lower() if m["env"] else ALL_ENVIRONMENTS)
+    return None
+
+
+def _planned(text: str, catalog: Catalog) -> Step | None:
+    """A step the history turns into a deploy: a rollback, a promotion."""
+    if (m := _ROLL_BACK.match(text)) and (spec := _service(catalog, m["service"])):
+        return RollBack(service=spec.name, environment=m["env"].lower())
+    if (m := _PROMOTE.match(text)) and (spec := _service(catalog, m["service"])):
+        return Promote(service=spec.name, environment=m["env"].lower())
     return None
 
 
@@ -178,6 +190,11 @@ def deploy_text(service: str, tag: str, environment: str, note: str = "") -> str
 def rollback_text(service: str, environment: str) -> str:
     """The exact command a rollback asked for elsewhere (the CLI, the API) is recorded as."""
     return f"roll back {service} in {environment}"
+
+
+def promote_text(service: str, environment: str) -> str:
+    """The exact command a promotion asked for elsewhere (the CLI, the API, the console) is recorded as."""
+    return f"promote {service} to {environment}"
 
 
 def stop_text(scope: str, reason: str, until: str = "") -> str:

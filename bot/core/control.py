@@ -20,6 +20,7 @@ from bot.core.events import (
     Error,
     HumanResponse,
     ListGitTags,
+    Promote,
     RequestMoreInformation,
     RollBack,
     SenderConfirmationRequested,
@@ -51,6 +52,13 @@ class RunTags:
 @dataclass(frozen=True)
 class RunCommand:
     step: CommandStep
+
+
+@dataclass(frozen=True)
+class PlanPromotion:
+    """Find the commit `promote` deploys (bot/runtime/promoting.py)."""
+
+    step: Promote
 
 
 @dataclass(frozen=True)
@@ -159,8 +167,8 @@ class AnswerVerify:
 
 
 Action = (
-    Stop | Decide | RunTags | RunCommand | PlanRollback | AskApproval | RunDeploy | Interrupted | Escalate
-    | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
+    Stop | Decide | RunTags | RunCommand | PlanRollback | PlanPromotion | AskApproval | RunDeploy | Interrupted
+    | Escalate | Finish | Remind | EscalateApproval | Expire | ExpireSenderConfirmation
     | StartVerification | CheckNow | EndVerification | AnswerVerify
 )
 
@@ -320,6 +328,8 @@ def _step_action(thread: Thread, index: int, step: Step, policy: Policy) -> Acti
         return RunCommand(step)
     if isinstance(step, RollBack):
         return PlanRollback(step)
+    if isinstance(step, Promote):
+        return PlanPromotion(step)
     if isinstance(step, DEPLOY_STEPS):
         return _deploy_action(thread, step, policy)
     return None

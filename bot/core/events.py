@@ -205,12 +205,22 @@ class RollBack(_Event):
     source: StepSource = "command"
 
 
+class Promote(_Event):
+    """Deploy to `environment` the newest commit of `service` that passed the environment
+    before it (bot/core/promotion.py): becomes a deploy once it is found in the history."""
+
+    type: Literal["promote"] = "promote"
+    service: str
+    environment: str
+    source: StepSource = "command"
+
+
 Deploy = DeployService | DeployBackend | DeployFrontend
 DEPLOY_STEPS = (DeployService, DeployBackend, DeployFrontend)
 CommandStep = LockEnvironment | UnlockEnvironment | ShowDeploys | StopDeploys | ResumeDeploys
 COMMAND_STEPS = (LockEnvironment, UnlockEnvironment, ShowDeploys, StopDeploys, ResumeDeploys)
-Step = ListGitTags | Deploy | RequestMoreInformation | DoneForNow | CommandStep | RollBack
-STEP_TYPES = (ListGitTags, *DEPLOY_STEPS, RequestMoreInformation, DoneForNow, *COMMAND_STEPS, RollBack)
+Step = ListGitTags | Deploy | RequestMoreInformation | DoneForNow | CommandStep | RollBack | Promote
+STEP_TYPES = (ListGitTags, *DEPLOY_STEPS, RequestMoreInformation, DoneForNow, *COMMAND_STEPS, RollBack, Promote)
 
 
 # --- what happened when a step ran -----------------------------------------------------
@@ -513,7 +523,8 @@ class GitHubAnswered(_Event):
 
 
 ErrorKind = Literal[
-    "llm", "validation", "deployer", "recheck", "locked", "checks", "frozen", "interrupted", "internal"
+    "llm", "validation", "deployer", "recheck", "locked", "checks", "frozen", "interrupted", "internal",
+    "promotion",  # not yet passed the environment before (bot/core/promotion.py)
 ]
 
 
@@ -540,6 +551,7 @@ Event = Annotated[
     | StopDeploys
     | ResumeDeploys
     | RollBack
+    | Promote
     | CommandResult
     | GitTagsResult
     | ApprovalRequested

@@ -34,7 +34,7 @@ from bot.core.events import (
 from bot.core.thread import Thread
 
 Kind = Literal["started", "deployed", "failed", "message", "warning", "cancelled", "waiting"]
-TOLD_ERRORS = ("recheck", "locked", "checks", "frozen", "interrupted", "deployer", "internal")
+TOLD_ERRORS = ("recheck", "locked", "checks", "frozen", "interrupted", "deployer", "internal", "promotion")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from bot.core.catalog import Catalog
 from bot.core.events import ApprovalRequested, ApprovalRulesChanged, Deploy, HumanResponse, principal_of
 from bot.core.freeze_windows import Freeze
 from bot.core.people import ANYONE, BOT_USER, Directory, Identity, Rules
+from bot.core.promotion import Promotion
 from bot.core.thread import ApprovalRules, Thread
 from bot.core.verification import VerifyPlan
 
@@ -114,6 +115,7 @@ class Policy:
         whoever may approve deploys there may."""
         why = people.may_approve(who, self.rules_for(environment), frozenset())
         return None if why is None else wording.may_not_skip_verification(who.label, environment)
+    promotion: Promotion = field(default_factory=Promotion)  # the order commits go through environments
 
     def timing_for(self, environment: str) -> Timing:
         return self.timing.get(environment, self.default_timing)

@@ -53,6 +53,7 @@ from bot.core.events import (
     ListGitTags,
     LockEnvironment,
     LockTaken,
+    Promote,
     RequestMoreInformation,
     ResumeDeploys,
     RollBack,
@@ -342,6 +343,10 @@ def _roll_back(c: _Context, e: RollBack, tokens: int) -> str:
     return c.tag(e.type, service=e.service, environment=e.environment)
 
 
+def _promote(c: _Context, e: Promote, tokens: int) -> str:
+    return c.tag(e.type, service=e.service, environment=e.environment)
+
+
 def _message(c: _Context, e: RequestMoreInformation | DoneForNow, tokens: int) -> str:
     return c.tag(e.type, e.message, tokens)
 
@@ -476,6 +481,7 @@ _BLOCKS: dict[type, Callable[[_Context, Any, int], str]] = {
     DeployBackend: _deploy_one,
     DeployFrontend: _deploy_one,
     RollBack: _roll_back,
+    Promote: _promote,
     RequestMoreInformation: _message,
     DoneForNow: _message,
     LockEnvironment: _lock_environment,

@@ -42,6 +42,7 @@ from bot.core.events import (
     ListGitTags,
     LockEnvironment,
     LockTaken,
+    Promote,
     RequestMoreInformation,
     ResumeDeploys,
     RollBack,
@@ -230,6 +231,10 @@ def _roll_back(e: RollBack, s: _Style) -> str:
     return f"{_bot(s)} looks for what to roll {s.text(e.service)} in {s.text(e.environment)} back to"
 
 
+def _promote(e: Promote, s: _Style) -> str:
+    return f"{_bot(s)} looks for what to promote {s.text(e.service)} to {s.text(e.environment)} with"
+
+
 def _request_more_information(e: RequestMoreInformation, s: _Style) -> str:
     return f"{_bot(s)} asks: {s.text(e.message)}"
 
@@ -383,6 +388,7 @@ _LINES: dict[type, Callable[[Any, _Style], str]] = {
     DeployBackend: _deploy,
     DeployFrontend: _deploy,
     RollBack: _roll_back,
+    Promote: _promote,
     RequestMoreInformation: _request_more_information,
     DoneForNow: _done_for_now,
     LockEnvironment: _lock_environment,

@@ -81,15 +81,15 @@ def _same_kind(event: Event, step: Event) -> bool:
 
 
 def _blocked_deploy(thread: Thread, before: int) -> Deploy | None:
-    """The newest deploy step before `before` that CI checks or a freeze stopped. A "deploy anyway" that
-    was refused (not an approver) is passed over: the deploy it tried to force is still
-    blocked, for an approver to force."""
+    """The newest deploy step before `before` that CI checks, a freeze or the promotion
+    order stopped. A "deploy anyway" that was refused (not an approver) is passed over: the
+    deploy it tried to force is still blocked, for an approver to force."""
     for e in reversed(thread.events[:before]):
         if isinstance(e, DEPLOY_STEPS):
             outcome = thread.outcome(e)
             if getattr(e, "force", None) and isinstance(outcome, Error) and outcome.kind == "validation":
                 continue
-            return e if isinstance(outcome, Error) and outcome.kind in ("checks", "frozen") else None
+            return e if isinstance(outcome, Error) and outcome.kind in ("checks", "frozen", "promotion") else None
     return None
 
 

@@ -40,6 +40,7 @@ from bot.core.freeze_windows import Freeze, FreezeHit, active
 from bot.core.policy import Policy, args_hash, lock_owner
 from bot.core.prompt import redact
 from bot.core.thread import NOBODY, Thread
+from bot.runtime import promoting
 from bot.runtime.ports import (
     Deployer,
     DeployerError,
@@ -111,7 +112,7 @@ class Deploying:
         holder = await self.locks.holder(step.environment, step.service)  # don't ask for what cannot start
         if holder:
             return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
-        gated = await self._gate(thread, step, checked, await self.frozen(step.environment, now))
+        gated = await self._gate(thread, step, checked, await self.frozen(step.environment, now), now)
         if gated:
             return gated
         instruction = thread.latest_instruction()
@@ -156,11 +157,14 @@ class Deploying:
         commits = found.added if found.ahead else found.removed
         return base.model_copy(update={"ahead": found.ahead, "behind": found.behind, "commits": list(commits)})
 
-    async def _gate(self, thread: Thread, step: Deploy, commit: str, hit: FreezeHit | None) -> Error | None:
+    async def _gate(
+        self, thread: Thread, step: Deploy, commit: str, hit: FreezeHit | None, now: datetime
+    ) -> Error | None:
         """What stops a deploy besides its approval and the lock: the freeze that holds
-        (`hit`), and, where the environment has required_checks, CI checks that are not all
-        green. An approver may deploy anyway (the step's `force`, given by `forced_by`):
-        recorded and flagged."""
+        (`hit`), a commit that has not passed the environment before (the promotion order),
+        and, where the environment has required_checks, CI checks that are not all green. An
+        approver may deploy anyway (the step's `force`, given by `forced_by`): recorded and
+        flagged."""
         if _field(step, "force"):
             why = self._may_force(thread, step)
             if why:
@@ -174,6 +178,9 @@ class Deploying:
         if hit is not None:
             message = wording.frozen(step.environment, hit.reason, hit.until, hit.source)
             return Error(kind="frozen", step_id=step.id, message=message)
+        unpromoted = await promoting.refused(step, commit, self.history, self.policy, now)
+        if unpromoted:
+            return Error(kind="promotion", step_id=step.id, message=unpromoted)
         if step.environment not in self.policy.required_checks:
             return None
         try:
@@ -305,7 +312,7 @@ class Deploying:
             past = wording.rollback_past_freeze(hit.reason) if hit is not None else ""
             return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked,
                                  past_freeze=past)
-        gated = await self._gate(thread, step, checked, hit)  # again, right before running
+        gated = await self._gate(thread, step, checked, hit, now)  # again, right before running
         if isinstance(gated, Error) and gated.kind == "frozen" and request and action.decision:
             if hit is not None and hit.until is not None and hit.until < request.expires_at:
                 # Approved, and the freeze ends before the approval does: wait in line for it.

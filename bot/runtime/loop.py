@@ -28,6 +28,7 @@ from bot.core.control import (
     ExpireSenderConfirmation,
     Finish,
     Interrupted,
+    PlanPromotion,
     PlanRollback,
     Remind,
     RunCommand,
@@ -60,7 +61,7 @@ from bot.core.events import (
 from bot.core.policy import Policy
 from bot.core.prompt import redact
 from bot.core.thread import Thread
-from bot.runtime import agent, steps
+from bot.runtime import agent, promoting, steps
 from bot.runtime.clock import utcnow
 from bot.runtime.deploying import Deploying, keep_renewing
 from bot.runtime.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore, Timers
@@ -185,6 +186,9 @@ class Runner:
                 return await journal.decide(thread, [step])
             case RunTags():
                 return await journal.decide(thread, await steps.list_tags(action.step, deploying.deployers))
+            case PlanPromotion():
+                planned = await promoting.plan(action.step, deploying.history, deploying.deployers, self.policy, now)
+                return await journal.decide(thread, [planned])
             case PlanRollback():
                 planned = await steps.plan_rollback(action.step, deploying.history, deploying.deployers, self.policy)
                 return await journal.decide(thread, [_by_the_bot(thread, action.step.source, planned)])

@@ -81,6 +81,7 @@ def test_every_command_runs_once(run):
     assert "Deploys to production may start again" in run("unfreeze", "production", "--user", "alice")
     assert "On staging: backend v0.1.0" in run("deploys", "staging")
     assert "nothing to roll backend in staging back to" in run("rollback", "backend", "staging", "--user", "alice")
+    assert "no environment before production" in run("promote", "backend", "production", "--user", "alice")
     created = run("tokens", "create", "alice", "--name", "laptop")
     token_id = re.search(r"dbt_([A-Za-z0-9]+)_", created)[1]
     assert "laptop" in run("tokens", "list", "--person", "alice")

@@ -55,13 +55,16 @@ def top_key(table: str) -> str:
 
 def completed(example: str) -> str:
     """`example` with the tables of every kind it does not write itself, from the People
-    example and the Services example's [services.*]."""
+    example and the Services example's [services.*] (the first example with services). Keys
+    the example writes before its first table (`promotion = [...]`) stay at the top level."""
     [people] = [e for e in examples() if "[people." in e]
     # The Services example; the verification example (docs/configuration.md) writes its own service.
-    [services] = [e for e in examples() if "[services." in e and ".verify." not in e]
+    services = next(e for e in examples() if "[services." in e and ".verify." not in e)
     base = tables(people) + [t for t in tables(services) if top_key(t) == "services"]
     own = {top_key(t) for t in tables(example)}
-    return "".join(t for t in base if top_key(t) not in own) + example
+    first = re.search(r"(?m)^\[", example)
+    lead, rest = (example[: first.start()], example[first.start() :]) if first else (example, "")
+    return lead + "".join(t for t in base if top_key(t) not in own) + rest
 
 
 def test_the_docs_have_the_examples_this_test_loads():

@@ -104,7 +104,7 @@ def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
     assert problems_of(tmp_path, '[peple.alice]\nslack = "U1"\n') == ["peple: unknown key (did you mean people?)"]
     assert problems_of(tmp_path, 'colour = "blue"\n') == [
         "colour: unknown key; expected one of: people, groups, environments, services, triggers, schedules, "
-        "freezes, agents, github_environments"
+        "freezes, agents, github_environments, promotion, soak"
     ]
 
 

@@ -89,7 +89,8 @@ def test_no_freezes_is_fine(tmp_path):
 def test_freezes_is_a_known_top_level_key(tmp_path):
     assert problems_of(tmp_path, 'colour = "blue"\n') == [
         "colour: unknown key; expected one of: "
-        "people, groups, environments, services, triggers, schedules, freezes, agents, github_environments"
+        "people, groups, environments, services, triggers, schedules, freezes, agents, github_environments, "
+        "promotion, soak"
     ]
     assert problems_of(tmp_path, "[[freezess]]\n") == ["freezess: unknown key (did you mean freezes?)"]
 

@@ -4,7 +4,7 @@ module that says them; these cover the module as a whole and the sentences nothi
 from __future__ import annotations
 
 import inspect
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from bot.core import wording
 from bot.core.events import Change, CommitSummary, GitTag
@@ -111,6 +111,14 @@ SAMPLES = {
     "to": "the sre group",
     "file_name": "deploybot.toml",
     "file_names_them": True,
+    # promotion in order
+    "delta": timedelta(hours=2, minutes=5),
+    "previous": "staging",
+    "missing": "soaking",
+    "soak": timedelta(minutes=30),
+    "now": AT,
+    "last_good": ("v1.2.2", AT - timedelta(hours=2)),
+    "names": ["qa", "prod"],
     "seconds": 5400.0,
     "rate": 0.71,
     "fraction": 0.25,

@@ -1,4 +1,5 @@
-"""/deploys: an environment's deploy history with its locks, and POST /deploys/rollback."""
+"""/deploys: an environment's deploy history with its locks, POST /deploys/rollback and
+POST /deploys/promote."""
 
 from __future__ import annotations
 
@@ -63,6 +64,26 @@ async def rollback(request: Request, body: RollbackBody, a: Parts = Depends(the_
     if invalid:
         raise Invalid(invalid)
     text = commands.rollback_text(service, body.environment)
+    who = acting(request, a, body.user, text=text)
+    thread = await a.service.launch(text, who, channel="api")
+    await a.kick(thread.id)
+    return {"id": thread.id}
+
+
+@router.post("/deploys/promote", status_code=201)
+async def promote(request: Request, body: RollbackBody, a: Parts = Depends(the_parts)) -> dict[str, Any]:
+    """Starts a thread that deploys to the environment the newest commit of the service that
+    passed the one before it, as `promote SERVICE to ENV` in chat: the same rules (approval,
+    locks, the re-check) apply; the thread says what it found, or that nothing has passed."""
+    if body.environment not in a.policy.environments:
+        raise Invalid(wording.unknown_environment(body.environment, a.policy.environments))
+    service = a.policy.catalog.find(body.service) or body.service
+    invalid = a.policy.catalog.invalid(service, body.environment)
+    if invalid:
+        raise Invalid(invalid)
+    if a.policy.promotion.previous(service, body.environment) is None:
+        raise Invalid(wording.no_promotion_order(service, body.environment))
+    text = commands.promote_text(service, body.environment)
     who = acting(request, a, body.user, text=text)
     thread = await a.service.launch(text, who, channel="api")
     await a.kick(thread.id)

@@ -4,6 +4,7 @@ what runs and what waits; and GET / -> here."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import datetime
 
 from fastapi import APIRouter, Request
@@ -74,6 +75,11 @@ def _card(console: Console, who: Viewer, name: str, locks: list[Lock], records: 
     card.lock = model.held(whole, policy, who.identity) if whole else None
     card.services = model.service_rows(
         name, model.services_in(name, policy), records, locks, policy, who.identity, asked, who.may_start)
+    if who.may_start:  # its Promote button: where the service's promotion order takes the commit from
+        card.services = [
+            replace(row, promote_from=policy.promotion.previous(row.name, name) if row.in_catalog else None)
+            for row in card.services
+        ]
     card.freeze = model.freezing([*policy.freezes, *stopped], name, now)
     card.next_freeze = model.next_window(policy.freezes, name, now)
     card.stop = model.stop(name, stopped, policy, who.identity, who.may_start, console.freezes is not None)

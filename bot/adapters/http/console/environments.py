@@ -1,5 +1,5 @@
 """What the board's buttons ask for an environment (or one service there): Lock and Unlock,
-Stop and Resume deploys (for one environment, or all), Roll back. Each is the exact chat
+Stop and Resume deploys (for one environment, or all), Roll back, Promote. Each is the exact chat
 command, launched as the person, so the worker asks the policy again where every such
 command is carried out; asking it here first only refuses a forged form with a 403."""
 
@@ -31,6 +31,7 @@ def router(console: Console) -> APIRouter:
     r.post(PREFIX + "/stop")(console.route(stop_all))
     r.post(PREFIX + "/resume")(console.route(resume_all))
     r.post(PREFIX + "/environments/{environment}/services/{service_name}/rollback")(console.route(roll_back))
+    r.post(PREFIX + "/environments/{environment}/services/{service_name}/promote")(console.route(promote))
     return r
 
 
@@ -189,3 +190,22 @@ async def roll_back(console: Console, request: Request, environment: str, servic
             raise WrongState(f"deploy {shown} is no longer what is on {where}: reload the page and look again")
     thread = await console.launch(commands.rollback_text(service_name, environment), who)
     return back({}, f"{PREFIX}/threads/{thread.id}", "rollback")
+
+
+# --- promote ----------------------------------------------------------------------------------
+
+
+async def promote(console: Console, request: Request, environment: str, service_name: str) -> Response:
+    """Start a thread that promotes the service to the environment, as POST /deploys/promote
+    does: the exact command, so the thread finds the commit (or says there is none) and the
+    usual rules apply to its deploy."""
+    who = console.viewer(request)
+    await console.form(request, who)
+    if not who.may_start:
+        raise Forbidden(wording.shared_token_cannot("promote a service"))
+    console.known_environment(environment)
+    console.known_service(service_name, environment)
+    if console.policy.promotion.previous(service_name, environment) is None:
+        raise Invalid(wording.no_promotion_order(service_name, environment))
+    thread = await console.launch(commands.promote_text(service_name, environment), who)
+    return back({}, f"{PREFIX}/threads/{thread.id}", "promote")

@@ -416,7 +416,7 @@ def verifying(thread: Thread, viewer: Identity, policy: Policy) -> Verifying | N
                      started.on_failure, checks, policy.may_skip_verification(viewer, started.environment))
 
 
-BLOCKING = ("checks", "frozen")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
+BLOCKING = ("checks", "frozen", "promotion")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
 
 
 @dataclass(frozen=True)
@@ -533,6 +533,7 @@ class ServiceRow:
     current: Deployed | None = None  # its newest successful deploy
     failed: Deployed | None = None  # its newest deploy, when that failed
     lock: Held | None = None  # its own lock (the environment's is the card's)
+    promote_from: str | None = None  # the environment its Promote button takes the commit from (None: no button)
 
 
 @dataclass

@@ -61,6 +61,8 @@ NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the 
     "lock": "Lock asked for: it shows here once it is set.",
     "unlock": "Unlock asked for: it shows here once the lock is lifted.",
     "rollback": "Rollback asked for: this thread finds what to put back, and asks for approval where it must.",
+    "promote": "Promotion asked for: this thread finds the newest commit that passed the environment before, "
+               "and asks for approval where it must.",
     "approved-partly": "Approved: the deploy starts once enough other approvers have approved too.",
     "stop": "Stop asked for: the freeze shows here once deploys are stopped.",
     "resume": "Resume asked for: the freeze is gone from here once deploys may start again.",
