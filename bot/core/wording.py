@@ -948,8 +948,8 @@ def no_promotion_order(service: str, environment: str) -> str:
     )
 
 
-def order_unknown(names: Sequence[str], known: Iterable[str]) -> str:
-    return f"{', '.join(names)}: not an environment deploybot knows ({', '.join(sorted(known))})"
+def order_unknown(unknown: Sequence[str], known: Iterable[str]) -> str:
+    return f"{', '.join(unknown)}: not an environment deploybot knows ({', '.join(sorted(known))})"
 
 
 def order_repeats() -> str:

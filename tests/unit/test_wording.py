@@ -118,7 +118,7 @@ SAMPLES = {
     "soak": timedelta(minutes=30),
     "now": AT,
     "last_good": ("v1.2.2", AT - timedelta(hours=2)),
-    "names": ["qa", "prod"],
+    "unknown": ["qa", "prod"],
     "seconds": 5400.0,
     "rate": 0.71,
     "fraction": 0.25,
