@@ -17,7 +17,7 @@ from bot.adapters.redis import embedded as embedded_redis
 from bot.config.settings import Settings, config_problems
 from bot.core import commands, wording
 from bot.runtime.service import Refused
-from bot.wiring.children import fast_event_loops
+from bot.wiring import children
 
 
 def parser() -> argparse.ArgumentParser:
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings is None:
         return 2
     redacting = configure_logging(settings)
-    loop = fast_event_loops()  # before any event loop starts, or a git or deploy command
+    loop = children.fast_event_loops()  # before any event loop starts, or a git or deploy command
     if args.command == "serve":
         if not settings.api_token and (settings.slack or settings.email):
             print(
@@ -170,18 +170,18 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return serve(settings, worker=not args.no_worker, redacting=redacting, loop=loop)
     if args.command == "worker":
-        return asyncio.run(_work(settings))
+        return children.run(_work(settings))
     if args.command == "redis-stop":
         print("stopped" if embedded_redis.stop(settings.data_dir) else "not running")
         return 0
     if args.command == "mcp":
-        return asyncio.run(_mcp(settings, args.worker))
+        return children.run(_mcp(settings, args.worker))
     if args.command in ("tokens", "login-link"):
-        return asyncio.run(_credentials(settings, args))
+        return children.run(_credentials(settings, args))
     if args.command == "gc":
-        return asyncio.run(_gc(settings, args))
+        return children.run(_gc(settings, args))
     try:
-        return asyncio.run(_terminal(settings, args))
+        return children.run(_terminal(settings, args))
     except Refused as e:
         print(f"refused: {e.message}", file=sys.stderr)
         return 1

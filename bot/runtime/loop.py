@@ -50,6 +50,7 @@ from bot.core.events import (
     DoneForNow,
     Error,
     Event,
+    ListGitTags,
     RequestMoreInformation,
     ResumeDeploys,
     SenderConfirmationExpired,
@@ -67,6 +68,15 @@ from bot.runtime.deploying import Deploying, keep_renewing
 from bot.runtime.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore, Timers
 from bot.runtime.retry import retrying
 from bot.runtime.verifying import Verifying
+
+# Decisions a run may hold back and store with what follows them in one append (one Redis
+# round trip instead of three for "list tags", issue 29): listing tags only reads, and a
+# closing message ends the run. Only those an exact command decided (no model): a crash, or
+# someone writing meanwhile (the append is refused, and the run decides again from what is
+# stored), costs nothing but deciding them again; a model's answer is stored at once. Every
+# step that acts on the world (a deploy, a lock, an approval request) is stored first, with
+# whatever was held.
+HELD_DECISIONS = (ListGitTags, DoneForNow)
 
 log = logging.getLogger(__name__)
 
@@ -159,14 +169,14 @@ class Runner:
         # A backstop only: the policy's step limit pauses a run long before this.
         for _ in range(4 * self.policy.max_steps + 20):
             action = next_action(thread, self.policy, self.clock())
-            if isinstance(action, Stop):
-                return thread
             try:
+                if isinstance(action, Stop):
+                    return await journal.flush(thread)  # a lost race here decides again, as below
                 thread = await self._advance(thread, action, journal)
                 if isinstance(action, RunDeploy) and thread.status() == "waiting_for_lock":
                     return thread  # in line: woken when its turn may have come
             except Conflict:
-                thread = await self.store.refresh(thread)
+                thread = await self.store.refresh(journal.drop_held(thread))
             except LeaseLost:
                 raise
             except self.transient:
@@ -177,15 +187,20 @@ class Runner:
                 return await journal.fact(thread, [error])
         return thread
 
+    async def _decide(self, thread: Thread, journal: RunJournal) -> Thread:
+        step = await agent.decide(thread, self.llm, self.secrets, self.context_budget, self.policy.catalog)
+        if isinstance(step, HELD_DECISIONS) and step.source != "llm":
+            return journal.hold(thread, [step])
+        return await journal.decide(thread, [step])
+
     async def _advance(self, thread: Thread, action: Action, journal: RunJournal) -> Thread:
         now = self.clock()
         deploying = self.deploying
         match action:
             case Decide():
-                step = await agent.decide(thread, self.llm, self.secrets, self.context_budget, self.policy.catalog)
-                return await journal.decide(thread, [step])
+                return await self._decide(thread, journal)
             case RunTags():
-                return await journal.decide(thread, await steps.list_tags(action.step, deploying.deployers))
+                return journal.hold(thread, await steps.list_tags(action.step, deploying.deployers))
             case PlanPromotion():
                 planned = await promoting.plan(action.step, deploying.history, deploying.deployers, self.policy, now)
                 return await journal.decide(thread, [planned])
@@ -274,6 +289,34 @@ class RunJournal:
 
     runner: Runner
     owner: str
+    # Events decided but not stored yet (`hold`), and the thread as stored before them: see
+    # HELD_DECISIONS. Whatever is recorded next takes them along in the same append.
+    held: list[Event] = field(default_factory=list)
+    stored: Thread | None = None
+
+    def hold(self, thread: Thread, events: Sequence[Event]) -> Thread:
+        """Decide `events` without storing them yet: the thread as it will be once they are."""
+        events = self._recorded(events)
+        if self.stored is None:
+            self.stored = thread
+        self.held += events
+        return thread.extended(events)
+
+    def drop_held(self, thread: Thread) -> Thread:
+        """Forget what was held (the thread changed under it: it is decided again from what is
+        stored): the thread as stored."""
+        stored = self.stored or thread
+        self.held, self.stored = [], None
+        return stored
+
+    async def flush(self, thread: Thread) -> Thread:
+        """Store what was held (the run pauses, or records a fact)."""
+        return await self.decide(thread, []) if self.held else thread
+
+    def _with_held(self, thread: Thread, events: list[Event]) -> tuple[Thread, list[Event]]:
+        if not self.held or self.stored is None:
+            return thread, events
+        return self.stored, [*self.held, *events]
 
     def _recorded(self, events: Sequence[Event]) -> list[Event]:
         clean = [
@@ -283,14 +326,16 @@ class RunJournal:
         return stamped(clean, self.runner.clock())
 
     async def decide(self, thread: Thread, events: Sequence[Event]) -> Thread:
-        events = self._recorded(events)
+        thread, events = self._with_held(thread, self._recorded(events))
         thread = await self.runner.store.append(thread, events, self.owner)
+        self.held, self.stored = [], None
         await self._publish(thread, events)
         return thread
 
     async def fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """It must land whatever else did, so it waits out a store that is briefly
         unreachable (appending is idempotent: a resent append recognises itself)."""
+        thread = await self.flush(thread)
         events = self._recorded(events)
         async for attempt in retrying(FACT_RETRY_WAITS, self.runner.transient, f"recording {events[0].type}"):
             with attempt:

@@ -16,6 +16,10 @@ import asyncio
 import os
 import sys
 import warnings
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def watch_children_without_threads() -> bool:
@@ -33,21 +37,26 @@ def watch_children_without_threads() -> bool:
     return True
 
 
-def use_uvloop() -> bool:
-    """Make asyncio.run (and so every command but `serve`, which passes `loop="uvloop"` to
-    uvicorn) use uvloop where it is installed. True if it does."""
+
+def _uvloop() -> Any:
     try:
         import uvloop
     except ImportError:  # a platform without a wheel: the standard loop, with the pidfd watcher
-        return False
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    return True
+        return None
+    return uvloop
 
 
 def fast_event_loops() -> str:
-    """uvloop, else the standard loop with children watched by pidfd where that works: the
-    loop's name for uvicorn ("uvloop" or "asyncio")."""
-    if use_uvloop():
+    """The loop `python -m bot` runs on, by name for uvicorn ("uvloop" or "asyncio"); with the
+    standard loop, children are watched by pidfd where that works. No event loop policy is
+    set: a process that calls bot.__main__.main (a test) keeps its own loops as they were."""
+    if _uvloop() is not None:
         return "uvloop"
     watch_children_without_threads()
     return "asyncio"
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run on the loop fast_event_loops chose."""
+    uvloop = _uvloop()
+    return uvloop.run(main) if uvloop is not None else asyncio.run(main)

@@ -74,9 +74,11 @@ def test_every_command_runs_once(run):
     assert thread in run("threads", "list", "--status", "done", "--limit", "5")
     assert f'"id": "{thread}"' in run("threads", "show", thread)
     assert run("threads", "show", thread, "--markdown").startswith(f"# Thread {thread}")
-    forked = re.search(r"new thread (\w+)", run("threads", "fork", thread, "--at", "1"))[1]
-    assert f"cancelled {forked}" in run("threads", "cancel", forked, "--reason", "a try", "--user", "alice")
-    assert f"[cancelled] thread {forked}" in run("threads", "resume", forked)
+    assert re.search(r"new thread (\w+)", run("threads", "fork", thread, "--at", "1"))
+    # a finished thread is never cancelled: one waiting for its approval is
+    waiting = re.match(r"thread (\w+)", run("chat", "deploy backend v0.1.0 to production", "--user", "alice"))[1]
+    assert f"cancelled {waiting}" in run("threads", "cancel", waiting, "--reason", "a try", "--user", "alice")
+    assert f"[cancelled] thread {waiting}" in run("threads", "resume", waiting)
     assert "Stopped all deploys to production" in run("freeze", "production", "--reason", "incident", "--user", "alice")
     assert "Deploys to production may start again" in run("unfreeze", "production", "--user", "alice")
     assert "On staging: backend v0.1.0" in run("deploys", "staging")
