@@ -358,8 +358,9 @@ def _tool_called(e: ToolCalled, s: _Style) -> str:
 
 
 def _verification_started(e: VerificationStarted, s: _Style) -> str:
+    checks = f"{len(e.checks)} check{'s' if len(e.checks) != 1 else ''}"
     return (f"verifying {s.text(e.service)} {s.text(e.tag)} in {s.text(e.environment)} until "
-            f"{wording.utc(e.ends_at)} ({len(e.checks)} checks; on failure: {s.text(e.on_failure)})")
+            f"{wording.utc(e.ends_at)} ({checks}; on failure: {s.text(e.on_failure)})")
 
 
 def _check_observed(e: CheckObserved, s: _Style) -> str:

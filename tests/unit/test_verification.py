@@ -305,3 +305,10 @@ async def test_a_thread_cancelled_during_its_bake_lets_the_lock_go_with_no_verdi
     thread = await runner.run(thread.id)
     assert thread.status() == "cancelled" and list(thread.of(VerificationEnded)) == []
     assert await parts.environments.holder("staging", "backend") is None
+
+
+def test_the_transcript_counts_the_checks_of_a_bake_in_words():
+    from bot.core.transcript import line
+
+    assert "(2 checks; on failure: propose)" in line(bake())
+    assert "(1 check; on failure: propose)" in line(bake().model_copy(update={"checks": [HEALTH]}))
