@@ -509,6 +509,11 @@ class Deploying:
         invalid = self.policy.invalid_deploy(step) or self.policy.may_request(asker, step.environment)
         if invalid:
             return Error(kind="validation", step_id=step.id, message=invalid)
+        return await self.commit_for(step)
+
+    async def commit_for(self, step: Deploy) -> str | Error:
+        """The commit the step's tag points to now, or the error that says why there is none:
+        an unknown service, no such tag (with the newest ones), the tags unreadable."""
         versions: Versions | None = self.deployers.get(step.service)
         if versions is None:  # in the policy's catalog, but not built (a thread older than it)
             unknown = wording.unknown_service(step.service, self.deployers)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.core import commands, people, wording
-from bot.core.events import Change, DeployService, GitTag
+from bot.core.events import Change, DeployService, Error, GitTag
 from bot.runtime.deploying import Deploying
 from bot.runtime.ports import Check, DeployerError, Versions
 
@@ -141,18 +141,12 @@ def step_for(deploying: Deploying, service: str, tag: str, environment: str) -> 
 
 
 async def commit_of(deploying: Deploying, step: DeployService) -> str:
-    """The commit the step's tag names now, or the Refusal (no such tag, or it cannot be read)."""
-    versions = deploying.deployers.get(step.service)
-    if versions is None:
-        raise Refusal(wording.unknown_service(step.service, deploying.deployers))
-    try:
-        commit = await versions.resolve(step.tag)
-        if commit:
-            return commit
-        newest = [t.name for t in (await versions.list_tags())[:5]]
-    except DeployerError as e:
-        raise Refusal(wording.tag_lookup_failed(step.tag, e)) from None
-    raise Refusal(wording.no_such_tag(step.tag, newest))
+    """The commit the step's tag names now, or the Refusal (no such tag, or it cannot be read):
+    the deploy path's own lookup, so the form refuses what a chat request would."""
+    found = await deploying.commit_for(step)
+    if isinstance(found, Error):
+        raise Refusal(found.message)
+    return found
 
 
 async def preview(deploying: Deploying, step: DeployService, commit: str, frozen: str) -> Preview:
