@@ -25,8 +25,6 @@ from bot.testing.prometheus import QUERY, Exporter, PrometheusServer
 from bot.wiring.app import App, build, fire_timers
 from tests.helpers import eventually, ledger_lines, reply
 
-pytestmark = pytest.mark.skipif(not Path("/usr/bin/prometheus").exists(), reason="needs Debian's prometheus")
-
 BAKE = 3  # seconds
 
 
