@@ -2,8 +2,8 @@
 watched without a thread each (issue 29).
 
 uvloop (libuv) where it is installed (a dependency on Linux and macOS): the same asyncio API at
-about a third less CPU per run and per request (docs/benchmarks.md), and it watches children
-itself, without threads. Without it, the standard loop:
+less CPU per run and per request (measured with bench/run_cost.py: about a tenth of the
+worker's, docs/benchmarks.md), and it watches children itself, without threads. Without it, the standard loop:
 
 Python 3.11's default child watcher (ThreadedChildWatcher) starts a thread per child process
 to wait for it; a pidfd, where the kernel has one (Linux 5.3+), lets the event loop itself
@@ -35,7 +35,6 @@ def watch_children_without_threads() -> bool:
         warnings.simplefilter("ignore", DeprecationWarning)
         asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
     return True
-
 
 
 def _uvloop() -> Any:
