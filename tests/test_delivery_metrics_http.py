@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from bot.runtime.ports import DeployRecord
-from bot.testing.cluster import free_port
+from bot.testing.prometheus import PrometheusServer
 
 TOKEN = "metrics-shared-token-value"
 PROMETHEUS = "/usr/bin/prometheus"
@@ -92,42 +92,30 @@ async def test_delivery_metrics_of_a_seeded_history_behind_the_token(api, app, g
            'service="backend"} 1.0' in scraped
 
 
-def start_prometheus(tmp_path: Path, port: int) -> subprocess.Popen:
-    return subprocess.Popen(
-        [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+async def answer(prom: httpx.AsyncClient, query: str) -> list:
+    """What Prometheus answers for `query`; nothing while it is not up or not ready (a 503 in
+    plain text while it starts)."""
+    try:
+        response = await prom.get("/api/v1/query", params={"query": query})
+    except httpx.TransportError:
+        return []
+    return response.json()["data"]["result"] if response.status_code == 200 else []
 
 
-async def test_a_real_prometheus_scrapes_the_counters_with_the_token(api, app, git_repo, tmp_path):
+async def test_a_real_prometheus_scrapes_the_counters_with_the_token(api, app, git_repo):
     if not os.access(PROMETHEUS, os.X_OK):
         pytest.fail(f"{PROMETHEUS} is missing: `make install` installs it (apt-get install prometheus)")
     await seed(app, git_repo, datetime.now(UTC))
-    (tmp_path / "token").write_text(TOKEN)
-    (tmp_path / "prometheus.yml").write_text(f"""
-global: {{scrape_interval: 1s, evaluation_interval: 1s}}
-scrape_configs:
-  - job_name: deploybot
-    authorization: {{type: Bearer, credentials_file: {tmp_path / "token"}}}
-    static_configs: [{{targets: ["{api.base_url.host}:{api.base_url.port}"]}}]
-""")
-    port = free_port()
-    prometheus = start_prometheus(tmp_path, port)
+    prometheus = PrometheusServer(f"{api.base_url.host}:{api.base_url.port}", job="deploybot", bearer=TOKEN)
     query = 'deploybot_deploys_total{service="backend",environment="production",outcome="success"}'
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as prom:
+        async with httpx.AsyncClient(base_url=prometheus.url) as prom:
             deadline = time.monotonic() + 60
-            while True:
-                try:
-                    result = (await prom.get("/api/v1/query", params={"query": query})).json()["data"]["result"]
-                except httpx.TransportError:
-                    result = []
-                if result:
-                    break
-                assert time.monotonic() < deadline and prometheus.poll() is None, "Prometheus read nothing"
+            while not (result := await answer(prom, query)):
+                assert time.monotonic() < deadline and prometheus.process.poll() is None, "Prometheus read nothing"
                 await asyncio.sleep(0.2)
             assert result[0]["value"][1] == "4"
-            up = (await prom.get("/api/v1/query", params={"query": 'up{job="deploybot"}'})).json()["data"]["result"]
+            up = await answer(prom, 'up{job="deploybot"}')
             assert up[0]["value"][1] == "1"
     finally:
-        prometheus.terminate()
-        prometheus.wait(timeout=30)
+        prometheus.stop()

@@ -62,14 +62,19 @@ class Exporter:
 class PrometheusServer:
     """Prometheus in a temporary directory, scraping `target` (host:port) every second."""
 
-    def __init__(self, target: str, scrape_interval: str = "1s") -> None:
+    def __init__(self, target: str, scrape_interval: str = "1s", job: str = "app", bearer: str = "") -> None:
+        """`bearer`: a token Prometheus sends with each scrape (from a file, as its docs advise)."""
         self.dir = Path(tempfile.mkdtemp(prefix="prometheus-"))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        auth = ""
+        if bearer:
+            (self.dir / "token").write_text(bearer)
+            auth = f"    authorization: {{type: Bearer, credentials_file: {self.dir / 'token'}}}\n"
         config = self.dir / "prometheus.yml"
         config.write_text(
             f"global:\n  scrape_interval: {scrape_interval}\n  evaluation_interval: {scrape_interval}\n"
-            f"scrape_configs:\n  - job_name: app\n    static_configs:\n      - targets: ['{target}']\n"
+            f"scrape_configs:\n  - job_name: {job}\n{auth}    static_configs:\n      - targets: ['{target}']\n"
         )
         self.process = subprocess.Popen(
             [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.dir / 'data'}",
