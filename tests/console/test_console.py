@@ -270,7 +270,10 @@ def test_lock_and_unlock(context, console: Console):
     expect(staging).to_contain_text("Not locked.", timeout=LIVE)
     expect(staging.get_by_role("button", name="Lock staging", exact=True)).to_be_visible()
 
-    # one service there: `lock backend in staging: REASON`, as in chat
+    # one service there: `lock backend in staging: REASON`, as in chat. A fresh page first: the
+    # unlock's live update can still replace the board while the form is filled (under load the
+    # typed reason went with the replaced form)
+    page.reload()
     backend = row(page, "backend", "staging")
     backend.get_by_label("Reason to lock backend in staging", exact=True).fill("hotfix <i>first</i>")
     backend.get_by_role("button", name="Lock backend in staging", exact=True).click()
