@@ -18,6 +18,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.adapters.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
 from bot.adapters.redis.keys import slack_conversation
+from bot.runtime.service import NotFound
 from bot.testing.fake_slack import BOT_USER, FakeSlack
 from tests.helpers import eventually, ledger_lines, reply
 
@@ -125,7 +126,10 @@ async def settled(app, slack_ts: str, within: float = 15):
         thread_id = await bot_thread(app, slack_ts)
         if thread_id:
             await app.worker.idle()
-            thread = await app.service.get(thread_id)
+            try:
+                thread = await app.service.get(thread_id)
+            except NotFound:  # the conversation is bound a moment before its thread is stored
+                return None
             if thread.status() != "running":
                 return thread
         return None
