@@ -38,9 +38,13 @@ class ThreadStore(Protocol):
     """Threads: their events, and the lease that lets one run decide at a time."""
 
     async def create(
-        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
+        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None,
+        handoff: WorkQueue | None = None,
     ) -> Thread:
-        """A new thread; with `thread_id`, raises ThreadExists if that id is taken."""
+        """A new thread; with `thread_id`, raises ThreadExists if that id is taken.
+        `handoff`: the thread is also pushed on that queue, once it is stored (a worker that
+        takes it finds it), in the same round trip where the store can (issue 29). A create
+        of an id that was taken may push it anyway: a worker then finds nothing new to do."""
         ...
 
     async def load(self, thread_id: str) -> Thread: ...

@@ -29,7 +29,7 @@ from bot.core.people import AGENT, API, EMAIL, SLACK, Directory, Identity
 from bot.core.policy import Policy
 from bot.core.thread import ACTIVE, FINISHED, STATUSES, Origin, Thread
 from bot.runtime.clock import utcnow
-from bot.runtime.ports import Conflict, Notifier, ThreadNotFound, ThreadStore
+from bot.runtime.ports import Conflict, Notifier, ThreadNotFound, ThreadStore, WorkQueue
 
 log = logging.getLogger(__name__)
 RELEASE_MARGIN = timedelta(minutes=10)  # a run releases its thread well within this of its last event
@@ -124,17 +124,20 @@ class ThreadService:
         thread_id: str | None = None,
         evidence: str = "",
         then: Sequence[Event] = (),
+        handoff: WorkQueue | None = None,
     ) -> Thread:
         """`evidence`: the channel's detail for an audit when it is more than the identity's
         (an email's Message-ID besides its address). `then`: events recorded with the first
-        message (a SenderConfirmationRequested, for a sender nothing proved)."""
+        message (a SenderConfirmationRequested, for a sender nothing proved). `handoff`: the
+        queue the new thread is pushed on for a worker, with its creation (ThreadStore.create),
+        so the caller need not kick it."""
         if not text.strip():
             raise Invalid(wording.empty_message())
         identity = self.identify(who, channel)
         await self._within_limits(identity)
         message = UserMessage(text=text, channel=channel, **said_by(identity, evidence))
         events = stamped([message, *then], self.clock())
-        thread = await self.store.create(origin or Origin(channel=channel), events, thread_id)
+        thread = await self.store.create(origin or Origin(channel=channel), events, thread_id, handoff)
         for event in events:
             await self._publish(thread, event)
         return thread

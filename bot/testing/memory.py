@@ -35,6 +35,7 @@ from bot.runtime.ports import (
     Removal,
     ThreadExists,
     ThreadNotFound,
+    WorkQueue,
 )
 
 Monotonic = Callable[[], float]  # seconds, like time.monotonic
@@ -171,7 +172,8 @@ class MemoryThreadStore:
         )
 
     async def create(
-        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
+        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None,
+        handoff: WorkQueue | None = None,
     ) -> Thread:
         if not events:
             raise ValueError("a thread starts with at least one event")
@@ -185,6 +187,8 @@ class MemoryThreadStore:
         self._touch(thread_id)
         thread = Thread(thread_id, tuple(events), origin)
         self._index(thread)
+        if handoff is not None:
+            await handoff.push(thread_id)
         return thread
 
     async def load(self, thread_id: str) -> Thread:

@@ -52,6 +52,43 @@ async def test_a_create_sent_again_returns_the_thread_it_made(store):
     assert (await store.load("resent")).version == 1
 
 
+class Pushed:
+    """A WorkQueue that only remembers what was pushed (the memory backend's)."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    async def push(self, thread_id: str) -> None:
+        self.ids.append(thread_id)
+
+
+async def handed_off(backend, queue) -> list[str]:
+    """What was pushed since the last look (a worker's take)."""
+    if isinstance(queue, Pushed):
+        taken, queue.ids = queue.ids, []
+        return taken
+    return [w.thread_id for w in await queue.take("w1", 10, 10)]
+
+
+@pytest.fixture
+def queue(backend):
+    if backend.name == "memory":
+        return Pushed()
+    from bot.adapters.redis.work import RedisWorkQueue
+
+    return RedisWorkQueue(backend.store.redis)
+
+
+async def test_a_thread_created_with_a_handoff_is_queued_once_it_is_stored(backend, store, queue):
+    # On one Redis server the push rides in the creation's pipeline, behind it; on a cluster
+    # it is sent after (another node could run it first): either way a worker finds the thread.
+    thread = await store.create(Origin(), [hello()], handoff=queue)
+    assert await handed_off(backend, queue) == [thread.id]
+    assert (await store.load(thread.id)).version == 1
+    plain = await store.create(Origin(), [hello()])
+    assert plain.id != thread.id and await handed_off(backend, queue) == []  # no handoff, no push
+
+
 async def test_an_unknown_thread_is_not_found(store):
     with pytest.raises(ThreadNotFound):
         await store.load("nope")

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from bot.core.policy import Policy
 from bot.runtime.delivery import Delivery
 from bot.runtime.deploying import Deploying
-from bot.runtime.ports import DeployCounters, FreezeStore, Health, History, Locks, Route
+from bot.runtime.ports import DeployCounters, FreezeStore, Health, History, Locks, Route, WorkQueue
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 
 SESSION_COOKIE = "deploybot_session"  # set by a sign-in link, read by the front door
@@ -55,6 +55,11 @@ class Parts(Protocol):
 
     @property
     def service(self) -> ThreadService: ...
+
+    @property
+    def queue(self) -> WorkQueue:
+        """Where threads wait for a worker (`kick` pushes on it)."""
+        ...
 
     @property
     def policy(self) -> Policy: ...

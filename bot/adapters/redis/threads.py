@@ -39,10 +39,11 @@ from bot.adapters.redis import cursors, packing, scripts
 from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.replicas import Replicas
 from bot.adapters.redis.replies import text
+from bot.adapters.redis.work import RedisWorkQueue
 from bot.core import events as ev
 from bot.core.events import Event, new_id
 from bot.core.thread import FINISHED, STATUSES, Origin, Thread
-from bot.runtime.ports import Conflict, LeaseLost, Removal, ThreadExists, ThreadNotFound
+from bot.runtime.ports import Conflict, LeaseLost, Removal, ThreadExists, ThreadNotFound, WorkQueue
 from bot.runtime.retry import retrying
 
 log = logging.getLogger(__name__)
@@ -215,7 +216,8 @@ class RedisThreadStore:
         self.replicas = replicas  # None: writes never WAIT (no replicas, or a cluster)
 
     async def create(
-        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None
+        self, origin: Origin, events: Sequence[Event], thread_id: str | None = None,
+        handoff: WorkQueue | None = None,
     ) -> Thread:
         if not events:
             raise ValueError("a thread starts with at least one event")
@@ -226,23 +228,30 @@ class RedisThreadStore:
         args: list[float | str] = [now, origin.dump(), *(ev.dump(e) for e in events)]
         # One round trip: the thread's keys in one script (one cluster slot), the global
         # recency index and the status index beside it in the same pipeline (not a
-        # transaction: other slots), then WAIT for a replica when there is one.
+        # transaction: other slots), then WAIT for a replica when there is one, then the
+        # handoff when it can follow in order (one server); else it is pushed after.
         wait_ms = await self.replicas.timeout_ms() if self.replicas else 0
+        along = handoff if isinstance(handoff, RedisWorkQueue) and handoff.shares(self.redis) else None
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.eval(_CREATE, len(keys), *keys, *args)
             pipe.zadd(self.keys.recent(), {thread_id: now}, nx=True)
             self._index_in(pipe, thread, now)
             if wait_ms:
                 pipe.wait(1, wait_ms)
-            created, _, _, *acked = await pipe.execute()
-        if self.replicas and acked:
-            self.replicas.acked(acked[0], f"thread {thread_id}: creating it")
+            if along is not None:
+                along.push_in(pipe, thread_id)
+            created, _, _, *rest = await pipe.execute()
+        if self.replicas and wait_ms:
+            self.replicas.acked(rest[0], f"thread {thread_id}: creating it")
         if not created:
             existing = await self.load(thread_id)
             await self.index(existing)  # ours went to the index with the thread that was there
             if await self._landed(thread_id, 0, events):
-                return existing
-            raise ThreadExists(thread_id)
+                thread = existing
+            else:
+                raise ThreadExists(thread_id)
+        if handoff is not None and along is None:
+            await handoff.push(thread_id)
         return thread
 
     async def load(self, thread_id: str) -> Thread:

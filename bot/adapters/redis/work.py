@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
 from bot.adapters.redis.keys import Keys
@@ -36,7 +37,17 @@ class RedisWorkQueue:
         self._cursor: bytes | str = "0-0"
 
     async def push(self, thread_id: str) -> None:
-        await self.redis.xadd(self.stream, {"thread": thread_id})
+        await self.push_in(self.redis, thread_id)
+
+    def push_in(self, pipe: Any, thread_id: str) -> Any:
+        """The push as a command of `pipe` (a pipeline of this queue's server, or the client)."""
+        return pipe.xadd(self.stream, {"thread": thread_id})
+
+    def shares(self, redis: Redis) -> bool:
+        """Whether a pipeline of `redis` may carry this queue's push in order behind other
+        commands: the same client, and not a cluster (whose pipeline sends to each node
+        apart, so the push could land before what it follows)."""
+        return redis is self.redis and not isinstance(redis, RedisCluster)
 
     async def take(self, worker: str, count: int, block_ms: int, done: Sequence[str] = ()) -> list[Work]:
         if done:  # one round trip: acknowledge and delete what is done, then read (issue 29)
