@@ -180,13 +180,14 @@ class MemoryThreadStore:
         await _round_trip()
         thread_id = thread_id or new_id()
         if thread_id in self._threads:
-            if self._landed(thread_id, 0, events):
-                return self._thread(thread_id, self._threads[thread_id])
-            raise ThreadExists(thread_id)
-        self._threads[thread_id] = _Stored(origin.dump(), [ev.dump(e) for e in events])
-        self._touch(thread_id)
-        thread = Thread(thread_id, tuple(events), origin)
-        self._index(thread)
+            if not self._landed(thread_id, 0, events):
+                raise ThreadExists(thread_id)
+            thread = self._thread(thread_id, self._threads[thread_id])  # a resent create: still handed off
+        else:
+            self._threads[thread_id] = _Stored(origin.dump(), [ev.dump(e) for e in events])
+            self._touch(thread_id)
+            thread = Thread(thread_id, tuple(events), origin)
+            self._index(thread)
         if handoff is not None:
             await handoff.push(thread_id)
         return thread

@@ -82,11 +82,16 @@ def queue(backend):
 async def test_a_thread_created_with_a_handoff_is_queued_once_it_is_stored(backend, store, queue):
     # On one Redis server the push rides in the creation's pipeline, behind it; on a cluster
     # it is sent after (another node could run it first): either way a worker finds the thread.
-    thread = await store.create(Origin(), [hello()], handoff=queue)
+    events = [hello()]
+    thread = await store.create(Origin(), events, handoff=queue)
     assert await handed_off(backend, queue) == [thread.id]
     assert (await store.load(thread.id)).version == 1
     plain = await store.create(Origin(), [hello()])
     assert plain.id != thread.id and await handed_off(backend, queue) == []  # no handoff, no push
+    # A create sent again (its connection broke after the first send ran) is handed off again:
+    # whether the first push went out is not known, and a second run finds nothing to do.
+    assert await store.create(Origin(), events, thread.id, handoff=queue) == thread
+    assert await handed_off(backend, queue) == [thread.id]
 
 
 async def test_an_unknown_thread_is_not_found(store):
