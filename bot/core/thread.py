@@ -6,8 +6,9 @@ finished") is always derived here from the events, never stored beside them.
 
 from __future__ import annotations
 
+import functools
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, NamedTuple, TypeVar
@@ -58,7 +59,25 @@ FINISHED: tuple[Status, ...] = ("done", "failed", "cancelled")
 ACTIVE: tuple[Status, ...] = tuple(s for s in STATUSES if s not in FINISHED)
 """Statuses where the bot or a person still has something to do: what the sweep looks at."""
 E = TypeVar("E")
+A = TypeVar("A")
 NOBODY = Identity(None, "", "")  # no one: no powers
+
+
+def _once(question: Callable[[Thread], A]) -> Callable[[Thread], A]:
+    """A question of the events alone, answered once per Thread: its events never change, and a
+    run asks the same ones many times while it decides (issue 29: CPU per run). The answer is
+    kept in the instance's __dict__, which a frozen dataclass lets us write and which neither
+    its fields, its equality nor its repr include."""
+    key = f"_once_{question.__name__}"
+
+    @functools.wraps(question)
+    def answer(self: Thread) -> A:
+        kept = self.__dict__
+        if key not in kept:
+            kept[key] = question(self)
+        return kept[key]  # type: ignore[no-any-return]
+
+    return answer
 
 
 class Origin(BaseModel):
@@ -127,6 +146,7 @@ class Thread:
         """The events of one type, oldest first."""
         return (e for e in self.events if isinstance(e, kind))
 
+    @_once
     def last_step(self) -> tuple[int, Step] | None:
         for i in range(len(self.events) - 1, -1, -1):
             event = self.events[i]
@@ -206,8 +226,14 @@ class Thread:
 
     def sender_confirmation(self, confirmation_id: str | None = None) -> SenderConfirmationRequested | None:
         """The newest request to confirm a sender (or the one named `confirmation_id`)."""
-        asked = [e for e in self.of(SenderConfirmationRequested) if confirmation_id in (None, e.confirmation_id)]
+        if confirmation_id is None:
+            return self._newest_sender_confirmation()
+        asked = [e for e in self.of(SenderConfirmationRequested) if e.confirmation_id == confirmation_id]
         return asked[-1] if asked else None
+
+    @_once
+    def _newest_sender_confirmation(self) -> SenderConfirmationRequested | None:
+        return next((e for e in reversed(self.events) if isinstance(e, SenderConfirmationRequested)), None)
 
     def sender_confirmed(self, confirmation_id: str) -> SenderConfirmed | None:
         return next((e for e in self.of(SenderConfirmed) if e.confirmation_id == confirmation_id), None)
@@ -263,6 +289,7 @@ class Thread:
             return None
         return started
 
+    @_once
     def cancelled(self) -> Cancelled | None:
         return next((e for e in self.of(Cancelled)), None)
 
@@ -345,6 +372,14 @@ class Thread:
         approval request expired by then waits for a human's reply (the approval would be
         refused; a reply re-plans), so it is "waiting_for_human", not "waiting_for_approval".
         Without `now` (the reducer) an expiry is not seen here: the deploy's re-check refuses it."""
+        status = self._status()
+        if status == "waiting_for_approval" and now is not None and self.expired_approval(now):
+            return "waiting_for_human"
+        return status
+
+    @_once
+    def _status(self) -> Status:
+        """The status without a clock: the only part `now` changes is an expired approval's."""
         if self.cancelled():
             return "cancelled"
         if self.waiting_for_sender():
@@ -354,7 +389,7 @@ class Thread:
         if self.verifying():
             return "verifying"
         if self.pending_approval():
-            return "waiting_for_human" if now is not None and self.expired_approval(now) else "waiting_for_approval"
+            return "waiting_for_approval"
         last = self.last_step()
         if last and isinstance(last[1], DEPLOY_STEPS) and self.outcome(last[1]) is None \
                 and not self.started(last[1].id) and self.queued(last[1].id):

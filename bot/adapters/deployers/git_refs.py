@@ -24,16 +24,17 @@ Signature = tuple[tuple[str, int, int, int], ...]
 def signature(common_dir: Path) -> Signature | None:
     """The stat of every file and directory a tag's change touches in `common_dir` (a
     repository's common git directory); None when it cannot be trusted (too recent, or a
-    file could not be read): then the caller lists the tags again."""
+    file could not be read): then the caller lists the tags again. Paths are plain strings:
+    this runs on every run, and pathlib's objects cost more than the stats (issue 29)."""
     entries: list[tuple[str, int, int, int]] = []
     try:
-        for path in _watched(common_dir):
+        for path in _watched(os.fspath(common_dir)):
             try:
                 st = os.stat(path)
             except FileNotFoundError:
-                entries.append((str(path), 0, 0, 0))
+                entries.append((path, 0, 0, 0))
                 continue
-            entries.append((str(path), st.st_mtime_ns, st.st_ino, st.st_size))
+            entries.append((path, st.st_mtime_ns, st.st_ino, st.st_size))
     except OSError:
         return None
     newest = max(e[1] for e in entries)
@@ -42,18 +43,19 @@ def signature(common_dir: Path) -> Signature | None:
     return tuple(entries)
 
 
-def _watched(common_dir: Path) -> list[Path]:
+def _watched(common_dir: str) -> list[str]:
     """packed-refs, reftable/tables.list, and refs/tags with every directory below it (a tag
     named release/v1 lives in refs/tags/release/)."""
-    found = [common_dir / "packed-refs", common_dir / "reftable" / "tables.list", common_dir / "refs" / "tags"]
-    pending = [common_dir / "refs" / "tags"]
+    tags = os.path.join(common_dir, "refs", "tags")
+    found = [os.path.join(common_dir, "packed-refs"), os.path.join(common_dir, "reftable", "tables.list"), tags]
+    pending = [tags]
     while pending:
         try:
             with os.scandir(pending.pop()) as it:
                 for entry in it:
                     if entry.is_dir(follow_symlinks=False):
-                        found.append(Path(entry.path))
-                        pending.append(Path(entry.path))
+                        found.append(entry.path)
+                        pending.append(entry.path)
         except FileNotFoundError:
             continue
     return found
