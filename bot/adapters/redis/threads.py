@@ -150,11 +150,13 @@ return 'removed'
 
 # The status index, one slot. KEYS: the `indexed` hash, the to-compact set, then one sorted
 # set per status. ARGV: thread id, version, status, score (now), whether the status is a
-# finished one ('1'/'0'), then the status of each sorted set, in KEYS' order.
+# finished one ('1'/'0'), then the statuses of the sorted sets in KEYS' order, as one
+# space-separated argument (one to encode, not one per status: issue 29).
 # Returns 1, or 0 when the index already has a newer version.
 _INDEX = """
 local byname = {}
-for i = 6, #ARGV do byname[ARGV[i]] = KEYS[i - 3] end
+local i = 3
+for name in string.gmatch(ARGV[6], '%S+') do byname[name] = KEYS[i]; i = i + 1 end
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 local was_finished = false
 if old then
@@ -173,6 +175,7 @@ else
 end
 return 1
 """
+_STATUS_NAMES = " ".join(STATUSES)  # _INDEX's last argument
 # KEYS and ARGV[1] as _INDEX: forget the thread.
 _UNINDEX = """
 for i = 2, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
@@ -379,12 +382,12 @@ class RedisThreadStore:
         status = thread.status()
         keys = self._index_keys()
         pipe.eval(_INDEX, len(keys), *keys, thread.id, thread.version, status, now,
-                  "1" if status in FINISHED else "0", *STATUSES)
+                  "1" if status in FINISHED else "0", _STATUS_NAMES)
 
     async def index(self, thread: Thread) -> None:
         status = thread.status()
         await self._script(_INDEX, self._index_keys(), thread.id, thread.version, status, time.time(),
-                           "1" if status in FINISHED else "0", *STATUSES)
+                           "1" if status in FINISHED else "0", _STATUS_NAMES)
 
     async def listed(
         self, statuses: Sequence[str] | None, limit: int, cursor: str | None = None
