@@ -142,7 +142,6 @@ class Seeder:
     async def finished(self, n: int) -> None:
         keys = self.keys
         index_keys = self.app.store._index_keys()
-        statuses = thread_store.STATUSES
         for first in range(0, n, PIPELINE):
             now = time.time()
             async with self.app.redis.pipeline(transaction=False) as pipe:
@@ -152,8 +151,8 @@ class Seeder:
                     pipe.evalsha(scripts.sha(thread_store._CREATE), 3, keys.meta(tid), keys.events(tid),
                                  keys.packed(tid), now, origin.dump(), *dumped)
                     pipe.zadd(keys.recent(), {tid: now}, nx=True)
-                    pipe.evalsha(scripts.sha(thread_store._INDEX), len(index_keys), *index_keys, tid,
-                                 template.version, "done", now, "1", *statuses)
+                    pipe.evalsha(scripts.sha(thread_store._INDEX), len(index_keys), *index_keys,
+                                 *thread_store.index_args(tid, template.version, "done", now))
                     if kind == "slack":
                         assert origin.slack_channel and origin.slack_thread_ts
                         scope = names.slack_conversation(origin.slack_channel, origin.slack_thread_ts + tid[:4])

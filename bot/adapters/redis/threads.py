@@ -176,6 +176,12 @@ end
 return 1
 """
 _STATUS_NAMES = " ".join(STATUSES)  # _INDEX's last argument
+
+
+def index_args(thread_id: str, version: int, status: str, now: float) -> list[str | int | float]:
+    """_INDEX's ARGV for a thread at `version` in `status` (also bench/growth.py's, which seeds
+    the index directly)."""
+    return [thread_id, version, status, now, "1" if status in FINISHED else "0", _STATUS_NAMES]
 # KEYS and ARGV[1] as _INDEX: forget the thread.
 _UNINDEX = """
 for i = 2, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
@@ -379,15 +385,12 @@ class RedisThreadStore:
         return [self.keys.indexed(), self.keys.to_compact(), *(self.keys.by_status(s) for s in STATUSES)]
 
     def _index_in(self, pipe: Any, thread: Thread, now: float) -> None:
-        status = thread.status()
         keys = self._index_keys()
-        pipe.eval(_INDEX, len(keys), *keys, thread.id, thread.version, status, now,
-                  "1" if status in FINISHED else "0", _STATUS_NAMES)
+        pipe.eval(_INDEX, len(keys), *keys, *index_args(thread.id, thread.version, thread.status(), now))
 
     async def index(self, thread: Thread) -> None:
-        status = thread.status()
-        await self._script(_INDEX, self._index_keys(), thread.id, thread.version, status, time.time(),
-                           "1" if status in FINISHED else "0", _STATUS_NAMES)
+        args = index_args(thread.id, thread.version, thread.status(), time.time())
+        await self._script(_INDEX, self._index_keys(), *args)
 
     async def listed(
         self, statuses: Sequence[str] | None, limit: int, cursor: str | None = None
