@@ -206,9 +206,9 @@ class Console:
         page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
-@pytest.fixture(scope="module")
-def console(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    tmp = tmp_path_factory.mktemp("console")
+def serve_console(redis_url: str, tmp: Path, config: str, repo: Path, port: int | None = None) -> Iterator[Console]:
+    """A `python -m bot serve` of its own on an emptied Redis, with `config` as its deploybot.toml
+    and `repo` as its repository (`port`: when the config must name it first); stopped after."""
 
     async def flush() -> None:
         redis = Redis.from_url(redis_url)
@@ -216,17 +216,14 @@ def console(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         await redis.aclose()
 
     in_a_thread(flush())
-    config = tmp / "deploybot.toml"
-    config.write_text(PEOPLE)
-    ledger = tmp / "deploys.log"
-    llm = FakeLlm().start()
-    port = free_port()
+    port = port or free_port()
+    (tmp / "deploybot.toml").write_text(config)
+    ledger, llm = tmp / "deploys.log", FakeLlm().start()
     env = cluster.clean_env(
         REDIS_URL=redis_url, PORT=str(port), HOST="127.0.0.1", DATA_DIR=str(tmp / "data"),
-        GIT_REPO=str(release(make_repo(tmp / "repo"), "v1.3.0", HOSTILE_SUBJECT)),
-        DEPLOY_COMMAND=cluster.deploy_command(tmp, ledger),
-        API_TOKEN=TOKEN, DEPLOYBOT_CONFIG=str(config), LLM_BASE_URL=llm.base_url, LLM_MODEL="fake-model",
-        LLM_API_KEY="sk-console-test-key-0123456789", PUBLIC_URL=f"http://127.0.0.1:{port}",
+        GIT_REPO=str(repo), DEPLOY_COMMAND=cluster.deploy_command(tmp, ledger),
+        API_TOKEN=TOKEN, DEPLOYBOT_CONFIG=str(tmp / "deploybot.toml"), LLM_BASE_URL=llm.base_url,
+        LLM_MODEL="fake-model", LLM_API_KEY="sk-console-test-key-0123456789", PUBLIC_URL=f"http://127.0.0.1:{port}",
     )
     shots = DOCS if os.environ.get("CONSOLE_SCREENSHOTS") == "1" else tmp / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
@@ -239,6 +236,12 @@ def console(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         llm.stop()
         if shots != DOCS:
             shutil.rmtree(shots, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def console(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    tmp = tmp_path_factory.mktemp("console")
+    yield from serve_console(redis_url, tmp, PEOPLE, release(make_repo(tmp / "repo"), "v1.3.0", HOSTILE_SUBJECT))
 
 
 @pytest.fixture

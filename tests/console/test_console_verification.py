@@ -6,38 +6,24 @@ an approver's Verify now ends the bake, the deploy verified in the history."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
 from playwright.sync_api import expect
 
-from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
-from bot.testing.fake_llm import FakeLlm
-from tests.console.conftest import DOCS, PEOPLE, TOKEN, Console, in_a_thread
+from tests.console.conftest import PEOPLE, Console, serve_console
 from tests.console.test_console import LIVE, csrf, row, section, signed_in
 from tests.helpers import reply
 
 
 @pytest.fixture(scope="module")
 def console(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    from redis.asyncio import Redis
-
     tmp = tmp_path_factory.mktemp("console-verify")
-
-    async def flush() -> None:
-        redis = Redis.from_url(redis_url)
-        await redis.flushdb()
-        await redis.aclose()
-
-    in_a_thread(flush())
-    port = free_port()
-    config = tmp / "deploybot.toml"
-    config.write_text(PEOPLE + f"""
+    port = free_port()  # the check below is the bot's own /healthz
+    yield from serve_console(redis_url, tmp, PEOPLE + f"""
 [services.backend]
 [services.frontend]
 [services.backend.verify.production]
@@ -45,25 +31,7 @@ bake = "10m"
 interval = "1s"
 [[services.backend.verify.production.http]]
 url = "http://127.0.0.1:{port}/healthz"
-""")
-    ledger, llm = tmp / "deploys.log", FakeLlm().start()
-    env = cluster.clean_env(
-        REDIS_URL=redis_url, PORT=str(port), HOST="127.0.0.1", DATA_DIR=str(tmp / "data"),
-        GIT_REPO=str(make_repo(tmp / "repo")), DEPLOY_COMMAND=cluster.deploy_command(tmp, ledger),
-        API_TOKEN=TOKEN, DEPLOYBOT_CONFIG=str(config), LLM_BASE_URL=llm.base_url, LLM_MODEL="fake-model",
-        LLM_API_KEY="sk-console-test-key-0123456789", PUBLIC_URL=f"http://127.0.0.1:{port}",
-    )
-    shots = DOCS if os.environ.get("CONSOLE_SCREENSHOTS") == "1" else tmp / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
-    log = tmp / "serve.log"
-    process = cluster.web(env, log)
-    try:
-        yield Console(f"http://127.0.0.1:{port}", env, redis_url, llm, ledger, log, shots)
-    finally:
-        process.kill()
-        llm.stop()
-        if shots != DOCS:
-            shutil.rmtree(shots, ignore_errors=True)
+""", make_repo(tmp / "repo"), port)
 
 
 def test_a_verifying_deploy_shows_live_and_an_approver_verifies_it_now(context, console: Console):
