@@ -10,6 +10,7 @@ from pydantic import SecretStr, ValidationError
 from bot import __main__ as cli
 from bot.config.settings import EmailSettings, GitHubSettings, LlmSettings, Settings, SlackSettings, config_problems
 from bot.core.people import OPEN_MODE_NOTICE, Identity
+from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 
 SECRETS = {
     "api_token": "s-api-token", "llm_api_key": "s-llm-key", "openai_api_key": "s-openai-key",
@@ -19,14 +20,6 @@ SECRETS = {
 }
 EMAIL = {"smtp_host": "mail.example.com", "email_from": "bot@example.com",
          "inbound_email_secret": "in", "email_reply_secret": "re"}
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """Only what a test sets: nothing from this machine's environment or a .env file."""
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def refused(**values: object) -> list[str]:

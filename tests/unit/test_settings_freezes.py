@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.settings_file import FileConfig, FileError, load
+from bot.config.settings_file import FileConfig, load
 from bot.core.freeze_windows import ALL, OneOff, Weekly, WeeklyTime, active
+from tests.unit.settings_helpers import problems_of
 
 FREEZES = """
 [[freezes]]
@@ -38,15 +39,6 @@ def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "deploybot.toml"
     path.write_text(text)
     return path
-
-
-def problems_of(tmp_path: Path, text: str) -> list[str]:
-    path = write(tmp_path, text)
-    with pytest.raises(FileError) as e:
-        load(path)
-    prefix = f"{path}: "
-    assert all(line.startswith(prefix) for line in e.value.problems)
-    return [line.removeprefix(prefix) for line in e.value.problems]
 
 
 def freeze(**keys: str) -> str:

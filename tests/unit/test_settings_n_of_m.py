@@ -10,14 +10,8 @@ from bot.config.settings import Settings, config_problems
 from bot.core.events import ApprovalRequested
 from bot.core.people import Identity
 from tests.unit.conftest import Parts
+from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 from tests.unit.test_lifecycle import DEPLOY, Bench
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def from_environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> Settings:

@@ -10,13 +10,7 @@ from pydantic import ValidationError
 from bot.adapters.redis.connect import RedisTarget, SentinelRedis
 from bot.config.settings import Settings, config_problems
 from bot.wiring import app as app_module
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.chdir(tmp_path)
+from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 
 
 def refused(**values: object) -> list[str]:

@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from bot.config.settings import Settings, config_problems
-from bot.config.settings_file import FileError, load
 from bot.core.triggers import Schedule, Trigger
+from tests.unit.settings_helpers import clean_environment, problems_of  # noqa: F401 (clean_environment: autouse)
 
 GOOD = """
 [people.bob]
@@ -48,21 +48,6 @@ notify = ["slack:C0123DEPLOY"]
 ON = {"slack_bot_token": "xoxb-1", "slack_signing_secret": "s", "github_webhook_secret": "g",
       "smtp_host": "mail.example.com", "email_from": "bot@example.com", "inbound_email_secret": "in",
       "email_reply_secret": "re"}
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
-def problems_of(tmp_path: Path, text: str) -> list[str]:
-    path = tmp_path / "deploybot.toml"
-    path.write_text(text)
-    with pytest.raises(FileError) as e:
-        load(path)
-    return [line.removeprefix(f"{path}: ") for line in e.value.problems]
 
 
 def refused(tmp_path: Path, text: str, **values: object) -> list[str]:

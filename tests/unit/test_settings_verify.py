@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from bot.config.settings import Settings, config_problems
-from bot.config.settings_file import FileError, load
+from tests.unit.settings_helpers import clean_environment, problems_of  # noqa: F401 (clean_environment: autouse)
 
 GOOD = """
 [environments.staging]
@@ -37,21 +36,6 @@ status = 200
 contains = "ok"
 timeout = "2s"
 """
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
-def problems_of(tmp_path: Path, text: str) -> list[str]:
-    path = tmp_path / "deploybot.toml"
-    path.write_text(text)
-    with pytest.raises(FileError) as e:
-        load(path)
-    return [line.removeprefix(f"{path}: ") for line in e.value.problems]
 
 
 def test_a_verify_block_becomes_the_policys_plan_for_that_service_and_environment(tmp_path):
