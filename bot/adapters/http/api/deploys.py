@@ -65,8 +65,7 @@ async def rollback(request: Request, body: RollbackBody, a: Parts = Depends(the_
         raise Invalid(invalid)
     text = commands.rollback_text(service, body.environment)
     who = acting(request, a, body.user, text=text)
-    thread = await a.service.launch(text, who, channel="api")
-    await a.kick(thread.id)
+    thread = await a.service.launch(text, who, channel="api", handoff=a.queue)
     return {"id": thread.id}
 
 
@@ -85,8 +84,7 @@ async def promote(request: Request, body: RollbackBody, a: Parts = Depends(the_p
         raise Invalid(wording.no_promotion_order(service, body.environment))
     text = commands.promote_text(service, body.environment)
     who = acting(request, a, body.user, text=text)
-    thread = await a.service.launch(text, who, channel="api")
-    await a.kick(thread.id)
+    thread = await a.service.launch(text, who, channel="api", handoff=a.queue)
     return {"id": thread.id}
 
 

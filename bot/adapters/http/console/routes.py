@@ -277,6 +277,4 @@ class Console:
 
     async def launch(self, said: str, who: Viewer) -> Thread:
         """A new thread for what `who` said (a chat command), handed to a worker."""
-        thread = await self.service.launch(said, who.identity, channel="console")
-        await self.parts.kick(thread.id)
-        return thread
+        return await self.service.launch(said, who.identity, channel="console", handoff=self.parts.queue)
