@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FloatRect, Locator, Page, expect
 
 from tests.console.conftest import Console, release
 from tests.console.test_console import approve_on_its_page, card, row, section, signed_in
@@ -132,6 +133,17 @@ def test_outcomes_one_name_and_finished_threads(context, console: Console):
     expect(section(page, "development").locator(".rules")).to_contain_text("no approval needed")
 
 
+def laid_out(locator: Locator) -> FloatRect | None:
+    """Where the element is on the page, once it is shown: a live update may replace the card
+    between finding the button and measuring it (bounding_box is None then), so it is found again."""
+    deadline = time.monotonic() + 10
+    while True:
+        locator.wait_for(state="visible")
+        box = locator.bounding_box()
+        if box is not None or time.monotonic() > deadline:
+            return box
+
+
 def test_roll_back_asks_first_and_a_phone_sees_approve_under_a_long_preview(context, console: Console):
     page = signed_in(context, console, "alice")
     page.goto(f"{console.url}/console/")
@@ -172,13 +184,12 @@ def test_roll_back_asks_first_and_a_phone_sees_approve_under_a_long_preview(cont
     page.goto(f"{console.url}/console/approvals")
     waiting = card(page, long)
     expect(waiting.locator(".change")).to_contain_text("25 commits ahead")
-    approve = waiting.get_by_role("button", name="Approve", exact=True)
-    box = approve.bounding_box()
+    box = laid_out(waiting.get_by_role("button", name="Approve", exact=True))
     assert box is not None and box["y"] + box["height"] <= PHONE["height"], box  # on the first screen
     fits(page)
     console.shot(page, "approvals-phone")
     page.goto(f"{console.url}/console/")
-    box = card(page, long).get_by_role("button", name="Approve", exact=True).bounding_box()
+    box = laid_out(card(page, long).get_by_role("button", name="Approve", exact=True))
     assert box is not None and box["y"] + box["height"] <= PHONE["height"], box  # the board: approvals first
     fits(page)
     for name, path in (("thread-phone", f"/console/threads/{newer}"), ("deploys-phone", "/console/deploys")):
