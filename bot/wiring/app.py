@@ -310,12 +310,14 @@ def retention(collector: Collector, queue: RedisWorkQueue, every: float) -> Call
     return collect
 
 
-def http_app(app: App, worker: bool = True) -> ASGIApp:
+def http_app(app: App, worker: bool = True, fast_launch: bool = True) -> ASGIApp:
     """The HTTP server's application: body limits and credentials (API_TOKEN, personal
     tokens, session cookies) are checked before the app reads a body (bot.adapters.http.front_door),
-    around the routes of bot.adapters.http.api."""
+    around the routes of bot.adapters.http.api. `fast_launch=False`: POST /threads through the
+    framework's route every time (tests hold the two answers side by side)."""
     from bot.adapters.channels.mcp import WithMcp
     from bot.adapters.http.api import create_app
+    from bot.adapters.http.api.fast_launch import FastLaunch
     from bot.adapters.http.auth import Auth
     from bot.adapters.http.front_door import HttpLimits
     from bot.adapters.http.sessions import Sessions
@@ -339,7 +341,9 @@ def http_app(app: App, worker: bool = True) -> ASGIApp:
         slack_login=app.adapter("slack") is not None,
         secure_cookies=public_base(settings).startswith("https://"),
     )
-    web = WithMcp(create_app(app, worker=worker, sign_in=auth), mcp_server(app))  # agents at /mcp
+    web: ASGIApp = WithMcp(create_app(app, worker=worker, sign_in=auth), mcp_server(app))  # agents at /mcp
+    if fast_launch:
+        web = FastLaunch(web, app)  # POST /threads, the plain case, without the framework's layers
     return HttpLimits(web, auth, limits=http_limits(settings), hosts=settings.host_names())
 
 

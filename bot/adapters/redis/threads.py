@@ -11,9 +11,9 @@ master has one (bot/adapters/redis/replicas.py), in the same round trip: a decis
 
 The status index (keys `{threads}:...`, one slot): a hash, thread id -> "<version> <status>",
 and a sorted set per status, thread id -> when it entered that status. create() and
-release() update it in the same round trip as the thread's own script (beside it, in a
-pipeline: on a cluster it is another slot, so it is a separate command, sent after the
-thread's). An update carrying an older version than the hash holds is ignored, so updates
+release() update it in the same round trip as the thread's own script (in that script on
+one server; on a cluster it is another slot, so it is a separate command beside it in a
+pipeline, sent after the thread's). An update carrying an older version than the hash holds is ignored, so updates
 that arrive out of order never move a thread back. What can leave it behind for a while:
 a person's append (the service indexes right after it, then kicks a run, whose release
 indexes again), or a process dying between a thread's script and the index update; the
@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from bot.adapters.redis import cursors, packing, scripts
 from bot.adapters.redis.keys import Keys
@@ -178,6 +179,35 @@ return 1
 _STATUS_NAMES = " ".join(STATUSES)  # _INDEX's last argument
 
 
+def _function(name: str, source: str) -> str:
+    """A script as a local Lua function of its own KEYS and ARGV (they shadow the script's),
+    so scripts compose into one."""
+    return f"local function {name}(KEYS, ARGV)\n{source}\nend\n"
+
+
+# On one server (not a cluster) a thread's keys, the recency index, the status index and the
+# work stream are all in reach of one script: creating and releasing are then one EVALSHA
+# each instead of a pipeline of three or four commands (issue 29). On a cluster they are
+# other slots, so the pipeline stays.
+# KEYS: meta, events, packed, recent, the work stream, then _INDEX's keys. ARGV: _INDEX's
+# six, whether to push the thread on the stream ('1'/'0'), then _CREATE's. Returns _CREATE's.
+_CREATE_HERE = _function("create", _CREATE) + _function("index", _INDEX) + """
+local created = create({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 8)})
+redis.call('ZADD', KEYS[4], 'NX', ARGV[4], ARGV[1])
+index({unpack(KEYS, 6)}, {unpack(ARGV, 1, 6)})
+if ARGV[7] == '1' then redis.call('XADD', KEYS[5], '*', 'thread', ARGV[1]) end
+return created
+"""
+# KEYS: lease, events, recent, then _INDEX's keys. ARGV: _INDEX's six, then the owner.
+# Returns _RELEASE's.
+_RELEASE_HERE = _function("release", _RELEASE) + _function("index", _INDEX) + """
+local appended = release({KEYS[1], KEYS[2]}, {ARGV[7], ARGV[2]})
+redis.call('ZADD', KEYS[3], 'XX', ARGV[4], ARGV[1])
+index({unpack(KEYS, 4)}, {unpack(ARGV, 1, 6)})
+return appended
+"""
+
+
 def index_args(thread_id: str, version: int, status: str, now: float) -> list[str | int | float]:
     """_INDEX's ARGV for a thread at `version` in `status` (also bench/growth.py's, which seeds
     the index directly)."""
@@ -223,6 +253,9 @@ class RedisThreadStore:
         self.redis = redis
         self.keys = keys or Keys()
         self.replicas = replicas  # None: writes never WAIT (no replicas, or a cluster)
+        self.one_server = not isinstance(redis, RedisCluster)  # every key in reach of one script
+        self._index_key_list = [self.keys.indexed(), self.keys.to_compact(),
+                                *(self.keys.by_status(s) for s in STATUSES)]
 
     async def create(
         self, origin: Origin, events: Sequence[Event], thread_id: str | None = None,
@@ -235,23 +268,13 @@ class RedisThreadStore:
         thread = Thread(thread_id, tuple(events), origin)
         keys = [self.keys.meta(thread_id), self.keys.events(thread_id), self.keys.packed(thread_id)]
         args: list[float | str] = [now, origin.dump(), *(ev.dump(e) for e in events)]
-        # One round trip: the thread's keys in one script (one cluster slot), the global
-        # recency index and the status index beside it in the same pipeline (not a
-        # transaction: other slots), then WAIT for a replica when there is one, then the
-        # handoff when it can follow in order (one server); else it is pushed after.
-        wait_ms = await self.replicas.timeout_ms() if self.replicas else 0
+        # One round trip: on one server, one script; on a cluster, a pipeline of the slots'.
+        # The handoff goes in it when it is this server's stream; else it is pushed after.
         along = handoff if isinstance(handoff, RedisWorkQueue) and handoff.shares(self.redis) else None
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.eval(_CREATE, len(keys), *keys, *args)
-            pipe.zadd(self.keys.recent(), {thread_id: now}, nx=True)
-            self._index_in(pipe, thread, now)
-            if wait_ms:
-                pipe.wait(1, wait_ms)
-            if along is not None:
-                along.push_in(pipe, thread_id)
-            created, _, _, *rest = await pipe.execute()
-        if self.replicas and wait_ms:
-            self.replicas.acked(rest[0], f"thread {thread_id}: creating it")
+        if self.one_server:
+            created = await self._create_here(thread, now, keys, args, along)
+        else:
+            created = await self._create_beside(thread, now, keys, args)
         if not created:
             existing = await self.load(thread_id)
             await self.index(existing)  # ours went to the index with the thread that was there
@@ -262,6 +285,31 @@ class RedisThreadStore:
         if handoff is not None and along is None:
             await handoff.push(thread_id)
         return thread
+
+    async def _create_here(
+        self, thread: Thread, now: float, keys: list[str], args: list[float | str], along: RedisWorkQueue | None,
+    ) -> Any:
+        """One script: the thread, both indexes and the handoff (when it goes to this server's
+        stream), and WAIT for a replica in the same round trip when there is one."""
+        index = index_args(thread.id, thread.version, thread.status(), now)
+        stream = along.stream if along is not None else self.keys.work()
+        all_keys = [*keys, self.keys.recent(), stream, *self._index_keys()]
+        all_args = [*index, "1" if along is not None else "0", *args]
+        if self.replicas:
+            what = f"thread {thread.id}: creating it"
+            return await self.replicas.script(_CREATE_HERE, all_keys, *all_args, what=what)
+        return await self._script(_CREATE_HERE, all_keys, *all_args)
+
+    async def _create_beside(self, thread: Thread, now: float, keys: list[str], args: list[float | str]) -> Any:
+        """On a cluster: the thread's keys in one script (one slot), the recency and status
+        indexes beside it in the same pipeline (not a transaction: other slots). The handoff
+        is pushed after (a cluster's pipeline could land it first)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.eval(_CREATE, len(keys), *keys, *args)
+            pipe.zadd(self.keys.recent(), {thread.id: now}, nx=True)
+            self._index_in(pipe, thread, now)
+            created, _, _ = await pipe.execute()
+        return created
 
     async def load(self, thread_id: str) -> Thread:
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -360,11 +408,21 @@ class RedisThreadStore:
 
     async def release(self, thread: Thread, owner: str) -> Thread:
         """One round trip: the script (one slot), and the recency and status indexes beside
-        it. EVAL, not EVALSHA: redis-py's cluster pipeline refuses EVALSHA, and these
-        scripts are short. The status indexed is `thread`'s: if more was appended meanwhile,
-        the caller runs the thread again and releases it again."""
-        keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
+        it; on one server, all three in one script. The status indexed is `thread`'s: if more
+        was appended meanwhile, the caller runs the thread again and releases it again."""
         now = time.time()
+        if self.one_server:
+            keys = [self.keys.lease(thread.id), self.keys.events(thread.id), self.keys.recent(), *self._index_keys()]
+            index = index_args(thread.id, thread.version, thread.status(), now)
+            raw = await self._script(_RELEASE_HERE, keys, *index, owner)
+        else:
+            raw = await self._release_beside(thread, owner, now)
+        return thread.extended([ev.load(r) for r in raw])
+
+    async def _release_beside(self, thread: Thread, owner: str, now: float) -> Any:
+        """On a cluster: EVAL, not EVALSHA (redis-py's cluster pipeline refuses EVALSHA, and
+        these scripts are short)."""
+        keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.eval(_RELEASE, len(keys), *keys, owner, thread.version)
             pipe.zadd(self.keys.recent(), {thread.id: now}, xx=True)
@@ -372,7 +430,7 @@ class RedisThreadStore:
             raw, _, _ = await pipe.execute(raise_on_error=False)
         if isinstance(raw, Exception):
             raise raw
-        return thread.extended([ev.load(r) for r in raw])
+        return raw
 
     async def recent(self, limit: int) -> list[str]:
         # Members only: redis-py's declared reply type also covers WITHSCORES pairs.
@@ -382,7 +440,7 @@ class RedisThreadStore:
     # --- the status index -------------------------------------------------------------------
 
     def _index_keys(self) -> list[str]:
-        return [self.keys.indexed(), self.keys.to_compact(), *(self.keys.by_status(s) for s in STATUSES)]
+        return self._index_key_list
 
     def _index_in(self, pipe: Any, thread: Thread, now: float) -> None:
         keys = self._index_keys()
