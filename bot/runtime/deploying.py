@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -366,13 +366,13 @@ class Deploying:
         leaves every line it stood in, and the next in line is woken."""
         if self.queue is None:
             return
-        # Every deploy step that may have taken a place: one approved (its place may have
-        # been taken before a crash or a lost race kept deploy_queued from being recorded).
-        for step in (e for e in thread.events if isinstance(e, DEPLOY_STEPS)):
-            if thread.queued(step.id) is None and thread.approval_for(step.id) is None:
-                continue
+        for step in _placed(thread):
             if await self.queue.leave(step.environment, step.service, deploy_id(thread.id, step.id)):
                 await self.wake_next(step.environment, step.service)
+
+    def may_stand_in_line(self, thread: Thread) -> bool:
+        """Whether leave_queue() has anything to look at for `thread` (a read-only run: no)."""
+        return self.queue is not None and next(_placed(thread), None) is not None
 
     async def wake_next(self, environment: str, service: str) -> None:
         """Hand the first deploy waiting for `service` in `environment` to a worker."""
@@ -600,13 +600,41 @@ def _interrupted(action: Interrupted) -> list[Event]:
     ]
 
 
-async def keep_renewing(renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:
+def _placed(thread: Thread) -> Iterator[Deploy]:
+    """Every deploy step of `thread` that may have taken a place in a line: one queued or
+    approved (its place may have been taken before a crash or a lost race kept
+    deploy_queued from being recorded)."""
+    for step in (e for e in thread.events if isinstance(e, DEPLOY_STEPS)):
+        if thread.queued(step.id) is not None or thread.approval_for(step.id) is not None:
+            yield step
+
+
+async def keep_renewing(renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str, wait_first: bool = True) -> None:
     """Renew at a third of the TTL until cancelled; a failed renewal is logged, not fatal,
     so a Redis blip does not end the renewals for good."""
-    while True:
+    if wait_first:
         await asyncio.sleep(ttl_ms / 3000)
+    while True:
         try:
             if not await renew():
                 log.error("lost %s to someone else", what)
         except Exception:
             log.exception("renewing %s failed", what)
+        await asyncio.sleep(ttl_ms / 3000)
+
+
+class Renewal:
+    """keep_renewing(), started only when the first renewal is due: a run that ends sooner
+    (nearly every run) never makes a task for it (issue 29). `cancel()` as a task's."""
+
+    def __init__(self, renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:
+        self._task: asyncio.Task[None] | None = None
+        self._handle = asyncio.get_running_loop().call_later(ttl_ms / 3000, self._start, renew, ttl_ms, what)
+
+    def _start(self, renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:
+        self._task = asyncio.ensure_future(keep_renewing(renew, ttl_ms, what, wait_first=False))
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+        if self._task is not None:
+            self._task.cancel()

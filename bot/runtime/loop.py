@@ -8,7 +8,6 @@ in agent.py (deciding), steps.py (tags, locks) and deploying.py (deploys).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,7 +63,7 @@ from bot.core.prompt import redact
 from bot.core.thread import Thread
 from bot.runtime import agent, promoting, steps
 from bot.runtime.clock import utcnow
-from bot.runtime.deploying import Deploying, keep_renewing
+from bot.runtime.deploying import Deploying, Renewal
 from bot.runtime.ports import Conflict, LeaseLost, NextStepModel, Notifier, ThreadStore, Timers
 from bot.runtime.retry import retrying
 from bot.runtime.verifying import Verifying
@@ -110,22 +109,22 @@ class Runner:
             claimed = await self.store.claim(thread_id, owner, LEASE_TTL_MS)
             if claimed is None:
                 return None
-            renewing = asyncio.create_task(keep_renewing(
-                lambda: self.store.lease(thread_id, owner, LEASE_TTL_MS), LEASE_TTL_MS,
-                f"the lease on thread {thread_id}",
-            ))
+            what = f"the lease on thread {thread_id}"
+            renewing = Renewal(lambda: self.store.lease(thread_id, owner, LEASE_TTL_MS), LEASE_TTL_MS, what)
             thread = claimed
+            journal = RunJournal(self, owner)
             try:
-                thread = await self._run(claimed, RunJournal(self, owner))
+                thread = await self._run(claimed, journal)
                 # While the lease is held: a run that claims the thread after ours sets its
                 # own due time later, never overwritten by ours.
-                await self._paused(thread)
+                if journal.released is None:
+                    await self._paused(thread)
             except LeaseLost:
                 log.error("thread %s: lost its lease to another run; this run stops", thread_id)
                 return None
             finally:
                 renewing.cancel()
-                latest = await self.store.release(thread, owner)
+                latest = journal.released or await self.store.release(thread, owner)
             # Whoever appended while we held the lease could not run the thread: look again.
             if latest.version == thread.version:
                 return thread
@@ -157,7 +156,7 @@ class Runner:
 
     async def _paused(self, thread: Thread) -> None:
         """What a paused thread leaves behind: when it is next due, and no place in a line
-        it no longer waits in."""
+        it no longer waits in. (leaves_nothing() says when none of it applies.)"""
         if thread.status() != "waiting_for_lock":
             await self.deploying.leave_queue(thread)
         if self.verifying is not None and (dropped := verification.abandoned(thread)) is not None:
@@ -165,13 +164,22 @@ class Runner:
         if self.timers is not None and ever_due(thread):
             await self.timers.set(thread.id, next_due(thread, self.policy, self.clock()))
 
+    def leaves_nothing(self, thread: Thread) -> bool:
+        """Whether _paused(thread) would do nothing (a read-only run: no line it stood in,
+        no bake, never a due time): then its last events and the release can be one write."""
+        return (
+            not self.deploying.may_stand_in_line(thread)
+            and (self.verifying is None or verification.abandoned(thread) is None)
+            and not (self.timers is not None and ever_due(thread))
+        )
+
     async def _run(self, thread: Thread, journal: RunJournal) -> Thread:
         # A backstop only: the policy's step limit pauses a run long before this.
         for _ in range(4 * self.policy.max_steps + 20):
             action = next_action(thread, self.policy, self.clock())
             try:
                 if isinstance(action, Stop):
-                    return await journal.flush(thread)  # a lost race here decides again, as below
+                    return await journal.pause(thread)  # a lost race here decides again, as below
                 thread = await self._advance(thread, action, journal)
                 if isinstance(action, RunDeploy) and thread.status() == "waiting_for_lock":
                     return thread  # in line: woken when its turn may have come
@@ -293,6 +301,8 @@ class RunJournal:
     # HELD_DECISIONS. Whatever is recorded next takes them along in the same append.
     held: list[Event] = field(default_factory=list)
     stored: Thread | None = None
+    # The thread as let go, when pause() stored the last events and released the lease at once.
+    released: Thread | None = None
 
     def hold(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """Decide `events` without storing them yet: the thread as it will be once they are."""
@@ -312,6 +322,20 @@ class RunJournal:
     async def flush(self, thread: Thread) -> Thread:
         """Store what was held (the run pauses, or records a fact)."""
         return await self.decide(thread, []) if self.held else thread
+
+    async def pause(self, thread: Thread) -> Thread:
+        """Store what was held as the run pauses. When pausing leaves nothing else behind
+        (Runner.leaves_nothing), the lease is let go in the same write (ThreadStore.finish,
+        issue 29) and `released` is the thread as let go; a lost race raises as flush() does,
+        the lease still held."""
+        if not self.held or self.stored is None or not self.runner.leaves_nothing(thread):
+            return await self.flush(thread)
+        stored, events = self.stored, self.held
+        self.released = await self.runner.store.finish(stored, events, self.owner)
+        self.held, self.stored = [], None
+        thread = stored.extended(events)
+        await self._publish(thread, events)
+        return thread
 
     def _with_held(self, thread: Thread, events: list[Event]) -> tuple[Thread, list[Event]]:
         if not self.held or self.stored is None:

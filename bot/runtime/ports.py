@@ -77,6 +77,13 @@ class ThreadStore(Protocol):
         run the thread while it was held)."""
         ...
 
+    async def finish(self, thread: Thread, events: Sequence[Event], owner: str) -> Thread:
+        """append(thread, events, holder=owner), then release() of the result, in one round
+        trip where the store can (the last events of a run that leaves nothing else behind,
+        issue 29). Raises as append() does, and then keeps the lease (the run decides again
+        from what is stored); else returns what release() returns."""
+        ...
+
     async def recent(self, limit: int) -> list[str]:
         """Ids of the threads most recently created or released, newest first."""
         ...

@@ -264,6 +264,9 @@ class MemoryThreadStore:
             return thread
         return thread.extended([ev.load(raw) for raw in stored.events[thread.version:]])
 
+    async def finish(self, thread: Thread, events: Sequence[Event], owner: str) -> Thread:
+        return await self.release(await self.append(thread, events, owner), owner)
+
     async def recent(self, limit: int) -> list[str]:
         await _round_trip()
         newest = sorted(self._recent, key=lambda i: self._recent[i], reverse=True)

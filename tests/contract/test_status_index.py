@@ -228,3 +228,14 @@ async def test_a_compacted_thread_is_removed_like_any_other(store, backend):
     assert await store.remove(thread.id, thread.version) == "removed"
     with pytest.raises(ThreadNotFound):
         await store.load(thread.id)
+
+
+async def test_a_compacted_thread_is_expanded_when_a_run_finishes_it(store, backend):
+    thread = await finish(store, await store.create(Origin(), [hello()]))
+    await backend.elapse(0.3)
+    assert await store.compact(thread.id)
+    claimed = await store.claim(thread.id, "run", 2000)
+    again = await store.finish(claimed, stamped([DoneForNow(message="again")], AT), "run")
+    assert again.version == thread.version + 1 and await store.load(thread.id) == again
+    assert await store.claim(thread.id, "another-run", 2000) == again  # let go
+    assert await listed_all(store, ["done"]) == [thread.id]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.core.events import DeployBackend, Error, HumanResponse, ListGitTags, UserMessage, stamped
+from bot.core.events import DeployBackend, DoneForNow, Error, HumanResponse, ListGitTags, UserMessage, stamped
 from bot.core.thread import Origin, Thread
 from bot.runtime.ports import Conflict, LeaseLost, ThreadExists, ThreadNotFound
 
@@ -277,3 +277,54 @@ async def test_a_people_answer_reaches_a_held_thread_via_release(store):
     await store.append(decided, [answer])
     latest = await store.release(decided, "run")
     assert latest.version == decided.version + 1 and latest.events[-1] == answer
+
+
+# --- finish: a run's last events and its release at once -----------------------------------
+
+
+async def test_finish_appends_lets_go_and_lists_the_thread_under_its_new_status(store):
+    thread = await store.create(Origin(), [hello()])
+    held = await store.claim(thread.id, "run", TTL_MS)
+    done = stamped([ListGitTags(), DoneForNow(message="v1.2.3")], AT)
+    finished = await store.finish(held, done, "run")
+    assert finished == held.extended(done) and await store.load(thread.id) == finished
+    assert await store.claim(thread.id, "another-run", TTL_MS) == finished  # let go
+    assert await store.listed(["done"], 10) == ([thread.id], None)
+    assert await store.listed(["running"], 10) == ([], None)
+    assert (await store.recent(1)) == [thread.id]
+
+
+async def test_finish_after_a_person_wrote_is_a_conflict_and_keeps_the_lease(store):
+    thread = await store.create(Origin(), [hello()])
+    held = await store.claim(thread.id, "run", TTL_MS)
+    answer = await store.append(held, [hello("and frontend?")])  # a person: no lease needed
+    with pytest.raises(Conflict):
+        await store.finish(held, stamped([DoneForNow(message="v1.2.3")], AT), "run")
+    assert await store.load(thread.id) == answer  # nothing of the run's appended
+    assert await store.claim(thread.id, "another-run", TTL_MS) is None  # still the run's to decide again
+    assert await store.listed(["done"], 10) == ([], None)
+
+
+async def test_finish_by_a_run_that_lost_its_lease_stores_nothing_and_frees_nothing(store, backend):
+    thread = await store.create(Origin(), [hello()])
+    await store.claim(thread.id, "run-a", TTL_MS)
+    await backend.elapse(TTL_MS * 1.5 / 1000)
+    assert await store.claim(thread.id, "run-b", TTL_MS) == thread
+    with pytest.raises(LeaseLost):
+        await store.finish(thread, stamped([DoneForNow(message="too late")], AT), "run-a")
+    assert await store.load(thread.id) == thread
+    assert await store.claim(thread.id, "run-c", TTL_MS) is None  # run-b holds it still
+
+
+async def test_finish_of_an_unknown_thread_is_not_found(store):
+    with pytest.raises(ThreadNotFound):
+        await store.finish(Thread("ghost", (hello(),)), [DoneForNow(message="x")], "run")
+
+
+async def test_finish_sent_again_is_not_recorded_twice(store):
+    thread = await store.create(Origin(), [hello()])
+    held = await store.claim(thread.id, "run", TTL_MS)
+    done = stamped([DoneForNow(message="v1.2.3")], AT)
+    first = await store.finish(held, done, "run")
+    assert await store.finish(held, done, "run") == first  # redis-py resent it: it recognises itself
+    assert (await store.load(thread.id)).version == 2

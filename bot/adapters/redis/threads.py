@@ -198,6 +198,18 @@ index({unpack(KEYS, 6)}, {unpack(ARGV, 1, 6)})
 if ARGV[7] == '1' then redis.call('XADD', KEYS[5], '*', 'thread', ARGV[1]) end
 return created
 """
+# KEYS: events, lease, packed, recent, then _INDEX's keys. ARGV: _INDEX's six (for the thread
+# with the events), then _APPEND's (the version expected, the owner, the events). A run's
+# last events and its release: appended as _APPEND appends them and, only if they were,
+# the lease let go and the indexes updated. Returns _APPEND's reply.
+_FINISH_HERE = _function("append", _APPEND) + _function("index", _INDEX) + """
+local version = append({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 7)})
+if type(version) ~= 'number' or version <= 0 then return version end
+if redis.call('GET', KEYS[2]) == ARGV[8] then redis.call('DEL', KEYS[2]) end
+redis.call('ZADD', KEYS[4], 'XX', ARGV[4], ARGV[1])
+index({unpack(KEYS, 5)}, {unpack(ARGV, 1, 6)})
+return version
+"""
 # KEYS: lease, events, recent, then _INDEX's keys. ARGV: _INDEX's six, then the owner.
 # Returns _RELEASE's.
 _RELEASE_HERE = _function("release", _RELEASE) + _function("index", _INDEX) + """
@@ -338,13 +350,31 @@ class RedisThreadStore:
             return thread
         keys = [self.keys.events(thread.id), self.keys.lease(thread.id), self.keys.packed(thread.id)]
         args = (thread.version, holder or "", *(ev.dump(e) for e in events))
-        for _ in range(3):  # a compacted thread is expanded, then appended to
-            if self.replicas:  # WAITs for a replica in the same round trip, when there is one
-                version = await self.replicas.script(
-                    _APPEND, keys, *args, what=f"thread {thread.id}: appending {events[0].type}"
-                )
+        return await self._appending(_APPEND, keys, args, thread, events)
+
+    async def finish(self, thread: Thread, events: Sequence[Event], owner: str) -> Thread:
+        if not events or not self.one_server:
+            return await self.release(await self.append(thread, events, owner), owner)
+        final = thread.extended(events)
+        keys = [self.keys.events(thread.id), self.keys.lease(thread.id), self.keys.packed(thread.id),
+                self.keys.recent(), *self._index_keys()]
+        args = (*index_args(thread.id, final.version, final.status(), time.time()),
+                thread.version, owner, *(ev.dump(e) for e in events))
+        # Nothing can be appended between the append and the release (one script): the
+        # thread as let go is `final`, as `_appending` returns it.
+        return await self._appending(_FINISH_HERE, keys, args, thread, events)
+
+    async def _appending(
+        self, source: str, keys: list[str], args: Sequence[Any], thread: Thread, events: Sequence[Event]
+    ) -> Thread:
+        """Run an appending script (_APPEND's replies), WAITing for a replica in the same round
+        trip when there is one; a compacted thread is expanded, then appended to."""
+        for _ in range(3):
+            if self.replicas:
+                what = f"thread {thread.id}: appending {events[0].type}"
+                version = await self.replicas.script(source, keys, *args, what=what)
             else:
-                version = await self._script(_APPEND, keys, *args)
+                version = await self._script(source, keys, *args)
             if not isinstance(version, bytes | str):
                 break
             await self._expand(thread.id)
