@@ -224,12 +224,11 @@ class Worker:
 
     async def _run(self, thread_id: str) -> bool:
         """True once a run of the thread finished here."""
-        what = f"thread {thread_id}: running it"
         try:
-            async for attempt in retrying_for(BUSY_FOR, BUSY_WAIT, (_Busy,), what, log, logging.DEBUG):
-                with attempt:
-                    if await self.runner.run(thread_id) is None:
-                        raise _Busy("another run holds it")
+            # Almost always the thread is free: the retrying machinery only once it was not.
+            if await self.runner.run(thread_id) is None:
+                await asyncio.sleep(BUSY_WAIT)
+                await self._run_when_free(thread_id)
             return True
         except _Busy:
             # Another run held the thread all along. It re-reads when it lets go, so what
@@ -244,6 +243,14 @@ class Worker:
         except Exception:
             log.exception("thread %s: run failed; it is retried in %d s", thread_id, MIN_IDLE_MS // 1000)
             return False
+
+    async def _run_when_free(self, thread_id: str) -> None:
+        """Try again every BUSY_WAIT for BUSY_FOR; _Busy if another run held it all along."""
+        what = f"thread {thread_id}: running it"
+        async for attempt in retrying_for(BUSY_FOR, BUSY_WAIT, (_Busy,), what, log, logging.DEBUG):
+            with attempt:
+                if await self.runner.run(thread_id) is None:
+                    raise _Busy("another run holds it")
 
     async def _acknowledge(self) -> None:
         """Acknowledge the finished entries no take carried (the worker is stopping)."""
