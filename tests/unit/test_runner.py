@@ -373,3 +373,80 @@ async def test_error_messages_are_redacted_before_they_are_recorded(parts):
     thread = await runner.run((await launch(parts)).id)
     error = next(e for e in thread.events if isinstance(e, Error))
     assert "hunter2" not in error.message and "[redacted]" in error.message
+
+
+# --- a read-only run's last write ------------------------------------------------------
+
+
+class Writes:
+    """Which of the store's writes a run made, in order (wrapping the memory store's)."""
+
+    def __init__(self, store, monkeypatch) -> None:
+        self.made: list[str] = []
+        self.inside = False  # the memory store's finish is its append and release: one write
+        for name in ("append", "finish", "release"):
+            monkeypatch.setattr(store, name, self._counted(name, getattr(store, name)))
+
+    def _counted(self, name, real):
+        async def counted(*args, **kwargs):
+            if self.inside:
+                return await real(*args, **kwargs)
+            self.made.append(name)
+            self.inside = True
+            try:
+                return await real(*args, **kwargs)
+            finally:
+                self.inside = False
+
+        return counted
+
+
+async def test_an_exact_read_only_command_is_answered_and_let_go_in_one_write(parts, runner, monkeypatch):
+    thread = await launch(parts, "list tags")
+    writes = Writes(parts.store, monkeypatch)
+    done = await runner.run(thread.id)
+    assert types(done) == ["user_message", "list_git_tags", "list_git_tags_result", "done_for_now"]
+    assert writes.made == ["finish"]
+    assert await parts.store.load(thread.id) == done
+    assert await parts.store.claim(thread.id, "another-run", 1000) == done  # let go
+    heard = [t for thread_id, told in parts.notifier.published if thread_id == thread.id for t in told]
+    assert heard == types(done)[1:]
+
+
+async def test_a_person_who_writes_as_a_read_only_run_ends_is_answered_in_the_same_run(
+    parts, runner, service, monkeypatch,
+):
+    thread = await launch(parts, "list tags")
+    real_finish = parts.store.finish
+
+    async def a_person_first(stored, events, owner):
+        if not any(e.type == "human_response" for e in (await parts.store.load(stored.id)).events):
+            await service.respond(thread.id, "and frontend?", who("bob"))
+        return await real_finish(stored, events, owner)
+
+    monkeypatch.setattr(parts.store, "finish", a_person_first)
+    parts.model.script(DoneForNow(message="frontend has the same tags"))
+    done = await runner.run(thread.id)
+    # The held answer was dropped and the run decided again from what is stored: nothing lost,
+    # nothing recorded from before the person's word.
+    assert types(done) == ["user_message", "human_response", "done_for_now"]
+    assert await parts.store.load(thread.id) == done
+    assert await parts.store.claim(thread.id, "another-run", 1000) == done
+
+
+async def test_a_run_that_leaves_a_due_time_behind_writes_then_lets_go(parts, service, monkeypatch):
+    from bot.testing.memory_timers import MemoryTimers
+
+    timers = MemoryTimers()
+    runner = make_runner(parts, timers=timers)
+    waiting = await paused_for_approval(parts, runner)
+    parts.model.script(DoneForNow(message="not deploying"))
+    await approve(service, waiting, approve=False)
+    rejected = await runner.run(waiting.id)
+    await service.respond(rejected.id, "list tags", who("alice"))  # an exact command, after an approval
+    timers.due_at[rejected.id] = NOW  # stale: this run must clear it
+    writes = Writes(parts.store, monkeypatch)
+    again = await runner.run(rejected.id)
+    assert types(again)[-3:] == ["list_git_tags", "list_git_tags_result", "done_for_now"]
+    assert writes.made == ["append", "release"]  # its due time is set between, under the lease
+    assert rejected.id not in timers.due_at
