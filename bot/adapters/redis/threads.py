@@ -1,24 +1,24 @@
 """Threads in Redis: one list of JSON events per thread, appended with compare-and-set.
 
 The list length is the thread's version. Appending is O(1), one round trip, and never
-rewrites history;
-a writer that read an older version gets a Conflict, re-reads what it missed
-(`LRANGE key version -1`, also O(new events)) and decides again.
+rewrites history; a writer that read an older version gets a Conflict, re-reads what it
+missed (`LRANGE key version -1`, also O(new events)) and decides again.
 
 Creating a thread and appending to it WAIT for a replica when given `replicas` and the
 master has one (bot/adapters/redis/replicas.py), in the same round trip: a decision,
 `deploy_started` or a deploy's result acknowledged here survives a failover.
 
 The status index (keys `{threads}:...`, one slot): a hash, thread id -> "<version> <status>",
-and a sorted set per status, thread id -> when it entered that status. create() and
-release() update it in the same round trip as the thread's own script (in that script on
-one server; on a cluster it is another slot, so it is a separate command beside it in a
-pipeline, sent after the thread's). An update carrying an older version than the hash holds is ignored, so updates
-that arrive out of order never move a thread back. What can leave it behind for a while:
-a person's append (the service indexes right after it, then kicks a run, whose release
-indexes again), or a process dying between a thread's script and the index update; the
-sweep of active threads repairs whatever it finds behind (bot/runtime/worker.py), and gc never
-removes a thread whose stored version is not the one indexed (bot/runtime/gc.py).
+and a sorted set per status, thread id -> when it entered that status. create(), finish()
+and release() update it in the same round trip as the thread's own script: inside that
+script on one server; on a cluster, where it is another slot, as a separate command beside
+it in a pipeline, sent after the thread's. An update carrying an older version than the
+hash holds is ignored, so updates that arrive out of order never move a thread back. What
+can leave it behind for a while: a person's append (the service indexes right after it,
+then kicks a run, whose release indexes again), or a process dying between a thread's
+script and the index update on a cluster; the sweep of active threads repairs whatever it
+finds behind (bot/runtime/worker.py), and gc never removes a thread whose stored version
+is not the one indexed (bot/runtime/gc.py).
 
 A compacted thread (bot/adapters/redis/packing.py) is one `packed` key instead of `meta` and
 `events`; load and claim unpack it, and an append first expands it back into a list, in one
