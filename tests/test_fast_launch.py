@@ -115,7 +115,7 @@ async def test_what_starts_a_thread_starts_the_same_thread(clients, app, body, h
             for t in stored]
     assert said[0] == said[1]
     assert said[0][:3] + said[0][4:] == ("list tags", user, None, "api")
-    assert [await app.queue.backlog()] == [2]  # both handed to a worker with their creation
+    assert await app.queue.backlog() == 2  # both handed to a worker with their creation
 
 
 async def test_a_person_starts_a_thread_as_themselves(clients, app, alice):
