@@ -10,9 +10,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bot.adapters.http.api import fast_launch
 from bot.adapters.http.shared import MAX_TEXT_CHARS
+from bot.runtime.service import Forbidden
 from bot.wiring.app import App, http_app
 
 TOKEN = "shared-token-fast-launch"
@@ -94,6 +96,18 @@ async def test_a_person_naming_someone_else_is_refused_alike(clients, alice):
     fast, framework = await both(clients, '{"message": "list tags", "user": "bob"}', {**JSON, **bearer(alice)})
     assert fast.status_code == 403
     assert (fast.status_code, fast.json()) == (framework.status_code, framework.json())
+
+
+@pytest.mark.parametrize("fault", [RedisConnectionError("connection refused"), Forbidden("over your agent's limit")])
+async def test_what_the_launch_itself_refuses_is_answered_alike(clients, app, monkeypatch, fault):
+    async def failing(*args, **kwargs):
+        raise fault
+
+    monkeypatch.setattr(app.service, "launch", failing)
+    fast, framework = await both(clients, '{"message": "list tags"}', {**JSON, **bearer(TOKEN)})
+    assert fast.status_code in (503, 403), fast.text
+    assert (fast.status_code, fast.json(), fast.headers.get("retry-after")) == (
+        framework.status_code, framework.json(), framework.headers.get("retry-after"))
 
 
 LAUNCHED = [
