@@ -328,9 +328,9 @@ class RunJournal:
         (Runner.leaves_nothing), the lease is let go in the same write (ThreadStore.finish,
         issue 29) and `released` is the thread as let go; a lost race raises as flush() does,
         the lease still held."""
-        if not self.held or self.stored is None or not self.runner.leaves_nothing(thread):
+        if not self.held or not self.runner.leaves_nothing(thread):
             return await self.flush(thread)
-        stored, events = self.stored, self.held
+        stored, events = self._with_held(thread, [])
         self.released = await self.runner.store.finish(stored, events, self.owner)
         self.held, self.stored = [], None
         thread = stored.extended(events)

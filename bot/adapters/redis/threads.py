@@ -307,10 +307,7 @@ class RedisThreadStore:
         stream = along.stream if along is not None else self.keys.work()
         all_keys = [*keys, self.keys.recent(), stream, *self._index_keys()]
         all_args = [*index, "1" if along is not None else "0", *args]
-        if self.replicas:
-            what = f"thread {thread.id}: creating it"
-            return await self.replicas.script(_CREATE_HERE, all_keys, *all_args, what=what)
-        return await self._script(_CREATE_HERE, all_keys, *all_args)
+        return await self._written(_CREATE_HERE, all_keys, all_args, f"thread {thread.id}: creating it")
 
     async def _create_beside(self, thread: Thread, now: float, keys: list[str], args: list[float | str]) -> Any:
         """On a cluster: the thread's keys in one script (one slot), the recency and status
@@ -370,11 +367,7 @@ class RedisThreadStore:
         """Run an appending script (_APPEND's replies), WAITing for a replica in the same round
         trip when there is one; a compacted thread is expanded, then appended to."""
         for _ in range(3):
-            if self.replicas:
-                what = f"thread {thread.id}: appending {events[0].type}"
-                version = await self.replicas.script(source, keys, *args, what=what)
-            else:
-                version = await self._script(source, keys, *args)
+            version = await self._written(source, keys, args, f"thread {thread.id}: appending {events[0].type}")
             if not isinstance(version, bytes | str):
                 break
             await self._expand(thread.id)
@@ -417,6 +410,13 @@ class RedisThreadStore:
         except Conflict as e:
             raise RuntimeError(f"thread {thread.id}: could not append after {FACT_ATTEMPTS} conflicts") from e
         raise AssertionError("unreachable: retrying returns or raises")
+
+    async def _written(self, source: str, keys: list[str], args: Sequence[Any], what: str) -> Any:
+        """A script that records events: it WAITs for a replica in the same round trip when
+        there is one (Replicas.script)."""
+        if self.replicas:
+            return await self.replicas.script(source, keys, *args, what=what)
+        return await self._script(source, keys, *args)
 
     async def _script(self, source: str, keys: list[str], *args: object) -> Any:
         return await scripts.run(self.redis, source, keys, *args)

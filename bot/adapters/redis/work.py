@@ -37,16 +37,12 @@ class RedisWorkQueue:
         self._cursor: bytes | str = "0-0"
 
     async def push(self, thread_id: str) -> None:
-        await self.push_in(self.redis, thread_id)
-
-    def push_in(self, pipe: Any, thread_id: str) -> Any:
-        """The push as a command of `pipe` (a pipeline of this queue's server, or the client)."""
-        return pipe.xadd(self.stream, {"thread": thread_id})
+        await self.redis.xadd(self.stream, {"thread": thread_id})
 
     def shares(self, redis: Redis) -> bool:
-        """Whether a pipeline of `redis` may carry this queue's push in order behind other
-        commands: the same client, and not a cluster (whose pipeline sends to each node
-        apart, so the push could land before what it follows)."""
+        """Whether a script on `redis` may push to this queue's stream itself, behind what it
+        writes (ThreadStore.create with a handoff): the same client, and not a cluster (where
+        the stream is in another slot)."""
         return redis is self.redis and not isinstance(redis, RedisCluster)
 
     async def take(self, worker: str, count: int, block_ms: int, done: Sequence[str] = ()) -> list[Work]:
