@@ -86,6 +86,7 @@ def _threads(sub: Commands) -> None:
     fork = threads.add_parser("fork")
     fork.add_argument("id")
     fork.add_argument("--at", type=int, required=True)
+    fork.add_argument("--user", default=_me())
     cancel = threads.add_parser("cancel")
     cancel.add_argument("id")
     cancel.add_argument("--reason", default="")

@@ -1,26 +1,22 @@
 """AI agents asking for deploys (bot/adapters/channels/mcp.py serves them over MCP): what they are
-told about a thread, and whether one more request stays within an agent's limits. Pure.
+told about a thread, Pure.
 
-Who an agent is, and that it may ask but never decide, lock or deploy anyway, is
-bot/core/people.py's (Agent, `_no_powers`); which environments it may ask for is the policy's
-(`Policy.may_request`). The typed inputs and outputs here are the MCP tools' schemas.
+Who an agent is is bot/core/people.py's (Agent); what it may do (ask but never decide, lock or
+deploy anyway; only its environments; within its limits) is bot/core/authority.py's. The typed
+inputs and outputs here are the MCP tools' schemas.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from bot.core import wording
-from bot.core.events import ApprovalRequested, DeployResult, HumanResponse, UserMessage, principal_of
-from bot.core.people import ANYONE, Agent
+from bot.core import authority
+from bot.core.events import ApprovalRequested, DeployResult, HumanResponse
+from bot.core.people import ANYONE
 from bot.core.policy import Policy
-from bot.core.thread import FINISHED, Thread
-
-HOUR = timedelta(hours=1)
-
+from bot.core.thread import Thread
 
 # --- what the tools take and return (their JSON Schema is these models') ---------------------
 
@@ -82,12 +78,6 @@ class ThreadInfo(BaseModel):
 # --- a thread as the agent sees it ------------------------------------------------------------
 
 
-def started_by(thread: Thread) -> str | None:
-    """The principal of whoever started `thread` (an agent: `agent:NAME`)."""
-    first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
-    return principal_of(first) if first is not None else None
-
-
 def thread_info(thread: Thread, policy: Policy, now: datetime, transcript: str = "") -> ThreadInfo:
     pending = thread.pending_approval(now)
     result = next((e for e in reversed(thread.events) if isinstance(e, DeployResult)), None)
@@ -108,26 +98,9 @@ def thread_info(thread: Thread, policy: Policy, now: datetime, transcript: str =
 
 
 def _pending(thread: Thread, request: ApprovalRequested, policy: Policy) -> PendingApproval:
-    deciders = policy.still_to_decide(thread, request)
+    deciders = authority.deciders(policy, thread, request)
     return PendingApproval(
         approval_id=request.approval_id, service=request.service, tag=request.tag,
         environment=request.environment, asked_by=request.asker, expires_at=request.expires_at,
         who_may_decide=["anyone" if p == ANYONE else policy.directory.display(p) for p in deciders],
     )
-
-
-# --- limits ----------------------------------------------------------------------------------
-
-
-def over_limit(agent: Agent, threads: Iterable[Thread], now: datetime) -> str | None:
-    """Why `agent` may not start one more thread now, or None: at most `max_open` of the
-    threads it started are open (not finished), and it started at most `max_per_hour` in
-    the last hour. `threads`: every open thread, and every one started in the last hour."""
-    mine = {t.id: t for t in threads if started_by(t) == agent.principal}.values()
-    open_now = sum(1 for t in mine if t.status(now) not in FINISHED)
-    if open_now >= agent.max_open:
-        return wording.agent_too_many_open(agent.name, open_now, agent.max_open)
-    recent = sum(1 for t in mine if t.events and t.events[0].at > now - HOUR)
-    if recent >= agent.max_per_hour:
-        return wording.agent_too_many_per_hour(agent.name, recent, agent.max_per_hour)
-    return None

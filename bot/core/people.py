@@ -283,27 +283,6 @@ class Rules:
         return self.approvers_as_written if self.may_lock is None else self.may_lock_as_written
 
 
-def _admits(allowed: frozenset[str], identity: Identity) -> bool:
-    return ANYONE in allowed or identity.principal in allowed
-
-
-def _is_someone(identity: Identity) -> bool:
-    return bool(identity.evidence.strip()) and identity.evidence != BOT_USER and identity.person != BOT_USER
-
-
-def _no_powers(identity: Identity, bot_what: str, what: str) -> str | None:
-    """Why `identity` can do nothing that needs a person: the bot or nobody at all (it
-    cannot `bot_what`), or the shared API token, or a token whose person is gone (it
-    cannot `what`)."""
-    if not _is_someone(identity):
-        return wording.bot_cannot(bot_what)
-    if identity.via == AGENT:  # whatever the channel, and whatever `user` it claims
-        return wording.agent_cannot(identity.label, what)
-    if identity.via == TOKEN and identity.person is None:
-        return wording.shared_token_cannot(what)
-    return None
-
-
 def describe(refs: Iterable[str]) -> str:
     """`["carol", "group:sre"]` -> "carol or the sre group"; nothing -> "nobody"."""
     labels = list(dict.fromkeys(_describe_one(r) for r in refs))
@@ -340,6 +319,15 @@ def one_name(principal: str) -> str:
     return f"{seen.name} ({seen.channel})" if seen.channel else seen.name
 
 
+def identity_for(principal: str) -> Identity:
+    """The identity a principal stands for: a person's name is that person; `<via>:<id>`
+    someone the directory does not know, seen so (the reverse of Identity.principal)."""
+    via, colon, raw = principal.partition(":")
+    if colon and raw and via in _CHANNELS:
+        return Identity(None, via, raw)
+    return Identity(principal, NAME, principal)
+
+
 def _describe_one(ref: str) -> str:
     if ref == ANYONE:
         return "anyone"
@@ -347,39 +335,6 @@ def _describe_one(ref: str) -> str:
         return f"the {ref.removeprefix(GROUP)} group"
     via, _, raw = ref.partition(":")
     return raw if via in (SLACK, EMAIL) and raw else ref
-
-
-def _where(rules: Rules) -> str:
-    return rules.environment or "this environment"
-
-
-def may_approve(identity: Identity, rules: Rules, requesters: Iterable[Identity | str] = ()) -> str | None:
-    """Why `identity` may not approve a deploy under `rules`, or None when they may. Unknown
-    people match only `*` (or their raw id where a variable listed it); with
-    approver_must_differ nobody who asked for the deploy approves it, by any channel.
-    `requesters` are identities or principals (what an approval request records)."""
-    refused = _no_powers(identity, "decide on its own requests", "decide on deploys")
-    if refused:
-        return refused
-    if not _admits(rules.approvers, identity):
-        who = describe(rules.approvers_as_written or sorted(rules.approvers))
-        return wording.not_an_approver_here(identity.label, _where(rules), who)
-    asked = {r if isinstance(r, str) else r.principal for r in requesters}
-    if rules.approver_must_differ and identity.principal in asked:
-        return wording.requester_cannot_approve(identity.label)
-    return None
-
-
-def may_lock(identity: Identity, rules: Rules) -> str | None:
-    """Why `identity` may not lock (or unlock) the environment, or None when they may. By
-    default whoever may approve may lock; the refusal names who can."""
-    refused = _no_powers(identity, "lock environments on its own", "lock or unlock environments")
-    if refused:
-        return refused
-    if not _admits(rules.lockers, identity):
-        who = describe(rules.lockers_as_written or sorted(rules.lockers))
-        return wording.may_not_lock(identity.label, _where(rules), who)
-    return None
 
 
 # --- effective rules: the file and the variables together, failing closed ---------------------

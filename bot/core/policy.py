@@ -1,6 +1,6 @@
-"""Deploy rules: which environments exist, which need approval, who may approve, lock and
-unlock (people, by bot/core/people.py's rules), and whether an approval still holds right before
-a deploy. Pure."""
+"""Deploy rules: which environments exist, which need approval and from whom (each
+environment's people.Rules), and whether an approval still holds right before a deploy. Pure.
+Who may do what under these rules is bot/core/authority.py's to answer, and no one else's."""
 
 from __future__ import annotations
 
@@ -47,9 +47,6 @@ class PolicyError(ValueError):
     def __init__(self, problems: Iterable[str]) -> None:
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-
-
-_ANYONE = Rules(protected=True, approvers=frozenset({ANYONE}))
 
 
 @dataclass(frozen=True)
@@ -110,11 +107,6 @@ class Policy:
     def verify_plan(self, service: str, environment: str) -> VerifyPlan | None:
         return self.verify.get((service, environment))
 
-    def may_skip_verification(self, who: Identity, environment: str) -> str | None:
-        """Why `who` may not skip a deploy's verification in `environment`, or None: only
-        whoever may approve deploys there may."""
-        why = people.may_approve(who, self.rules_for(environment), frozenset())
-        return None if why is None else wording.may_not_skip_verification(who.label, environment)
     promotion: Promotion = field(default_factory=Promotion)  # the order commits go through environments
 
     def timing_for(self, environment: str) -> Timing:
@@ -192,15 +184,6 @@ class Policy:
             return wording.invalid_tag(step.tag)
         return self.catalog.invalid(step.service, step.environment)
 
-    def may_force(self, who: Identity, environment: str) -> str | None:
-        """Why `who` may not deploy past failing CI checks or a freeze to `environment`, or
-        None: its approvers may (the requester too: forcing is not approving, which still
-        follows where the environment is protected)."""
-        why = people.may_approve(who, self.rules_for(environment), frozenset())
-        if why is None:
-            return None
-        return why if who.via == people.AGENT else wording.may_not_force(who.label, environment)
-
     def rules_for(self, environment: str) -> Rules:
         """`environment`'s rules: its entry, else anyone in open mode, else nobody."""
         rules = self.rules.get(environment)
@@ -212,20 +195,6 @@ class Policy:
             approver_must_differ=self.approver_must_differ,
             environment=environment,
         )
-
-    def email_approvers(self, environment: str) -> list[tuple[str | None, str]]:
-        """Where approval emails for `environment` go: (person, address) for each address
-        of each person who may approve, and (None, address) for each address an approver
-        list names for nobody. `*` sends nothing: anyone is nobody's address."""
-        found: dict[str, str | None] = {}
-        for principal in sorted(self.rules_for(environment).approvers):
-            person = self.directory.people.get(principal)
-            if person is not None:
-                for address in person.emails:
-                    found.setdefault(address, person.name)
-            elif principal.startswith(f"{people.EMAIL}:"):
-                found.setdefault(principal.removeprefix(f"{people.EMAIL}:"), None)
-        return [(person, address) for address, person in found.items()]
 
     def requesters(self, request: ApprovalRequested) -> frozenset[str]:
         """Everyone who asked for `request`, as principals. An old thread holds raw users
@@ -240,30 +209,6 @@ class Policy:
             if agent is not None and agent.owner:  # what an agent asks, its owner asked
                 principals.add(agent.owner)
         return frozenset(principals)
-
-    def may_request(self, who: Identity, environment: str) -> str | None:
-        """Why `who` may not ask for a deploy to `environment`, or None: anyone may, but an
-        agent only for the environments its [agents.NAME] entry lists (none listed: any)."""
-        agent = self.directory.agent_of(who.principal) if who.via == people.AGENT else None
-        if agent is not None and agent.environments and environment not in agent.environments:
-            return wording.agent_environment_not_allowed(agent.name, environment, agent.environments)
-        return None
-
-    def may_decide(
-        self, who: Identity, request: ApprovalRequested, escalated_to: Iterable[str] = ()
-    ) -> str | None:
-        """Why `who` may not decide on `request`, or None when they may: an approver of its
-        environment (by person: any channel is the same approver), or someone it was
-        escalated to, and, with approver_must_differ, nobody who asked for it by any channel."""
-        rules = self.rules_for(request.environment)
-        extra = frozenset(escalated_to)
-        if extra:
-            rules = replace(rules, approvers=rules.approvers | extra)
-        asked = self.requesters(request)
-        why = people.may_approve(who, rules, asked)
-        if why is None and rules.approver_must_differ and who.evidence in asked:
-            why = wording.requester_cannot_approve(who.label)  # an old thread's raw user
-        return why
 
     def approval_rules(self, environment: str) -> ApprovalRules:
         """What an approval for `environment` needs under the rules in force: how many
@@ -295,49 +240,6 @@ class Policy:
         return now.required != request.required or not all(
             now.admits(principal_of(a), escalation.to if escalation else ()) for a in given
         )
-
-    def still_to_decide(self, thread: Thread, request: ApprovalRequested) -> list[str]:
-        """Who may still decide on `request`, as principals (`*`: anyone): its environment's
-        approvers and whoever it was escalated to, but not those who approved already (one of
-        several). What reminders name, in every channel."""
-        escalation = thread.escalation(request.approval_id)
-        principals = set(self.rules_for(request.environment).approvers) | set(escalation.to if escalation else ())
-        if ANYONE in principals:
-            return [ANYONE]
-        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
-        return sorted(principals - approved)
-
-    def may_lock(self, who: Identity, environment: str) -> str | None:
-        """Why `who` may not lock `environment`, or None: by default its approvers may
-        (`may_lock` in deploybot.toml says otherwise); the refusal names who can."""
-        return people.may_lock(who, self.rules_for(environment))
-
-    def may_stop(self, who: Identity, scope: str) -> str | None:
-        """Why `who` may not stop (or resume) deploys to `scope` (an environment, or "*":
-        every one): whoever may lock each environment it covers may."""
-        for environment in sorted(self.environments) if scope == "*" else [scope]:
-            why = self.may_lock(who, environment)
-            if why:
-                return why
-        return None
-
-    def may_unlock(
-        self, who: Identity, environment: str, owner: str, *, target: str = "", locked_by: str = "",
-    ) -> str | None:
-        """Why `who` may not lift a lock held by `owner`, or None. Whoever set a lock by hand
-        may lift it (someone unknown only where they may lock); so may whoever may lock the
-        environment (also for a stuck deploy lock), someone else's with --force and a reason
-        (bot/runtime/steps.py). `target` (`api in production`) and `locked_by` word the refusal."""
-        powerless = people.may_lock(who, _ANYONE)  # the bot, nobody, the shared token
-        if powerless:
-            return powerless
-        rules = self.rules_for(environment)
-        if people.may_lock(who, rules) is None:
-            return None
-        if owner == lock_owner(who) and (who.known or self.open_mode):
-            return None
-        who_can = people.describe(rules.lockers_as_written or sorted(rules.lockers))
-        return wording.unlock_not_allowed(who.label, target or environment, who_can, locked_by)
 
     def recheck(
         self,

@@ -80,6 +80,24 @@ def _once(question: Callable[[Thread], A]) -> Callable[[Thread], A]:
     return answer
 
 
+class Forker(BaseModel):
+    """Who forked a thread, as an event records whoever did something (events.identity_of)."""
+
+    model_config = ConfigDict(frozen=True)
+    user: str
+    person: str | None = None
+    via: str = ""
+    evidence: str = ""
+    at: datetime | None = None  # when it was forked (the forker's limits count it from then)
+
+    @classmethod
+    def of(cls, who: Identity, at: datetime) -> Forker:
+        return cls(user=who.label, person=who.person, via=who.via, evidence=who.evidence, at=at)
+
+    def identity(self) -> Identity:
+        return Identity(self.person, self.via, self.evidence)
+
+
 class Origin(BaseModel):
     """Where a thread came from, so its channel can answer there. Stored as JSON beside the
     events; fields a channel does not use stay None (and unknown stored fields are ignored)."""
@@ -93,6 +111,7 @@ class Origin(BaseModel):
     email_root: str | None = None  # the Message-ID replies thread under
     forked_from: str | None = None
     forked_at: int | None = None
+    forked_by: Forker | None = None  # who forked it (forks made before this was kept: None)
     # Where else the thread is posted (a trigger's or schedule's `notify`): `slack:<channel>`
     # starts a Slack thread there, `email:<address>` mails its updates (bot/core/triggers.py).
     notify: tuple[str, ...] = ()
@@ -307,22 +326,58 @@ class Thread:
                 return Instruction(i, text, e.user, principal_of(e), identity_of(e))
         return None
 
+    def instruction_for(self, step_id: str) -> Instruction | None:
+        """The instruction that produced step `step_id`: the newest one before it. What people
+        say after it (a reply while its approval waits) changes nothing about who asked."""
+        index = next((i for i, e in enumerate(self.events) if e.id == step_id), len(self.events))
+        return Thread(self.id, self.events[:index], self.origin).latest_instruction()
+
     def authority(self, instruction: Instruction | None) -> Identity:
-        """Who acts on `instruction` (locking, stopping deploys, deploying anyway): whoever
-        gave it, but nobody for an instruction copied into a fork: whoever forked the thread
-        is not whoever said it then, so the fork must not replay it with their powers."""
+        """Who acts on `instruction` (asking for a deploy, locking, stopping deploys, deploying
+        anyway): whoever gave it, but for an instruction copied into a fork whoever forked the
+        thread: the fork replays it with the forker's powers, never with those of whoever said
+        it then (nobody's, for a fork made before forkers were kept)."""
         forked_at = self.origin.forked_at
-        if instruction is None or (forked_at is not None and instruction.position < forked_at):
+        if instruction is None:
             return NOBODY
+        if forked_at is not None and instruction.position < forked_at:
+            forker = self.forked_by()
+            return forker if forker is not None else NOBODY
         return instruction.identity
+
+    def forked_by(self) -> Identity | None:
+        """Who forked this thread (None: not a fork, or one made before forkers were kept)."""
+        forker = self.origin.forked_by
+        return forker.identity() if forker is not None and self.origin.forked_at is not None else None
+
+    def first_message(self) -> UserMessage | None:
+        return next(self.of(UserMessage), None)
+
+    def started_by(self) -> str | None:
+        """The principal of whoever asked for this thread (an agent: `agent:NAME`): whoever
+        forked it, else whoever started it (as events.principal_of names them)."""
+        forker = self.forked_by()
+        if forker is not None:
+            return forker.principal
+        first = self.first_message()
+        return principal_of(first) if first is not None else None
+
+    def asker(self) -> Identity | None:
+        """Who asked for this thread: whoever forked it, else whoever started it."""
+        forker = self.forked_by()
+        if forker is not None:
+            return forker
+        first = self.first_message()
+        return identity_of(first) if first is not None else None
 
     def requesters(self) -> list[str]:
         """The principals of everyone who gave instructions in this thread, by whichever
-        channel (approvals are not instructions)."""
+        channel (approvals are not instructions), and whoever forked it."""
+        forker = self.forked_by()
         return sorted({
             principal_of(e) for e in self.events
             if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is None)
-        })
+        } | ({forker.principal} if forker is not None else set()))
 
     def pending_approval(self, now: datetime | None = None) -> ApprovalRequested | None:
         """The approval request the open deploy step waits on. With `now`, one that expired

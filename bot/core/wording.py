@@ -70,7 +70,10 @@ def bot_cannot(what: str) -> str:
 
 
 def shared_token_cannot(what: str) -> str:
-    return f"the shared API token cannot {what}: use a personal token"
+    return (
+        f"the shared API token cannot {what}: use a personal token (`python -m bot tokens create NAME`) "
+        "or sign in (`python -m bot login-link NAME`); the shared token speaks for nobody in particular"
+    )
 
 
 def use_your_personal_token(person: str) -> str:
@@ -86,6 +89,18 @@ def not_an_approver_here(who: str, where: str, approvers: str) -> str:
 
 def may_not_lock(who: str, where: str, lockers: str) -> str:
     return f"{who} may not lock {where}; {lockers} may"
+
+
+def may_not_cancel(who: str, environment: str) -> str:
+    whose = f"{environment}'s approvers" if environment else "an approver"
+    return f"{who} may not cancel this thread: only whoever asked for it or {whose} may"
+
+
+def may_not_cancel_in_flight(who: str, environment: str) -> str:
+    return (
+        f"{who} may not cancel this thread while its deploy to {environment} runs or is verified: only "
+        f"whoever may skip the verification there may (cancelling ends it unverified)"
+    )
 
 
 def not_yours_to_decide(why: str, deciders: str) -> str:
@@ -873,8 +888,8 @@ def agent_too_many_per_hour(name: str, made: int, limit: int) -> str:
     return f"{name} made {made} requests in the last hour, its limit (max_per_hour = {limit}): try again later"
 
 
-def agent_not_its_thread(name: str, thread_id: str) -> str:
-    return f"thread {thread_id} was not started by {name}: an agent may cancel only its own threads"
+def agent_not_its_thread(name: str, thread_id: str, what: str = "cancel") -> str:
+    return f"thread {thread_id} was not started by {name}: an agent may {what} only its own threads"
 
 
 def agent_unknown_service(service: str, services: Iterable[str]) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from bot.core import people, verification, wording
+from bot.core import authority, people, verification, wording
 from bot.core.control import Interrupted, RunDeploy
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -115,7 +115,10 @@ class Deploying:
         gated = await self._gate(thread, step, checked, await self.frozen(step.environment, now), now)
         if gated:
             return gated
-        instruction = thread.latest_instruction()
+        instruction = thread.instruction_for(step.id)
+        asking = thread.authority(instruction)
+        # Whoever acts on the request asks: in a fork, the forker asks again what was asked then.
+        requested_by = asking.principal if asking != NOBODY else instruction.principal if instruction else ""
         return ApprovalRequested(
             step_id=step.id,
             thread_id=thread.id,
@@ -124,8 +127,8 @@ class Deploying:
             tag=step.tag,
             commit=checked,
             environment=step.environment,
-            requested_by=instruction.principal if instruction else "",
-            asked_by=self.policy.directory.display(instruction.principal) if instruction else "",
+            requested_by=requested_by,
+            asked_by=self.policy.directory.display(requested_by) if requested_by else "",
             requesters=thread.requesters(),
             reason=step.reason,
             expires_at=now + self.policy.approval_ttl,
@@ -200,11 +203,10 @@ class Deploying:
         """Why the step's "deploy anyway" does not hold: it must come from the newest
         instruction before the step (the one that asked for it: what people say while its
         approval waits changes nothing), by someone who may approve there."""
-        index = next((i for i, e in enumerate(thread.events) if e.id == step.id), len(thread.events))
-        instruction = Thread(thread.id, thread.events[:index], thread.origin).latest_instruction()
+        instruction = thread.instruction_for(step.id)
         if instruction is None or instruction.principal != _field(step, "forced_by"):
             return wording.nothing_to_force()
-        return self.policy.may_force(thread.authority(instruction), step.environment)
+        return authority.why_not(self.policy, thread.authority(instruction), authority.DeployAnyway(step.environment))
 
     async def frozen(self, environment: str, now: datetime) -> FreezeHit | None:
         """The freeze that holds for `environment` now: deploybot.toml's, or a stop-the-line."""
@@ -452,8 +454,8 @@ class Deploying:
             log.exception("thread %s: could not mark %s faulty", thread.id, result.rollback_of)
         if result.environment in self.policy.no_lock_after_rollback:
             return False
-        who = thread.authority(thread.latest_instruction())
-        if who == NOBODY:  # a fork replaying someone's request: no lock in their name
+        who = thread.authority(thread.instruction_for(step.id))
+        if who == NOBODY:  # an old fork replaying someone's request: no lock in their name
             return False
         reason = wording.rolled_back_lock_reason(_field(step, "rollback_from") or "?", who.label)
         lock = Lock(result.environment, lock_owner(who), reason, result.at, result.service, thread.id)
@@ -505,8 +507,9 @@ class Deploying:
     async def _check(self, step: Deploy, thread: Thread) -> str | Error:
         """The commit the step's tag points to, or the error that stops it (an agent asking
         for an environment its entry does not list, too)."""
-        asker = thread.authority(thread.latest_instruction())
-        invalid = self.policy.invalid_deploy(step) or self.policy.may_request(asker, step.environment)
+        asker = thread.authority(thread.instruction_for(step.id))
+        invalid = self.policy.invalid_deploy(step) or \
+            authority.why_not(self.policy, asker, authority.Ask(step.environment))
         if invalid:
             return Error(kind="validation", step_id=step.id, message=invalid)
         return await self.commit_for(step)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import agents, outcomes, wording
+from bot.core import authority, outcomes, wording
 from bot.core.commands import is_approval
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -27,7 +27,7 @@ from bot.core.events import (
 )
 from bot.core.people import AGENT, API, EMAIL, SLACK, Directory, Identity
 from bot.core.policy import Policy
-from bot.core.thread import ACTIVE, FINISHED, STATUSES, Origin, Thread
+from bot.core.thread import ACTIVE, FINISHED, STATUSES, Forker, Origin, Thread
 from bot.runtime.clock import utcnow
 from bot.runtime.ports import Conflict, Notifier, ThreadNotFound, ThreadStore, WorkQueue
 
@@ -143,12 +143,15 @@ class ThreadService:
         return thread
 
     async def _within_limits(self, who: Identity) -> None:
-        """An agent starts no thread past its limits (max_open, max_per_hour), whichever
-        channel it comes by (MCP, or the API with its token); people have none."""
-        agent = self.directory.agent_of(who.principal) if who.via == AGENT else None
-        if agent is None:
-            return
-        refused = agents.over_limit(agent, await self._counted(), self.clock())
+        """Whether `who` may start one more thread (an agent: within its limits, max_open and
+        max_per_hour, whichever channel it comes by); the threads they count are read only
+        for an agent."""
+        counted = await self._counted() if who.via == AGENT else []
+        self._may(who, authority.Start(counted, self.clock()))
+
+    def _may(self, who: Identity, action: authority.Action) -> None:
+        """Raise Forbidden with the authority's sentence when `who` may not do `action`."""
+        refused = authority.why_not(self.policy, who, action)
         if refused:
             raise Forbidden(refused)
 
@@ -161,7 +164,7 @@ class ThreadService:
         found: list[Thread] = []
         for status in ACTIVE:
             found += await self.recent(status, 1000)
-        since = self.clock() - agents.HOUR - RELEASE_MARGIN
+        since = self.clock() - authority.HOUR - RELEASE_MARGIN
         cursor: str | None = None
         while True:
             page, cursor = await self.page(None, 100, cursor)
@@ -257,6 +260,7 @@ class ThreadService:
                 raise WrongState(wording.already_cancelled())
             if thread.status(self.clock()) in FINISHED:  # its outcome stays what it was
                 raise WrongState(wording.nothing_to_cancel(outcomes.outcome(thread).words))
+            self._may(identity, authority.Cancel(thread))
             return Cancelled(reason=reason, **said_by(identity))
 
         return await self._append(thread_id, event)
@@ -280,8 +284,14 @@ class ThreadService:
 
         return await self._append_all(thread_id, events)
 
-    async def fork(self, thread_id: str, at: int) -> Thread:
+    async def fork(self, thread_id: str, at: int, who: Who) -> Thread:
+        """A new thread holding `thread_id`'s first `at` events, asked for by `who`: its copied
+        instructions act with their authority (Thread.authority), and it counts as one more
+        thread they started."""
+        identity = self.identify(who)
         thread = await self.get(thread_id)
+        self._may(identity, authority.Fork(thread))
+        await self._within_limits(identity)
         if not 1 <= at <= thread.version:
             raise Invalid(wording.fork_out_of_range(thread.version))
         cut = Thread(thread.id, thread.events[:at])
@@ -291,7 +301,7 @@ class ThreadService:
             raise Invalid(wording.fork_mid_deploy())
         # A fork is an experiment driven from the API or CLI: it never posts into the chat
         # thread it came from.
-        origin = Origin(channel="api", forked_from=thread_id, forked_at=at)
+        origin = Origin(channel="api", forked_from=thread_id, forked_at=at, forked_by=Forker.of(identity, self.clock()))
         return await self.store.create(origin, thread.events[:at])
 
     async def _append(self, thread_id: str, make: Callable[[Thread], Event]) -> Thread:
@@ -354,10 +364,10 @@ class ThreadService:
             raise WrongState(wording.not_the_pending_approval(approval_id))
         if pending and is_approval(text):
             raise WrongState(wording.reply_cannot_approve())
+        self._may(who, authority.Reply(thread))
         lapsed = pending is not None and self.clock() > pending.expires_at
-        escalated = thread.escalation(pending.approval_id) if pending else None
-        # Someone it was escalated to decides like an approver: their reply is feedback too.
-        if pending and (lapsed or self.policy.may_decide(who, pending, escalated.to if escalated else ()) is None):
+        # Whoever may decide (someone it was escalated to, too): their reply is feedback.
+        if pending and (lapsed or authority.why_not(self.policy, who, authority.Decide(thread, pending)) is None):
             # Free text while an approval waits is feedback: a rejection, never an approval.
             # Once the approval has lapsed, anyone's reply (the requester's, usually) closes
             # it the same way, so the model re-plans instead of the thread waiting on nobody.
@@ -393,10 +403,7 @@ class ThreadService:
         pending = thread.pending_approval()
         if pending is None or pending.approval_id != approval_id:
             raise WrongState(wording.no_longer_pending(approval_id))
-        escalated = thread.escalation(approval_id)
-        why = self.policy.may_decide(who, request, escalated.to if escalated else ())
-        if why:
-            raise Forbidden(why)
+        self._may(who, authority.Decide(thread, request))
         if approve and self.clock() > request.expires_at:  # a rejection still closes it
             raise WrongState(wording.approval_expired_ask_again(approval_id, request.expires_at))
         if approve and any(principal_of(a) == who.principal for a in thread.approvals_for(approval_id)):

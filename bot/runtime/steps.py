@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
-from bot.core import wording
+from bot.core import authority, wording
 from bot.core.catalog import Catalog
 from bot.core.events import (
     CommandResult,
@@ -95,7 +95,7 @@ async def run_command(
 ) -> Event:
     env = step.environment
     # Who asked: locking is theirs to do, or not (nobody's, for a request copied into a fork).
-    who = thread.authority(thread.latest_instruction())
+    who = thread.authority(thread.instruction_for(step.id))
     if isinstance(step, StopDeploys | ResumeDeploys):
         return await _stop_or_resume(step, who, policy, now, freezes)
     if env not in policy.environments:
@@ -118,7 +118,7 @@ async def _lock(
     step: LockEnvironment, thread: Thread, who: Identity, locks: Locks, policy: Policy, now: datetime
 ) -> Event:
     env, service = step.environment, step.service
-    why = policy.may_lock(who, env)
+    why = authority.why_not(policy, who, authority.Lock(env))
     if why:
         return CommandResult(step_id=step.id, ok=False, text=wording.not_locked_by(why))
     holder = await locks.acquire(Lock(env, lock_owner(who), step.reason, now, service, thread.id), ttl_ms=None)
@@ -136,7 +136,7 @@ async def _unlock(
     holder = next((lock for lock in held if lock.service == service), None)
     if holder is None:
         return CommandResult(step_id=step.id, ok=False, text=wording.not_locked(target))
-    why = policy.may_unlock(who, env, holder.owner, target=target, locked_by=holder.by())
+    why = authority.why_not(policy, who, authority.Unlock(env, holder.owner, target, holder.by()))
     if why:
         return CommandResult(step_id=step.id, ok=False, text=wording.not_unlocked(why))
     theirs = holder.owner != lock_owner(who)
@@ -162,7 +162,7 @@ async def _stop_or_resume(
         return CommandResult(step_id=step.id, ok=False, text=wording.no_such_environment(scope, policy.environments))
     if freezes is None:
         return CommandResult(step_id=step.id, ok=False, text=wording.cannot_stop_here())
-    why = policy.may_stop(who, scope)
+    why = authority.why_not(policy, who, authority.Stop(scope))
     if why:
         return CommandResult(step_id=step.id, ok=False, text=wording.not_stopped(why))
     where = wording.freeze_scope(scope)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core import verification, wording
+from bot.core import authority, verification, wording
 from bot.core.control import AnswerVerify, CheckNow, EndVerification, StartVerification
 from bot.core.events import (
     CheckObserved,
@@ -58,7 +58,7 @@ class Verifying:
         position = thread.events.index(message)
         said = Instruction(position, message.text, message.user, principal_of(message), identity_of(message))
         who = thread.authority(said)  # nobody, for a message copied into a fork
-        why = self.policy.may_skip_verification(who, started.environment)
+        why = authority.why_not(self.policy, who, authority.SkipVerification(started.environment))
         if why is not None:
             refused = VerificationRefused(deploy_id=started.deploy_id, message_id=message.id, text=why)
             return await journal.decide(thread, [refused])

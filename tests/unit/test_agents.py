@@ -7,12 +7,22 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import agents
+from bot.core import authority
 from bot.core.events import ApprovalRequested, UserMessage
-from bot.core.people import AGENT, Agent, Directory, Person, Rules, Written, may_approve, may_lock
+from bot.core.people import AGENT, Agent, Directory, Person, Rules, Written
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 from bot.runtime.service import Forbidden, ThreadService
+from tests.unit.asking import (
+    may_approve,
+    may_decide,
+    may_force,
+    may_lock,
+    may_lock_under,
+    may_request,
+    may_stop,
+    may_unlock,
+)
 from tests.unit.conftest import NOW, Parts
 
 ALICE, BOB = Person("alice", ("UALICE",)), Person("bob", ("UBOB",))
@@ -44,11 +54,11 @@ def test_an_agent_is_nobody_s_person_and_no_list_can_name_it():
 
 @pytest.mark.parametrize("check", [
     lambda p: may_approve(AGENT_ID, ANYONE_RULES),  # even where anyone may
-    lambda p: may_lock(AGENT_ID, ANYONE_RULES),
-    lambda p: p.may_lock(AGENT_ID, "staging"),
-    lambda p: p.may_unlock(AGENT_ID, "staging", "manual:agent:claude-code"),  # not even its own lock
-    lambda p: p.may_stop(AGENT_ID, "*"),
-    lambda p: p.may_force(AGENT_ID, "staging"),
+    lambda p: may_lock_under(AGENT_ID, ANYONE_RULES),
+    lambda p: may_lock(p, AGENT_ID, "staging"),
+    lambda p: may_unlock(p, AGENT_ID, "staging", "manual:agent:claude-code"),  # not even its own lock
+    lambda p: may_stop(p, AGENT_ID, "*"),
+    lambda p: may_force(p, AGENT_ID, "staging"),
 ])
 def test_an_agent_never_decides_locks_stops_or_forces(check):
     said = check(policy())
@@ -63,19 +73,19 @@ def test_what_an_agent_asks_its_owner_asked():
         expires_at=NOW,
     )
     assert "alice" in rules.requesters(request)
-    assert rules.may_decide(DIRECTORY.by_slack("UALICE"), request) == \
+    assert may_decide(rules, DIRECTORY.by_slack("UALICE"), request) == \
         "alice asked for this deploy and cannot also approve it"
-    assert rules.may_decide(DIRECTORY.by_slack("UBOB"), request) is None
+    assert may_decide(rules, DIRECTORY.by_slack("UBOB"), request) is None
 
 
 def test_an_agent_asks_only_for_its_environments():
     rules = policy(development=Written())
-    assert rules.may_request(AGENT_ID, "production") is None
-    assert rules.may_request(AGENT_ID, "development") == (
+    assert may_request(rules, AGENT_ID, "production") is None
+    assert may_request(rules, AGENT_ID, "development") == (
         "claude-code may not ask for deploys to development (its environments in deploybot.toml: "
         "production, staging)"
     )
-    assert rules.may_request(DIRECTORY.by_name("bob"), "development") is None
+    assert may_request(rules, DIRECTORY.by_name("bob"), "development") is None
 
 
 def asked(thread_id: str, minutes_ago: int = 0, by: str = "claude-code") -> Thread:
@@ -87,12 +97,12 @@ def asked(thread_id: str, minutes_ago: int = 0, by: str = "claude-code") -> Thre
 
 
 def test_the_limits_name_themselves():
-    assert agents.over_limit(CLAUDE, [asked("a")], NOW) is None
-    assert agents.over_limit(CLAUDE, [asked("a"), asked("b")], NOW) == (
+    assert authority.over_limit(CLAUDE, [asked("a")], NOW) is None
+    assert authority.over_limit(CLAUDE, [asked("a"), asked("b")], NOW) == (
         "claude-code already has 2 open requests, its limit (max_open = 2): wait for one to finish, "
         "or cancel one (cancel_thread)"
     )
-    assert agents.over_limit(CLAUDE, [asked("a"), asked("b", by="other")], NOW) is None  # only its own
+    assert authority.over_limit(CLAUDE, [asked("a"), asked("b", by="other")], NOW) is None  # only its own
 
 
 async def test_the_service_holds_an_agent_to_its_limits_by_any_channel(parts: Parts):

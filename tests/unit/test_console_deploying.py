@@ -24,6 +24,7 @@ from bot.testing.memory import MemoryDeployer, MemoryEnvironments
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 PEOPLE = Directory([Person("alice", (), ("alice@example.com",)), Person("bob", (), ("bob@example.com",))])
+ASKER = PEOPLE.by_name("bob", via=SESSION)  # who previews: asks, approves nothing here but staging
 ENVIRONMENTS = ["development", "production", "staging"]
 POLICY = Policy.configured(
     environments=frozenset(ENVIRONMENTS), directory=PEOPLE,
@@ -135,14 +136,14 @@ def test_the_form_refuses_what_the_deploy_path_would_and_previews_the_rest():
     asyncio.run(environments.record(replace(record("production", "backend", "v1.2.3", 10), commit="c" * 40)))
     asyncio.run(environments.acquire(Lock("production", "manual:bob", "incident", NOW), None))
     step = offering.step_for(parts, "backend", "v1.3.0", "production")
-    seen = asyncio.run(offering.preview(parts, step, asyncio.run(offering.commit_of(parts, step)), ""))
+    seen = asyncio.run(offering.preview(parts, step, asyncio.run(offering.commit_of(parts, step)), "", ASKER))
     assert seen.lines[0] == "from v1.2.3 (ccccccc) to eeeeeee: 2 commits ahead"
     assert seen.lines[1:] == ["commits added:", "eeeeeee <b>fix</b> login (dev)", "ddddddd release v1.3.0 (dev)"]
     assert (seen.ci, seen.approval) == ("pending", "needs an approval from alice")
     assert seen.held == "not deploying: production is locked by bob since 2026-11-27 12:00 UTC: incident"
     assert seen.command("release (day)") == "deploy backend v1.3.0 to production (release day)"
     staging = offering.step_for(parts, "backend", "v1.2.2", "staging")
-    later = asyncio.run(offering.preview(parts, staging, "b" * 40, "deploys to staging are frozen"))
+    later = asyncio.run(offering.preview(parts, staging, "b" * 40, "deploys to staging are frozen", ASKER))
     assert later.approval == "needs 2 approvals from alice or bob" and later.frozen and not later.held
     assert later.lines == ["nothing deployed there yet; bbbbbbb would be the first"]
 

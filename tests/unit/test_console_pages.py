@@ -26,7 +26,7 @@ from bot.core.events import (
     HumanResponse,
     UserMessage,
 )
-from bot.core.people import SESSION, Identity
+from bot.core.people import SERVICE, SESSION, Identity
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 from bot.runtime.ports import DeployRecord, Lock
@@ -173,14 +173,14 @@ def test_the_board_shows_freezes_the_next_window_the_line_and_stop_buttons_for_w
     card = model.environment("production", policy, ALICE)
     card.freeze = model.freezing([weekly, everywhere], "production", NOW)
     card.next_freeze = model.next_window(policy.freezes, "production", NOW)  # NOW: a Wednesday
-    card.stop = model.stop("production", [everywhere], policy, ALICE, True, True)
+    card.stop = model.stop("production", [everywhere], policy, ALICE, True)
     step, _ = _asking()
     line = Thread("t7", (step, DeployQueued(step_id=step.id, position=2, behind="production is locked by bob",
                                             at=NOW)))
     queued = model.queued(line, NOW)
     assert queued is not None
     card.in_line.append(queued)
-    stop_all = model.stop("*", [everywhere], policy, ALICE, True, True)
+    stop_all = model.stop("*", [everywhere], policy, ALICE, True)
     html = page("board.html", environments=[card], everywhere=model.freezing([weekly, everywhere], "*", NOW),
                 stop_all=stop_all)
     assert "every environment is frozen until someone resumes them (stop-the-line by alice): " \
@@ -192,9 +192,9 @@ def test_the_board_shows_freezes_the_next_window_the_line_and_stop_buttons_for_w
     assert "(weekly freeze Fri 16:00 to Mon 08:00 (Europe/Berlin))" in html
     assert ("Approved; deploying backend v1.2.3 to production waits in line (number 2): production is locked by "
             "bob.") in html and 'href="/console/threads/t7"' in html
-    reading = model.stop("production", [], policy, ALICE, False, True)
+    reading = model.stop("production", [], policy, SERVICE, True)
     assert reading.why_not and not reading.may_stop  # the shared token reads
-    assert model.stop("production", [], policy, ALICE, True, False).why_not == wording.cannot_stop_here()
+    assert model.stop("production", [], policy, ALICE, False).why_not == wording.cannot_stop_here()
 
 
 def test_deploy_anyway_is_offered_for_a_frozen_or_failing_deploy_to_who_may_force():

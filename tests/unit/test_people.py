@@ -19,11 +19,10 @@ from bot.core.people import (
     Rules,
     Written,
     describe,
-    may_approve,
-    may_lock,
     resolve,
 )
 from bot.core.policy import parse_approvers
+from tests.unit.asking import may_approve, may_lock_under
 
 ALICE = Person("alice", ("U012AB3CD",), ("alice@example.com", "Alice@Corp.Example.com"))
 BOB = Person("bob", ("U045EF6GH",), ("bob@example.com",))
@@ -134,21 +133,22 @@ def test_strangers_who_asked_are_told_apart_by_their_ids(people):
 
 def test_whoever_may_approve_may_lock_by_default(people):
     rules = production(people)
-    assert may_lock(people.by_email("carol@example.com"), rules) is None
-    assert may_lock(people.by_slack("U999"), rules) == "U999 may not lock production; the sre group or carol may"
+    assert may_lock_under(people.by_email("carol@example.com"), rules) is None
+    assert may_lock_under(people.by_slack("U999"), rules) == "U999 may not lock production; the sre group or carol may"
 
 
 def test_may_lock_names_who_can(people):
     rules = production(people, may_lock=people.expand(["group:sre"]), may_lock_as_written=("group:sre",))
-    assert may_lock(people.by_slack("U012AB3CD"), rules) is None
-    assert may_lock(people.by_email("carol@example.com"), rules) == "carol may not lock production; the sre group may"
-    assert may_lock(people.by_slack("U999"), rules) is not None
-    assert may_lock(Identity(None, SLACK, "deploybot"), rules) is not None
+    assert may_lock_under(people.by_slack("U012AB3CD"), rules) is None
+    carol = people.by_email("carol@example.com")
+    assert may_lock_under(carol, rules) == "carol may not lock production; the sre group may"
+    assert may_lock_under(people.by_slack("U999"), rules) is not None
+    assert may_lock_under(Identity(None, SLACK, "deploybot"), rules) is not None
 
 
 def test_messages_list_people_when_nothing_was_written(people):
     rules = Rules(True, frozenset({"bob", "alice", "slack:U7"}))
-    assert may_lock(people.by_slack("U999"), rules) == "U999 may not lock this environment; alice, bob or U7 may"
+    assert may_lock_under(people.by_slack("U999"), rules) == "U999 may not lock this environment; alice, bob or U7 may"
     assert describe([]) == "nobody" and describe(["*"]) == "anyone"
 
 
@@ -162,7 +162,7 @@ def test_nothing_configured_is_open_mode(people):
     assert result.open_mode and not result.problems
     assert result.approvers == {env: {ANYONE} for env in ENVIRONMENTS}
     assert may_approve(Identity(None, SLACK, "U999"), result.rules["production"]) is None
-    assert may_lock(Identity(None, SLACK, "U999"), result.rules["staging"]) is None
+    assert may_lock_under(Identity(None, SLACK, "U999"), result.rules["staging"]) is None
 
 
 def test_approver_emails_alone_are_exactly_those(people):
@@ -235,7 +235,7 @@ def test_the_file_overrides_protection_and_must_differ_per_environment(people):
     assert rules["production"].approvers == frozenset() and rules["production"].lockers == {"carol"}
     assert rules["qa"].approvers == {ANYONE} and rules["qa"].approvers_as_written == ("*",)
     assert rules["staging"].lockers == {"alice", "bob"}  # may_lock defaults to the approvers
-    assert may_lock(people.by_slack("U999"), rules["staging"]) == "U999 may not lock staging; the sre group may"
+    assert may_lock_under(people.by_slack("U999"), rules["staging"]) == "U999 may not lock staging; the sre group may"
 
 
 def test_one_person_one_name_with_the_channel_as_a_tag():

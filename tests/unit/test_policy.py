@@ -8,6 +8,7 @@ from bot.core.events import ApprovalRequested, DeployBackend, HumanResponse
 from bot.core.people import SERVICE, Directory, Identity, Person, Written
 from bot.core.policy import Policy, PolicyError, args_hash, lock_owner, parse_approvers
 from bot.runtime.clock import utcnow
+from tests.unit.asking import email_approvers, may_decide, may_lock, may_unlock
 
 NOW = utcnow()
 PEOPLE = Directory(
@@ -39,72 +40,72 @@ def test_parse_approvers_global_and_per_environment():
 
 def test_who_may_decide_is_a_person_by_any_channel():
     policy = team(approver_must_differ=True)
-    assert policy.may_decide(PEOPLE.by_slack("UBOB"), request()) is None
-    assert policy.may_decide(PEOPLE.by_email("Bob <BOB@example.com>"), request()) is None
-    assert policy.may_decide(CAROL, request()) is None
-    assert "dave is not an approver for production" in policy.may_decide(PEOPLE.by_slack("UDAVE"), request())
-    assert "not an approver" in policy.may_decide(PEOPLE.by_slack("U999"), request())  # someone unknown
-    assert "cannot also approve" in policy.may_decide(PEOPLE.by_email("bob@example.com"), request(requested_by="bob"))
-    assert "bot" in Policy().may_decide(Identity(None, "name", "deploybot"), request())
+    assert may_decide(policy, PEOPLE.by_slack("UBOB"), request()) is None
+    assert may_decide(policy, PEOPLE.by_email("Bob <BOB@example.com>"), request()) is None
+    assert may_decide(policy, CAROL, request()) is None
+    assert "dave is not an approver for production" in may_decide(policy, PEOPLE.by_slack("UDAVE"), request())
+    assert "not an approver" in may_decide(policy, PEOPLE.by_slack("U999"), request())  # someone unknown
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("bob@example.com"), request(requested_by="bob"))
+    assert "bot" in may_decide(Policy(), Identity(None, "name", "deploybot"), request())
 
 
 def test_the_shared_api_token_never_decides_locks_or_unlocks_even_where_anyone_may():
     for policy in (Policy(), team()):
-        assert "personal token" in policy.may_decide(SERVICE, request("staging"))
-        assert "personal token" in policy.may_lock(SERVICE, "staging")
-        assert "personal token" in policy.may_unlock(SERVICE, "staging", lock_owner(SERVICE))
+        assert "personal token" in may_decide(policy, SERVICE, request("staging"))
+        assert "personal token" in may_lock(policy, SERVICE, "staging")
+        assert "personal token" in may_unlock(policy, SERVICE, "staging", lock_owner(SERVICE))
 
 
 def test_nobody_who_shaped_the_request_may_approve_it_by_any_channel():
     policy = team(approver_must_differ=True)
     r = request(requested_by="carol").model_copy(update={"requesters": ["bob", "carol"]})
-    assert "cannot also approve" in policy.may_decide(PEOPLE.by_email("bob@example.com"), r)  # he asked first
-    assert "cannot also approve" in policy.may_decide(PEOPLE.by_email("carol@example.com"), r)
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("bob@example.com"), r)  # he asked first
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("carol@example.com"), r)
     strict_open = Policy(approver_must_differ=True)
-    assert strict_open.may_decide(PEOPLE.by_slack("U8"), request(requested_by="slack:U9")) is None
-    assert strict_open.may_decide(PEOPLE.by_slack("U9"), request(requested_by="slack:U9")) is not None
+    assert may_decide(strict_open, PEOPLE.by_slack("U8"), request(requested_by="slack:U9")) is None
+    assert may_decide(strict_open, PEOPLE.by_slack("U9"), request(requested_by="slack:U9")) is not None
 
 
 def test_an_old_thread_s_raw_requesters_still_count():
     policy = team(approver_must_differ=True)
     # Written before people were known: the Slack id bob asked with is bob, by email too.
     old = request(requested_by="UBOB").model_copy(update={"requesters": ["UBOB"]})
-    assert "cannot also approve" in policy.may_decide(PEOPLE.by_email("bob@example.com"), old)
-    assert "cannot also approve" in policy.may_decide(PEOPLE.by_slack("UBOB"), old)
-    assert policy.may_decide(CAROL, old) is None
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("bob@example.com"), old)
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by_slack("UBOB"), old)
+    assert may_decide(policy, CAROL, old) is None
 
 
 def test_open_mode_lets_anyone_approve_and_lock_and_trusts_names():
     policy = Policy()
     assert policy.open_mode and policy.directory.by_name("zed").person == "zed"  # the CLI's --user
-    assert policy.may_decide(Identity(None, "slack", "U9"), request()) is None
-    assert policy.may_lock(policy.directory.by_name("zed"), "production") is None
-    assert policy.may_unlock(policy.directory.by_name("zed"), "production", "manual:yan") is None
+    assert may_decide(policy, Identity(None, "slack", "U9"), request()) is None
+    assert may_lock(policy, policy.directory.by_name("zed"), "production") is None
+    assert may_unlock(policy, policy.directory.by_name("zed"), "production", "manual:yan") is None
 
 
 def test_who_may_lock_defaults_to_the_approvers_and_refusals_name_who_can():
     policy = team()
-    assert policy.may_lock(PEOPLE.by_slack("UBOB"), "production") is None
-    assert policy.may_lock(DAVE, "production") == "dave may not lock production; the sre group may"
-    assert policy.may_lock(PEOPLE.by_slack("U999"), "production") == "U999 may not lock production; the sre group may"
-    assert policy.may_lock(PEOPLE.by_email("stranger@example.com"), "staging") is None  # `*` written for staging
-    assert team(may_lock=("dave",)).may_lock(DAVE, "production") is None
-    assert team(may_lock=("dave",)).may_lock(BOB, "production") == "bob may not lock production; dave may"
+    assert may_lock(policy, PEOPLE.by_slack("UBOB"), "production") is None
+    assert may_lock(policy, DAVE, "production") == "dave may not lock production; the sre group may"
+    assert may_lock(policy, PEOPLE.by_slack("U999"), "production") == "U999 may not lock production; the sre group may"
+    assert may_lock(policy, PEOPLE.by_email("stranger@example.com"), "staging") is None  # `*` written for staging
+    assert may_lock(team(may_lock=("dave",)), DAVE, "production") is None
+    assert may_lock(team(may_lock=("dave",)), BOB, "production") == "bob may not lock production; dave may"
 
 
 def test_whoever_locked_may_unlock_their_own_lock_and_whoever_may_lock_may_unlock_any():
     policy = team(may_lock=("dave",))
-    assert policy.may_unlock(BOB, "production", lock_owner(BOB)) is None  # bob locked it before may_lock
-    assert policy.may_unlock(PEOPLE.by_slack("UBOB"), "production", lock_owner(BOB)) is None  # by any channel
-    assert policy.may_unlock(DAVE, "production", lock_owner(BOB)) is None
-    assert policy.may_unlock(DAVE, "production", "thread-1-step") is None  # a stuck deploy's lock
-    assert policy.may_unlock(CAROL, "production", lock_owner(BOB)) == (
+    assert may_unlock(policy, BOB, "production", lock_owner(BOB)) is None  # bob locked it before may_lock
+    assert may_unlock(policy, PEOPLE.by_slack("UBOB"), "production", lock_owner(BOB)) is None  # by any channel
+    assert may_unlock(policy, DAVE, "production", lock_owner(BOB)) is None
+    assert may_unlock(policy, DAVE, "production", "thread-1-step") is None  # a stuck deploy's lock
+    assert may_unlock(policy, CAROL, "production", lock_owner(BOB)) == (
         'carol may not unlock production; whoever locked it may, and dave may take it over: '
         '"unlock production --force: REASON"'
     )
     stranger = PEOPLE.by_slack("U999")  # unknown: never unlocks where people are named, own lock or not
-    assert policy.may_unlock(stranger, "production", lock_owner(stranger)) is not None
-    assert Policy().may_unlock(stranger, "production", lock_owner(stranger)) is None  # open mode
+    assert may_unlock(policy, stranger, "production", lock_owner(stranger)) is not None
+    assert may_unlock(Policy(), stranger, "production", lock_owner(stranger)) is None  # open mode
 
 
 def test_approval_emails_go_to_each_approver_s_addresses():
@@ -112,21 +113,21 @@ def test_approval_emails_go_to_each_approver_s_addresses():
         directory=PEOPLE, written={"production": Written(approvers=("group:sre", "dave"))},
         approver_emails="staging:ops@example.com",
     )
-    assert policy.email_approvers("production") == [
+    assert email_approvers(policy, "production") == [
         ("bob", "bob@example.com"), ("carol", "carol@example.com"),  # dave has no address
     ]
-    assert policy.email_approvers("staging") == [(None, "ops@example.com")]
-    assert Policy().email_approvers("production") == []  # anyone is nobody's address
+    assert email_approvers(policy, "staging") == [(None, "ops@example.com")]
+    assert email_approvers(Policy(), "production") == []  # anyone is nobody's address
 
 
 def test_fail_closed_approver_emails_alone_are_exactly_those():
     policy = Policy.configured(approver_emails="production:alice@example.com")
     assert not policy.open_mode and policy.rules_for("production").approvers == {"email:alice@example.com"}
-    assert policy.may_decide(Identity(None, "email", "alice@example.com"), request()) is None
+    assert may_decide(policy, Identity(None, "email", "alice@example.com"), request()) is None
     for anyone_else in (Identity(None, "slack", "UALICE"), Identity(None, "email", "eve@example.com")):
-        assert "not an approver" in policy.may_decide(anyone_else, request())
-        assert policy.may_lock(anyone_else, "production") is not None
-    assert "not an approver" in policy.may_decide(Identity(None, "name", "alice"), request())
+        assert "not an approver" in may_decide(policy, anyone_else, request())
+        assert may_lock(policy, anyone_else, "production") is not None
+    assert "not an approver" in may_decide(policy, Identity(None, "name", "alice"), request())
 
 
 def test_a_protected_environment_without_approvers_is_refused_once_anything_is_configured():

@@ -20,7 +20,7 @@ from bot.core.events import (
     stamped,
 )
 from bot.core.policy import Policy, args_hash
-from bot.core.thread import Origin, Thread
+from bot.core.thread import Forker, Origin, Thread
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, WrongState
 from tests.unit.conftest import NOW, TAGS, Parts, who
 
@@ -249,9 +249,10 @@ async def test_cancel_once_then_everything_is_refused(parts, service):
 async def test_fork_copies_a_prefix_into_a_new_api_thread(parts, service):
     thread, _ = await awaiting_approval(parts)
     thread = await parts.store.create(thread.origin.model_copy(update={"channel": "slack"}), thread.events)
-    fork = await service.fork(thread.id, 2)
+    fork = await service.fork(thread.id, 2, who("alice"))
     assert fork.id != thread.id and fork.events == thread.events[:2]
-    assert fork.origin == Origin(channel="api", forked_from=thread.id, forked_at=2)
+    assert fork.origin == Origin(channel="api", forked_from=thread.id, forked_at=2,
+                                 forked_by=Forker(user="alice", person="alice", via="name", evidence="alice", at=NOW))
     assert await stored(parts, fork) == fork and await stored(parts, thread) == thread
 
 
@@ -259,7 +260,7 @@ async def test_fork_copies_a_prefix_into_a_new_api_thread(parts, service):
 async def test_fork_out_of_range_is_invalid(parts, service, at):
     thread, _ = await awaiting_approval(parts)
     with pytest.raises(Invalid):
-        await service.fork(thread.id, at)
+        await service.fork(thread.id, at, who("alice"))
     assert await parts.store.recent(10) == [thread.id]
 
 
@@ -271,9 +272,9 @@ async def test_fork_in_the_middle_of_a_deploy_is_refused_but_before_or_after_is_
                           environment="staging", commit=TAGS["v1.2.3"], ok=True)
     thread = await parts.store.create(Origin(), [ask, step, started, result, ListGitTags()])
     with pytest.raises(Invalid, match="middle of a deploy"):
-        await service.fork(thread.id, 3)
-    assert (await service.fork(thread.id, 2)).version == 2
-    assert (await service.fork(thread.id, 4)).version == 4
+        await service.fork(thread.id, 3, who("alice"))
+    assert (await service.fork(thread.id, 2, who("alice"))).version == 2
+    assert (await service.fork(thread.id, 4, who("alice"))).version == 4
 
 
 async def test_a_persons_word_is_indexed_at_once_before_any_run(parts, service):

@@ -10,6 +10,7 @@ from pydantic import SecretStr, ValidationError
 from bot import __main__ as cli
 from bot.config.settings import EmailSettings, GitHubSettings, LlmSettings, Settings, SlackSettings, config_problems
 from bot.core.people import OPEN_MODE_NOTICE, Identity
+from tests.unit.asking import email_approvers, may_lock
 from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 
 SECRETS = {
@@ -253,9 +254,9 @@ def test_approver_emails_alone_are_exactly_those_approvers():
     policy = settings.policy()
     assert not settings.open_mode
     assert policy.rules_for("production").approvers == {"email:alice@example.com"}
-    assert policy.email_approvers("production") == [(None, "alice@example.com")]
+    assert email_approvers(policy, "production") == [(None, "alice@example.com")]
     slack_user = Identity(None, "slack", "U9")
-    assert policy.may_lock(slack_user, "production") is not None
+    assert may_lock(policy, slack_user, "production") is not None
 
 
 def test_the_approver_variables_add_up_per_environment_each_falling_back_to_its_own_star():
@@ -323,8 +324,8 @@ def test_deploybot_toml_in_the_working_directory_makes_the_policy(tmp_path):
     assert (alice.person, bob.person) == ("alice", "bob")
     assert people.by_name("mallory").person is None  # names are no longer taken on trust
     assert policy.rules_for("production").approver_must_differ
-    assert policy.may_lock(alice, "production") is None and policy.may_lock(alice, "staging") is None
-    assert policy.email_approvers("production") == [("bob", "bob@example.com"), ("carol", "carol@example.com")]
+    assert may_lock(policy, alice, "production") is None and may_lock(policy, alice, "staging") is None
+    assert email_approvers(policy, "production") == [("bob", "bob@example.com"), ("carol", "carol@example.com")]
 
 
 def test_deploybot_config_names_the_file_and_env_only_setups_keep_working(tmp_path, monkeypatch):
@@ -365,7 +366,7 @@ def test_a_bad_file_is_a_startup_error_one_line_per_problem(tmp_path, monkeypatc
         "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
     ]
     monkeypatch.setenv("APPROVER_EMAILS", "production:alice@example.com")  # the variables may name them
-    assert Settings(_env_file=None).policy().email_approvers("production") == [("alice", "alice@example.com")]
+    assert email_approvers(Settings(_env_file=None).policy(), "production") == [("alice", "alice@example.com")]
     monkeypatch.delenv("APPROVER_EMAILS")
     assert cli.main(["threads", "list"]) == 2
     assert capsys.readouterr().err.startswith("configuration error: production is protected but has no approvers")
@@ -396,7 +397,7 @@ def test_the_docs_deploybot_toml_is_a_working_configuration(tmp_path):
     settings = Settings(_env_file=None)
     policy, people = settings.policy(), settings.directory()
     assert policy.environments == {"development", "staging", "production"} and policy.protected == {"production"}
-    assert policy.may_lock(people.by_email("carol@example.com"), "production") == (
+    assert may_lock(policy, people.by_email("carol@example.com"), "production") == (
         "carol may not lock production; the sre group may"
     )
     assert policy.rules_for("production").approver_must_differ

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core import people, transcript, wording
+from bot.core import authority, people, transcript, wording
 from bot.core.commands import is_approval
 from bot.core.events import Event
 from bot.core.people import CLI, Identity
@@ -135,7 +135,7 @@ async def _may_not_decide(term: Terminal, thread: Thread, user: str) -> str | No
     try:
         await term.service.check_decision(thread.id, request.approval_id, who(term, user), channel="cli")
     except Refused as e:
-        deciders = people.describe(term.service.policy.still_to_decide(thread, request))
+        deciders = people.describe(authority.deciders(term.service.policy, thread, request))
         return wording.not_yours_to_decide(e.message.rstrip("."), deciders)
     return None
 
@@ -185,7 +185,7 @@ async def threads(term: Terminal, a: argparse.Namespace) -> int:
             await term.service.respond(a.id, a.text or "", who(term, a.user), a.approval_id, approve, "cli")
             return await _resume(term, a.id)
         case "fork":
-            thread = await term.service.fork(a.id, a.at)
+            thread = await term.service.fork(a.id, a.at, who(term, a.user))
             print(safe(f"forked {a.id} at {a.at}: new thread {thread.id}", one_line=True))
             return await _resume(term, thread.id)
         case "cancel":

@@ -1,8 +1,9 @@
 """Email: requests and replies in over HTTP (raw RFC 822), approvals and updates out by SMTP.
 
 Inbound mail arrives as one raw message per POST, the form inbound-mail services deliver.
-Approval emails go to each approver's addresses (`Policy.email_approvers`: the directory's
-addresses of the people who may approve, and addresses APPROVER_EMAILS lists for nobody).
+Approval emails go to the addresses of each approver the authority lets decide (the directory's
+addresses of the people who may approve, and addresses APPROVER_EMAILS lists for nobody; with
+approver_must_differ, never whoever asked).
 Their replies carry a signed token (plus-addressed Reply-To, with a copy in the body) bound
 to the approval, that address and an expiry, because a From header alone proves nothing: a
 valid token proves the address, which is its person's (`directory.by_email`), so alice's
@@ -57,7 +58,7 @@ from bot.adapters.channels.deliveries import Deliveries
 from bot.adapters.channels.email_auth import proven_by
 from bot.adapters.channels.email_decision import decision
 from bot.adapters.redis import keys as names
-from bot.core import wording
+from bot.core import authority, wording
 from bot.core.commands import is_approval
 from bot.core.events import (
     ApprovalEscalated,
@@ -72,7 +73,7 @@ from bot.core.events import (
     new_id,
     principal_of,
 )
-from bot.core.people import EMAIL, Identity, describe, normalize_email
+from bot.core.people import ANYONE, EMAIL, Identity, describe, identity_for, normalize_email
 from bot.core.policy import Policy
 from bot.core.thread import Origin, Thread
 from bot.core.triggers import email_targets
@@ -128,7 +129,7 @@ class EmailChannel:
     inbound_secret: str
     reply_secret: str
     allowed: frozenset[str]  # addresses and @domains that may start threads
-    policy: Policy  # who may approve: `email_approvers` are the addresses to ask
+    policy: Policy  # the rules the authority answers by: whose addresses to ask
     max_bytes: int = 1_000_000
     trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
     _deliveries: Deliveries = field(init=False)
@@ -299,7 +300,7 @@ class EmailChannel:
         # unproven sender is nobody (see `_proven`).
         who = self._sender(mail) if await self._proven(mail) else unverified_identity(mail.sender)
         open_approval = thread.pending_approval(self.service.clock())
-        if open_approval and self.policy.may_decide(who, open_approval) is None:
+        if open_approval and authority.why_not(self.policy, who, authority.Decide(thread, open_approval)) is None:
             # Feedback from someone who may decide is a rejection (anyone may, where the
             # approvers are "*"): a forged From must not reject it. Once the approval has
             # lapsed, a reply only closes what can no longer be approved (see the service).
@@ -440,9 +441,8 @@ class EmailChannel:
 
     def _approver_addresses(self) -> frozenset[str]:
         return frozenset(
-            normalize_email(address)
-            for environment in self.policy.environments
-            for _, address in self.policy.email_approvers(environment)
+            address for environment in self.policy.environments
+            for address in self._addresses(self.policy.rules_for(environment).approvers)
         )
 
     def _is_approver(self, address: str) -> bool:
@@ -551,7 +551,7 @@ class EmailChannel:
     async def _ask_approvers(self, thread: Thread, request: ApprovalRequested) -> None:
         """One email to each approver's address (a Slack-only approver gets none), each with
         a reply token bound to that address."""
-        await self._ask(thread, request, self._approver_mail_addresses(request))
+        await self._ask(thread, request, self._approver_mail_addresses(thread, request))
 
     async def _ask(self, thread: Thread, request: ApprovalRequested, addresses: Iterable[str], intro: str = "") -> None:
         addresses = sorted(set(addresses))
@@ -596,8 +596,8 @@ class EmailChannel:
                 request = thread.approval(event.approval_id)
                 if request is None or thread.decision_for(request.approval_id) or thread.expiry(request.approval_id):
                     return
-                asked = self._approver_mail_addresses(request)
-                new = [a for a in self._addresses(event.to) if a not in asked]
+                asked = self._approver_mail_addresses(thread, request)
+                new = [a for a in self._addresses(self._deciding(thread, request, event.to)) if a not in asked]
                 await self._ask(thread, request, new, wording.escalated_to_you(_what(request), request.expires_at))
             case HumanResponse(approve=True) if event.approval_id:
                 request = thread.approval(event.approval_id)
@@ -632,8 +632,16 @@ class EmailChannel:
         for address in sorted(set(addresses)):
             await self._send(thread, address, functools.partial(build, address))
 
-    def _approver_mail_addresses(self, request: ApprovalRequested) -> list[str]:
-        return sorted({normalize_email(a) for _, a in self.policy.email_approvers(request.environment)})
+    def _approver_mail_addresses(self, thread: Thread, request: ApprovalRequested) -> list[str]:
+        """The addresses of the environment's approvers who may decide on `request` (the
+        authority's answer: with approver_must_differ, never whoever asked for it)."""
+        return self._addresses(self._deciding(thread, request, self.policy.rules_for(request.environment).approvers))
+
+    def _deciding(self, thread: Thread, request: ApprovalRequested, principals: Iterable[str]) -> list[str]:
+        """Those of `principals` the authority lets decide on `request` (`*` is nobody's address)."""
+        decide = authority.Decide(thread, request)
+        return [p for p in principals
+                if p != ANYONE and authority.why_not(self.policy, identity_for(p), decide) is None]
 
     def _addresses(self, principals: Iterable[str]) -> list[str]:
         """The addresses of people (principals): a person's own, or an `email:<address>`."""
@@ -649,7 +657,8 @@ class EmailChannel:
     def _asked(self, thread: Thread, request: ApprovalRequested) -> list[str]:
         """Every address that got an approval email for `request`."""
         escalation = thread.escalation(request.approval_id)
-        return sorted({*self._approver_mail_addresses(request), *self._addresses(escalation.to if escalation else ())})
+        escalated = self._addresses(self._deciding(thread, request, escalation.to if escalation else ()))
+        return sorted({*self._approver_mail_addresses(thread, request), *escalated})
 
     def _still_asked(self, thread: Thread, request: ApprovalRequested) -> list[str]:
         """The addresses asked whose person has not approved yet (one of several)."""
@@ -659,7 +668,7 @@ class EmailChannel:
 
     def _deciders(self, thread: Thread, request: ApprovalRequested) -> str:
         """Who may still decide on `request`, in words."""
-        return describe(self.policy.still_to_decide(thread, request))
+        return describe(authority.deciders(self.policy, thread, request))
 
     async def _send(
         self, thread: Thread | None, to: str, build: Callable[[], EmailMessage | None], link: bool = True

@@ -27,7 +27,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bot.core import agents, commands, transcript, wording
+from bot.core import agents, authority, commands, transcript, wording
 from bot.core.agents import DeployedInfo, ServiceInfo, TagInfo, ThreadInfo
 from bot.core.events import DeployService, ToolCalled
 from bot.core.people import AGENT, Agent, Identity
@@ -185,8 +185,9 @@ class Tools:
     async def _launch(
         self, who: Identity, agent: Agent, environment: str, invalid: str | None, text: str, tool: str, reason: str
     ) -> ThreadInfo:
-        # The agent's limits are the service's to check: they hold by the API too.
-        refused = invalid or self.service.policy.may_request(who, environment)
+        # Asked of the authority before a thread is started for it; the agent's limits are
+        # asked by the service's launch, so they hold by the API too.
+        refused = invalid or authority.why_not(self.service.policy, who, authority.Ask(environment))
         if refused:
             raise ToolError(refused)
         origin = Origin(channel=CHANNEL, notify=agent.notify)
@@ -206,13 +207,11 @@ class Tools:
 
     async def cancel_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
         who, agent = await self.who(ctx)
-        if agents.started_by(await self.load(thread_id)) != agent.principal:
-            raise ToolError(wording.agent_not_its_thread(agent.name, thread_id))
-        await self.note(thread_id, "cancel_thread", agent)
-        try:
+        try:  # the authority decides whether this agent may (only a thread it started)
             await self.service.cancel(thread_id, who, f"cancelled by {agent.name} (cancel_thread)", channel=CHANNEL)
         except Refused as e:
             raise ToolError(e.message) from None
+        await self.note(thread_id, "cancel_thread", agent)
         await self.kick(thread_id)
         return await self.thread(thread_id)
 

@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.channels import slack_blocks as blocks
 from bot.adapters.channels.slack.web import EVENT_TTL
 from bot.adapters.redis import keys as names
-from bot.core import wording
+from bot.core import authority, wording
 from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
@@ -212,7 +212,7 @@ class SlackNotifier:
 
     def _deciders(self, thread: Thread, request: ApprovalRequested) -> list[str]:
         assert self.policy is not None
-        return self.policy.still_to_decide(thread, request)
+        return authority.deciders(self.policy, thread, request)
 
 
 def _approval_blocks(thread: Thread, approval_id: str, note: str = "") -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ class RespondBody(BaseModel):
 
 class ForkBody(BaseModel):
     at: int
+    user: str | None = Field(None, min_length=1)
 
 
 class CancelBody(BaseModel):
@@ -82,7 +83,7 @@ async def show(thread_id: str, a: Parts = Depends(the_parts)) -> dict[str, Any]:
 
 @router.post("/{thread_id}/responses", status_code=202)
 async def respond(request: Request, thread_id: str, body: RespondBody, a: Parts = Depends(the_parts)) -> dict:
-    who = acting(request, a, body.user, deciding=body.approve is not None, text=body.text, named=True)
+    who = acting(request, a, body.user, text=body.text, named=True)
     thread = await a.service.respond(thread_id, body.text, who, body.approval_id, body.approve, channel="api")
     await a.kick(thread.id)
     return thread_json(thread, a.service.clock())
@@ -100,7 +101,7 @@ async def cancel(
 
 
 @router.post("/{thread_id}/fork", status_code=201)
-async def fork(thread_id: str, body: ForkBody, a: Parts = Depends(the_parts)) -> dict[str, Any]:
-    thread = await a.service.fork(thread_id, body.at)
+async def fork(request: Request, thread_id: str, body: ForkBody, a: Parts = Depends(the_parts)) -> dict[str, Any]:
+    thread = await a.service.fork(thread_id, body.at, acting(request, a, body.user))
     await a.kick(thread.id)
     return {"id": thread.id, "forked_from": thread_id, "at": body.at}

@@ -5,10 +5,11 @@ Who is asking was settled before the body was read (bot.adapters.http.front_door
 - a person (a personal API token, a signed-in session): they act as themselves; a `user`
   naming anyone else is a 403;
 - the service identity (the shared API_TOKEN; or, in local mode with people configured, a
-  request without credentials): may start threads, read, write free text and cancel, its
-  `user` kept only as an unverified label (via "api") for a pipeline or a bot, and a `user`
-  naming a person of deploybot.toml is a 403 ("use your personal token"); deciding, and the
-  lock and unlock commands, are a 403 that asks for a personal token;
+  request without credentials): its `user` is kept only as an unverified label (via "api")
+  for a pipeline or a bot, and a `user` naming a person of deploybot.toml is a 403 ("use
+  your personal token"). What it may do is the authority's (bot/core/authority.py): a
+  command that takes a person's powers is refused here, before a thread is started for it,
+  with the answer the command itself would get;
 - None (open mode: nothing configured): the `user` given is trusted, as before.
 """
 
@@ -19,18 +20,11 @@ import hmac
 from fastapi import Request
 
 from bot.adapters.http.shared import Parts, SignIn
-from bot.core import commands
-from bot.core.events import LockEnvironment, ResumeDeploys, StopDeploys, UnlockEnvironment
+from bot.core import authority
 from bot.core.people import API, SERVICE, SESSION, Identity
 from bot.runtime.service import Forbidden, Invalid, Unauthorized
 
 MAX_LIMIT = 200  # ?limit= on /threads and /deploys
-USE_A_PERSONAL_TOKEN = (
-    "to {what}, use a personal token (`python -m bot tokens create NAME`) or sign in "
-    "(`python -m bot login-link NAME`): the shared API token speaks for nobody in particular"
-)
-# What the shared token may not say: the commands that take a person's powers.
-POWERS = LockEnvironment | UnlockEnvironment | StopDeploys | ResumeDeploys
 
 
 # The dependencies are async on purpose: FastAPI runs a plain `def` dependency in its thread
@@ -59,28 +53,21 @@ async def authorized(request: Request) -> None:
         raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <API_TOKEN>)")
 
 
-def acting(
-    request: Request, parts: Parts, user: str | None, deciding: bool = False, text: str = "", named: bool = False
-) -> Identity:
+def acting(request: Request, parts: Parts, user: str | None, text: str = "", named: bool = False) -> Identity:
     """Who this request acts as: the identity the front door found, and the body's
-    `user` (see the module's doc). `named`: in open mode the body must name someone."""
+    `user` (see the module's doc). `named`: in open mode the body must name someone.
+    `text`: what it says, refused here if it is a command that takes powers they lack."""
     identity: Identity | None = request.scope.get("state", {}).get("identity")
     if identity is None:  # open mode (or served without bot.adapters.http.front_door): names are trusted
         if user is None and named:
             raise Invalid("say who you are: user (or use a personal token, or sign in)")
         return parts.service.directory.by_name(user or API)
     if identity == SERVICE:
-        _may_the_service_say(deciding, text)
-        return parts.service.unproven(user) if user else SERVICE
-    if user is not None and user != identity.person:
+        identity = parts.service.unproven(user) if user else SERVICE
+    elif user is not None and user != identity.person:
         how = "signed in" if identity.via == SESSION else "using a personal token"
         raise Forbidden(f"you are {identity.label} here ({how}): user must be {identity.label} or left out")
+    refused = authority.why_not_say(parts.service.policy, identity, text) if text else None
+    if refused:
+        raise Forbidden(refused)
     return identity
-
-
-def _may_the_service_say(deciding: bool, text: str) -> None:
-    """The shared token decides nothing and says no command that takes a person's powers."""
-    if deciding:
-        raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="approve or reject"))
-    if isinstance(commands.parse(text), POWERS) or commands.deploy_anyway(text) is not None:
-        raise Forbidden(USE_A_PERSONAL_TOKEN.format(what="lock or unlock, stop or resume deploys, or deploy anyway"))

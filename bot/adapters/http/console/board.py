@@ -57,7 +57,7 @@ async def board(console: Console, request: Request) -> Response:
     return console.render(
         request, "board.html", environments=cards, version=version, watch="board",
         everywhere=model.freezing([*policy.freezes, *stopped], ALL, now),
-        stop_all=model.stop(ALL, stopped, policy, who.identity, who.may_start, stoppable),
+        stop_all=model.stop(ALL, stopped, policy, who.identity, stoppable),
     )
 
 
@@ -82,7 +82,7 @@ def _card(console: Console, who: Viewer, name: str, locks: list[Lock], records: 
         ]
     card.freeze = model.freezing([*policy.freezes, *stopped], name, now)
     card.next_freeze = model.next_window(policy.freezes, name, now)
-    card.stop = model.stop(name, stopped, policy, who.identity, who.may_start, console.freezes is not None)
+    card.stop = model.stop(name, stopped, policy, who.identity, console.freezes is not None)
     return card
 
 

@@ -19,7 +19,7 @@ from bot.adapters.http.console import model, offering
 from bot.adapters.http.console.board import HISTORY_LIMIT, stopped_now
 from bot.adapters.http.console.forms import back
 from bot.adapters.http.console.routes import PREFIX, Console, Viewer
-from bot.core import commands, wording
+from bot.core import authority, commands, wording
 from bot.core.events import DeployService
 from bot.runtime.deploying import Deploying
 from bot.runtime.ports import DeployerError
@@ -60,8 +60,7 @@ async def send(console: Console, request: Request) -> Response:
     who = console.viewer(request)
     fields = await console.form(request, who)
     asked = Asked.of(fields)
-    if not who.may_start:
-        raise Forbidden(wording.shared_token_cannot("ask for a deploy"))
+    who.starts()
     try:
         said = await _command(console, who, asked, fields.get("commit", "")[:64])
     except offering.Refusal as e:
@@ -85,7 +84,7 @@ async def _command(console: Console, who: Viewer, asked: Asked, shown: str) -> s
     commit = await offering.commit_of(deploying, step)
     if shown and shown != commit:  # the tag was moved since the preview: what was shown is not what would go
         raise WrongState(f"tag {step.tag} now names {commit[:7]}, not {shown[:7]} as previewed: preview it again")
-    refused = console.policy.may_request(who.identity, step.environment)
+    refused = authority.why_not(console.policy, who.identity, authority.Ask(step.environment))
     if refused:
         raise Forbidden(refused)
     said = commands.deploy_text(step.service, step.tag, step.environment, asked.reason)
@@ -112,7 +111,7 @@ async def _page(console: Console, request: Request, who: Viewer, asked: Asked, e
     preview = None
     if asked.tag and not error:
         try:
-            preview = await _preview(console, asked)
+            preview = await _preview(console, asked, who)
         except offering.Refusal as e:
             error = str(e)
     return console.render(
@@ -133,9 +132,9 @@ async def _tags(deploying: Deploying, service: str | None, current: str) -> tupl
         return [], wording.tags_unreadable(service, e)
 
 
-async def _preview(console: Console, asked: Asked) -> offering.Preview:
+async def _preview(console: Console, asked: Asked, who: Viewer) -> offering.Preview:
     deploying = console.parts.deploying
     step = offering.step_for(deploying, asked.service, asked.tag, asked.environment)
     commit, stopped = await asyncio.gather(offering.commit_of(deploying, step), stopped_now(console))
     hit = model.freezing([*console.policy.freezes, *stopped], step.environment, console.service.clock())
-    return await offering.preview(deploying, step, commit, hit.words if hit else "")
+    return await offering.preview(deploying, step, commit, hit.words if hit else "", who.identity)

@@ -12,7 +12,7 @@ from bot.adapters.http.console import model
 from bot.adapters.http.console.board import HISTORY_LIMIT
 from bot.adapters.http.console.forms import Page, back, reason, until
 from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console, Viewer
-from bot.core import commands, wording
+from bot.core import authority, commands, wording
 from bot.core.events import ResumeDeploys, StopDeploys
 from bot.core.freeze_windows import ALL
 from bot.core.policy import lock_owner
@@ -61,7 +61,7 @@ async def _lock(console: Console, request: Request, environment: str, service_na
     fields = await console.form(request, who)
     _known(console, environment, service_name)
     why = reason(fields, MAX_REASON_CHARS)
-    refused = console.policy.may_lock(who.identity, environment)
+    refused = authority.why_not(console.policy, who.identity, authority.Lock(environment))
     if refused:
         raise Forbidden(refused)
     await console.launch(f"lock {wording.lock_target(environment, service_name)}: {why}", who)
@@ -77,8 +77,8 @@ async def _unlock(console: Console, request: Request, environment: str, service_
     holder = next((lock for lock in held if lock.service == service_name), None)
     if holder is None:
         raise WrongState(wording.not_locked(where))
-    refused = console.policy.may_unlock(who.identity, environment, holder.owner, target=where,
-                                        locked_by=holder.by())
+    refused = authority.why_not(console.policy, who.identity,
+                                authority.Unlock(environment, holder.owner, where, holder.by()))
     if refused:
         raise Forbidden(refused)
     await console.launch(unlock_command(where, holder, who, fields), who)
@@ -158,11 +158,9 @@ async def _resume(console: Console, request: Request, scope: str) -> Response:
 
 
 def _may_stop(console: Console, who: Viewer, scope: str) -> None:
-    if not who.may_start:
-        raise Forbidden(wording.shared_token_cannot("stop or resume deploys"))
     if console.freezes is None:
         raise WrongState(wording.cannot_stop_here())
-    why = console.policy.may_stop(who.identity, scope)
+    why = authority.why_not(console.policy, who.identity, authority.Stop(scope))
     if why:
         raise Forbidden(why)
 
@@ -177,8 +175,7 @@ async def roll_back(console: Console, request: Request, environment: str, servic
     on, which must still be the current one (else the rollback would undo another)."""
     who = console.viewer(request)
     fields = await console.form(request, who)
-    if not who.may_start:
-        raise Forbidden(wording.shared_token_cannot("ask for a rollback"))
+    who.starts()
     console.known_environment(environment)
     console.known_service(service_name, environment)
     shown = fields.get("deploy_id", "")[:200]
@@ -201,8 +198,7 @@ async def promote(console: Console, request: Request, environment: str, service_
     usual rules apply to its deploy."""
     who = console.viewer(request)
     await console.form(request, who)
-    if not who.may_start:
-        raise Forbidden(wording.shared_token_cannot("promote a service"))
+    who.starts()
     console.known_environment(environment)
     console.known_service(service_name, environment)
     if console.policy.promotion.previous(service_name, environment) is None:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import outcomes, people, transcript, verification, wording
+from bot.core import authority, outcomes, people, transcript, verification, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -127,23 +127,20 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
     found = []
     for request in thread.of(ApprovalRequested):
         made = thread.decision_for(request.approval_id)
-        rules = policy.rules_for(request.environment)
         escalation = thread.escalation(request.approval_id)
         expiry = thread.expiry(request.approval_id) if made is None else None
         approved = thread.approvals_for(request.approval_id)
         given = tuple(e.person or e.user for e in approved)
         is_pending = pending is not None and pending.approval_id == request.approval_id
-        why_not = policy.may_decide(viewer, request, escalation.to if escalation else ())
+        why_not = authority.why_not(policy, viewer, authority.Decide(thread, request))
         if why_not is None and any(principal_of(e) == viewer.principal for e in approved):
             why_not = wording.already_approved_by_you(len(given), thread.required(request.approval_id))
-        deciders = list(rules.approvers_as_written or sorted(rules.approvers))
-        deciders += [p for p in (escalation.to if escalation else ()) if p not in deciders]
         closed = made is not None or expiry is not None
         found.append(Approval(
             thread_id=thread.id,
             request=request,
             asked=_asked_before(thread, request),
-            who_may_decide=people.describe(deciders),
+            who_may_decide=describe_deciders(policy, request.environment, authority.deciders(policy, thread, request)),
             why_not=why_not,
             decided=decision(made) if made is not None else None,
             pending=is_pending,
@@ -165,6 +162,15 @@ def _rules_then(thread: Thread, approval_id: str) -> str:
     newer ones recorded with its decision (ApprovalRulesChanged), not today's."""
     rules = thread.approval_rules(approval_id)
     return wording.rules_then(rules.required, names(rules.approvers or ()))
+
+
+def describe_deciders(policy: Policy, environment: str, deciders: list[str]) -> str:
+    """Who may still decide, in words: the environment's approvers as written ("the sre group")
+    when that is all of them, else each one by name."""
+    rules = policy.rules_for(environment)
+    if set(deciders) == set(rules.approvers) and rules.approvers_as_written:
+        return people.describe(rules.approvers_as_written)
+    return people.describe(deciders)
 
 
 def names(principals: Iterable[str]) -> list[str]:
@@ -413,7 +419,8 @@ def verifying(thread: Thread, viewer: Identity, policy: Policy) -> Verifying | N
                          seen.at if seen else None)
               for name, seen in verification.latest(thread, started).items()]
     return Verifying(thread.id, started.service, started.tag, started.environment, started.at, started.ends_at,
-                     started.on_failure, checks, policy.may_skip_verification(viewer, started.environment))
+                     started.on_failure, checks,
+                     authority.why_not(policy, viewer, authority.SkipVerification(started.environment)))
 
 
 BLOCKING = ("checks", "frozen", "promotion")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
@@ -449,7 +456,7 @@ def blocked(thread: Thread, viewer: Identity, policy: Policy) -> Blocked | None:
             continue
         if isinstance(outcome, Error) and outcome.kind in BLOCKING:
             return Blocked(e.service, e.tag, e.environment, outcome.kind, outcome.message,
-                           policy.may_force(viewer, e.environment))
+                           authority.why_not(policy, viewer, authority.DeployAnyway(e.environment)))
         return None
     return None
 
@@ -557,7 +564,7 @@ class Environment:
 
 def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
     rules = policy.rules_for(name)
-    why = policy.may_lock(viewer, name)
+    why = authority.why_not(policy, viewer, authority.Lock(name))
     members = names(sorted(rules.approvers))
     return Environment(
         name=name, protected=rules.protected,
@@ -577,7 +584,7 @@ def held(lock: Lock, policy: Policy, viewer: Identity) -> Held:
     return Held(
         lock=lock, by=lock.owner.removeprefix("manual:") if manual else f"deploy {lock.owner}", manual=manual,
         thread_id=None if manual else deploying["thread"] if deploying else lock.owner,
-        may_unlock=policy.may_unlock(viewer, lock.environment, lock.owner) is None,
+        may_unlock=authority.why_not(policy, viewer, authority.Unlock(lock.environment, lock.owner)) is None,
         take=manual and lock.owner != lock_owner(viewer),
     )
 
@@ -756,11 +763,10 @@ class Stop:
         return wording.freeze_scope(self.scope)
 
 
-def stop(scope: str, stopped: Iterable[Freeze], policy: Policy, viewer: Identity, may_start: bool,
-         store: bool) -> Stop:
+def stop(scope: str, stopped: Iterable[Freeze], policy: Policy, viewer: Identity, store: bool) -> Stop:
     """`stopped`: the stop-the-line freezes set now. `store`: whether stopping is possible here."""
     mine = next((f for f in stopped if f.kind == "stop-the-line" and f.scope == scope), None)
-    why = policy.may_stop(viewer, scope) if may_start else wording.shared_token_cannot("stop or resume deploys")
+    why = authority.why_not(policy, viewer, authority.Stop(scope))
     if not store:
         why = wording.cannot_stop_here()
     return Stop(scope, mine, why)

@@ -13,8 +13,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.core import commands, people, wording
+from bot.adapters.http.console import model
+from bot.core import authority, commands, wording
 from bot.core.events import Change, DeployService, Error, GitTag
+from bot.core.people import Identity
 from bot.runtime.deploying import Deploying
 from bot.runtime.ports import Check, DeployerError, Versions
 
@@ -149,15 +151,16 @@ async def commit_of(deploying: Deploying, step: DeployService) -> str:
     return found
 
 
-async def preview(deploying: Deploying, step: DeployService, commit: str, frozen: str) -> Preview:
+async def preview(deploying: Deploying, step: DeployService, commit: str, frozen: str, asking: Identity) -> Preview:
     """The change `step` makes against what is deployed now, and what would stop or hold it
-    now (`frozen`: the freeze's words, read by the caller with the stops people set)."""
+    now (`frozen`: the freeze's words, read by the caller with the stops people set), for a
+    deploy `asking` asks for: who could approve it never includes them where they may not."""
     policy = deploying.policy
-    rules = policy.rules_for(step.environment)
     approval = ""
     if policy.needs_approval(step.environment):
-        deciders = list(rules.approvers_as_written or sorted(rules.approvers))
-        approval = wording.approval_needed(policy.timing_for(step.environment).required, people.describe(deciders))
+        deciders = authority.deciders_for(policy, step.environment, [asking])
+        shown = model.describe_deciders(policy, step.environment, deciders)
+        approval = wording.approval_needed(policy.timing_for(step.environment).required, shown)
     change, ci, holder = await asyncio.gather(
         deploying.change(step, commit), _ci(deploying.deployers[step.service], commit),
         deploying.locks.holder(step.environment, step.service),

@@ -32,11 +32,11 @@ from bot.adapters.http.console.forms import PREFIX, Page, browser_id, csrf_token
 from bot.adapters.http.console.reader import Reader
 from bot.adapters.http.console.streams import Streams
 from bot.adapters.http.shared import BROWSER_COOKIE, Parts, SignIn, secure_cookies
-from bot.core import wording
+from bot.core import authority, wording
 from bot.core.people import ANONYMOUS, SERVICE, Identity, shown
 from bot.core.thread import Thread
 from bot.runtime.ports import DeployRecord
-from bot.runtime.service import Invalid, Refused
+from bot.runtime.service import Forbidden, Invalid, Refused
 
 __all__ = ["HEADERS", "PREFIX", "Console", "Page", "Viewer", "standalone", "templates"]
 
@@ -93,6 +93,7 @@ class Viewer:
     session: Any | None
     csrf: str
     open_mode: bool
+    start_refused: str | None = None  # why the authority lets this viewer start no thread; None: it does
 
     @property
     def label(self) -> str:
@@ -104,9 +105,14 @@ class Viewer:
 
     @property
     def may_start(self) -> bool:
-        """Whether this viewer may start threads here (ask for a rollback): anyone but the
-        shared token, which only reads the console."""
-        return not self.is_service
+        """Whether this viewer may start threads here (ask for a deploy, a rollback): the
+        authority's answer, as on every channel."""
+        return self.start_refused is None
+
+    def starts(self) -> None:
+        """Refuse, with the authority's sentence, a viewer who may start no thread."""
+        if self.start_refused is not None:
+            raise Forbidden(self.start_refused)
 
 
 def _local_user() -> str:
@@ -188,7 +194,8 @@ class Console:
         if identity is None:  # open mode: nothing configured, names are trusted
             identity = self.service.directory.by_name(self.local_user if not self.parts.api_token else "api")
         session = state.get("session")
-        return Viewer(identity, session, self.csrf_for(session, request), self.policy.open_mode)
+        refused = authority.why_not(self.policy, identity, authority.Start())
+        return Viewer(identity, session, self.csrf_for(session, request), self.policy.open_mode, refused)
 
     async def form(self, request: Request, who: Viewer) -> dict[str, str]:
         """The posted form, once its CSRF token is the viewer's (else a 403 page)."""

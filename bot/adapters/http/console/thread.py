@@ -40,7 +40,7 @@ async def thread_page(console: Console, request: Request, thread_id: str) -> Res
         request, "thread.html", thread=thread, status=thread.status(now), outcome=outcomes.outcome(thread, now),
         items=model.timeline(thread, console.parts.secrets, console.words),
         approvals=model.approvals(thread, who.identity, policy, now),
-        blocked=model.blocked(thread, who.identity, policy) if who.may_start else None,
+        blocked=model.blocked(thread, who.identity, policy),
         verifying=model.verifying(thread, who.identity, policy),
         version=version, watch=f"thread:{thread.id}",
     )
@@ -52,8 +52,6 @@ async def deploy_anyway(console: Console, request: Request, thread_id: str) -> R
     who = console.viewer(request)
     fields = await console.form(request, who)
     why = reason(fields, MAX_REASON_CHARS)
-    if not who.may_start:
-        raise Forbidden(wording.shared_token_cannot("deploy anyway"))
     thread = await console.service.get(thread_id)
     found = model.blocked(thread, who.identity, console.policy)
     if found is None:
@@ -90,7 +88,7 @@ async def fork(console: Console, request: Request, thread_id: str) -> Response:
     who = console.viewer(request)
     fields = await console.form(request, who)
     at = whole_number(fields.get("at", ""), "at", 1, 1_000_000)
-    thread = await console.service.fork(thread_id, at)
+    thread = await console.service.fork(thread_id, at, who.identity)
     await console.parts.kick(thread.id)
     return back({}, f"{PREFIX}/threads/{thread.id}", "forked")
 
@@ -119,8 +117,6 @@ async def _end_verification(console: Console, request: Request, thread_id: str, 
     who = console.viewer(request)
     fields = await console.form(request, who)
     why = reason(fields, reason_chars) if reason_chars is not None else ""
-    if not who.may_start:
-        raise Forbidden(wording.shared_token_cannot("end a verification"))
     thread = await console.service.get(thread_id)
     found = model.verifying(thread, who.identity, console.policy)
     if found is None:
