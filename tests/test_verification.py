@@ -213,7 +213,8 @@ async def test_a_failing_http_check_in_production_proposes_the_rollback_for_appr
     workers[0].start()
     await app.queue.push(thread.id)
     pending = await eventually(lambda: _pending(app, thread.id), within=20)
-    await app.service.respond(thread.id, "", "bob", approval_id=pending.approval_id, approve=True)
+    await app.service.respond(thread.id, "", app.service.directory.by_name("bob", via="cli"),
+                              approval_id=pending.approval_id, approve=True)
     await app.queue.push(thread.id)
     started = await verifying(app, thread.id)
     healthy.health_status = 503

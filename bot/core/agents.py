@@ -12,9 +12,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from bot.core import authority
+from bot.core import authority, views
 from bot.core.events import ApprovalRequested, DeployResult, HumanResponse
-from bot.core.people import ANYONE
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 
@@ -102,5 +101,5 @@ def _pending(thread: Thread, request: ApprovalRequested, policy: Policy) -> Pend
     return PendingApproval(
         approval_id=request.approval_id, service=request.service, tag=request.tag,
         environment=request.environment, asked_by=request.asker, expires_at=request.expires_at,
-        who_may_decide=["anyone" if p == ANYONE else policy.directory.display(p) for p in deciders],
+        who_may_decide=[views.shown_decider(policy, p) for p in deciders],
     )

@@ -9,30 +9,35 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from bot.core import wording
+from bot.core import authority, wording
 from bot.core.events import ApprovalRequested, principal_of
+from bot.core.people import ANYONE
+from bot.core.policy import Policy
 from bot.core.thread import Thread
 
 
-def thread_json(thread: Thread, now: datetime | None = None) -> dict[str, Any]:
+def thread_json(thread: Thread, now: datetime | None = None, policy: Policy | None = None) -> dict[str, Any]:
+    """`policy`: the rules in force, which say who may still decide on a pending approval."""
     pending = thread.pending_approval(now)
     expired = thread.expired_approval(now) if now is not None else None
     return {
         "id": thread.id,
         "status": thread.status(now),
         "version": thread.version,
-        "origin": thread.origin.model_dump(exclude_none=True),
-        "pending_approval": _pending(thread, pending) if pending else None,
+        "origin": thread.origin.model_dump(mode="json", exclude_none=True),
+        "pending_approval": _pending(thread, pending, policy) if pending else None,
         "expired_approval": expired.model_dump(mode="json") if expired else None,
         "events": [e.model_dump(mode="json") for e in thread.events],
     }
 
 
-def _pending(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
+def _pending(thread: Thread, request: ApprovalRequested, policy: Policy | None) -> dict[str, Any]:
     """The request, with how far it got: approvals so far (one per person), how many it
-    needs, and whether (and to whom) it was escalated."""
+    needs, whether (and to whom) it was escalated, and who may still decide (the authority's
+    answer: never whoever asked, where they may not approve)."""
     given = thread.approvals_for(request.approval_id)
     escalation = thread.escalation(request.approval_id)
+    deciders = authority.deciders(policy, thread, request) if policy is not None else None
     return {
         **request.model_dump(mode="json"),
         "approvals": [{"by": principal_of(a), "via": a.via or a.channel, "at": a.at.isoformat()} for a in given],
@@ -40,7 +45,14 @@ def _pending(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
         "escalated_to": escalation.to if escalation else [],
         # `required` is what it was asked under; the rules in force may ask more since.
         "required_now": thread.required(request.approval_id),
+        **({"who_may_decide": [shown_decider(policy, p) for p in deciders]}
+           if policy is not None and deciders is not None else {}),
     }
+
+
+def shown_decider(policy: Policy, principal: str) -> str:
+    """One who may decide, as the answers name them: `anyone`, a person, an agent with its owner."""
+    return "anyone" if principal == ANYONE else policy.directory.display(principal)
 
 
 def summary_json(thread: Thread, now: datetime | None = None) -> dict[str, Any]:

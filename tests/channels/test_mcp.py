@@ -28,7 +28,7 @@ from bot.adapters.http.console.model import audit
 from bot.adapters.redis.credentials import RedisCredentials
 from bot.testing import cluster
 from tests.channels import test_slack as base
-from tests.helpers import eventually, ledger_lines
+from tests.helpers import ledger_lines
 
 fake_slack, slack = base.fake_slack, base.slack
 ALICE, BOB = "UALICE", "UBOB"
@@ -135,7 +135,7 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
         assert asked["status"] == "waiting_for_approval", asked
         pending = asked["pending_approval"]
         assert pending["asked_by"] == "claude-code (agent of alice)"
-        assert set(pending["who_may_decide"]) == {"alice", "bob"}
+        assert pending["who_may_decide"] == ["bob"]  # what the agent asks, alice (its owner) asked
         thread_id = asked["thread_id"]
 
         # People see who asked: the agent, and whose it is.
@@ -217,12 +217,10 @@ async def test_an_agent_cannot_approve_or_lock_even_naming_a_person(app, api, to
         f"/threads/{asked['thread_id']}/responses", json={"approve": True, "approval_id": approval_id},
         headers=agent_api)).json()["detail"]
 
-    # Locking is done by whoever asked for it, when its thread runs: never by an agent.
+    # Locking takes a person's powers: refused before a thread is started for it, in the words
+    # the lock command itself would get.
     launched = await api.post("/threads", json={"message": "lock production: agents at work"}, headers=agent_api)
-    assert launched.status_code == 201
-    thread = await eventually(lambda: _settled(app, launched.json()["id"]), within=15)
-    [result] = [e for e in thread.events if e.type == "command_result"]
-    assert not result.ok and "claude-code is an agent" in result.text
+    assert launched.status_code == 403 and "claude-code is an agent" in launched.json()["detail"]
     assert await app.environments.holder("production", "") is None
 
 

@@ -150,8 +150,10 @@ async def test_cancel_reasons_are_escaped_but_the_canceller_is_named(app, api, s
     fake_llm.script(reply(intent="request_more_information", message="Which environment?"))
     _, root = await slack.mention("deploy backend v1.2.3")
     thread = await settled(app, root)
-    response = await api.post(f"/threads/{thread.id}/cancel", json={"user": ALICE, "reason": HOSTILE})
-    assert response.status_code == 200
+    # alice asked, so she may cancel it (the shared token, which did not, may not)
+    refused = await api.post(f"/threads/{thread.id}/cancel", json={"user": ALICE, "reason": HOSTILE})
+    assert refused.status_code == 403 and "may not cancel this thread" in refused.json()["detail"]
+    await app.service.cancel(thread.id, app.service.directory.by_slack(ALICE), HOSTILE, channel="slack")
     [said] = await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Cancelled by")
     assert said["text"] == f":no_entry: Cancelled by <@{ALICE}>: {INERT}"
 

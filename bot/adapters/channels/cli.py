@@ -178,7 +178,7 @@ async def threads(term: Terminal, a: argparse.Namespace) -> int:
             if a.markdown:
                 print(safe(transcript.markdown(thread, term.secrets, _now(term))))
             else:  # JSON escapes every control character itself
-                print(json.dumps(thread_json(thread, _now(term)), indent=2))
+                print(json.dumps(thread_json(thread, _now(term), term.service.policy), indent=2))
             return 0
         case "respond":
             approve = True if a.approve else False if a.reject else None

@@ -78,7 +78,7 @@ async def show_markdown(thread_id: str, a: Parts = Depends(the_parts)) -> PlainT
 
 @router.get("/{thread_id}")
 async def show(thread_id: str, a: Parts = Depends(the_parts)) -> dict[str, Any]:
-    return thread_json(await a.service.get(thread_id), a.service.clock())
+    return thread_json(await a.service.get(thread_id), a.service.clock(), a.service.policy)
 
 
 @router.post("/{thread_id}/responses", status_code=202)
@@ -86,7 +86,7 @@ async def respond(request: Request, thread_id: str, body: RespondBody, a: Parts 
     who = acting(request, a, body.user, text=body.text, named=True)
     thread = await a.service.respond(thread_id, body.text, who, body.approval_id, body.approve, channel="api")
     await a.kick(thread.id)
-    return thread_json(thread, a.service.clock())
+    return thread_json(thread, a.service.clock(), a.service.policy)
 
 
 @router.post("/{thread_id}/cancel")
@@ -97,7 +97,7 @@ async def cancel(
     who = acting(request, a, body.user)
     thread = await a.service.cancel(thread_id, who, body.reason)
     await a.kick(thread.id)  # its run lets go of what it held: a place in line, a timer
-    return thread_json(thread, a.service.clock())
+    return thread_json(thread, a.service.clock(), a.service.policy)
 
 
 @router.post("/{thread_id}/fork", status_code=201)

@@ -1,0 +1,138 @@
+"""The actor x action table of docs/people-and-approvals.md#who-may-do-what, read from the doc and
+asked of bot/core/authority.py in the situation the doc describes: shared by the unit test that
+holds the doc to the function and by the test that asks every channel the same questions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.core import authority
+from bot.core.events import (
+    ApprovalRequested,
+    DeployResult,
+    DeployService,
+    UserMessage,
+    VerificationStarted,
+    VerifyCheck,
+    identity_of,
+)
+from bot.core.people import Agent, Directory, Identity, Person, Written
+from bot.core.policy import Policy, lock_owner
+from bot.core.thread import Thread
+from bot.core.triggers import SCHEDULE
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "people-and-approvals.md"
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+DIRECTORY = Directory(
+    [Person("alice", ("UALICE",), ("alice@example.com",)), Person("bob", ("UBOB",), ("bob@example.com",)),
+     Person("dave", ("UDAVE",), ("dave@example.com",)), Person("erin", ("UERIN",), ("erin@example.com",))],
+    agents=[Agent("claude", owner="alice", environments=("staging",))],
+)
+POLICY = Policy.configured(
+    environments=("staging", "production"), directory=DIRECTORY,
+    written={"production": Written(protected=True, approvers=("alice", "bob"), approver_must_differ=True),
+             "staging": Written(approvers=("alice", "bob"))},
+)
+
+# The table's columns, in its order: who each one is.
+ACTORS: dict[str, Identity] = {
+    "an approver (bob)": DIRECTORY.by_slack("UBOB"),
+    "a person with no powers (dave)": DIRECTORY.by_slack("UDAVE"),
+    "an agent (claude)": DIRECTORY.by_agent("claude"),  # type: ignore[dict-item]
+    "the shared `API_TOKEN`": Identity(None, "api", "ci"),
+    "an outsider": DIRECTORY.by_slack("U0STRANGER"),
+    "a GitHub login nobody lists": DIRECTORY.by_github("octocat"),
+    "a trigger or schedule": Identity(None, SCHEDULE, "nightly"),
+}
+assert all(a is not None for a in ACTORS.values())
+
+
+def said(who: Identity, text: str, at: datetime = NOW) -> UserMessage:
+    user = who.evidence if who.via in ("slack", "email") else who.label
+    return UserMessage(text=text, user=user, person=who.person, via=who.via, evidence=who.evidence, at=at)
+
+
+def asked_by(who: Identity, environment: str = "production", thread_id: str = "t1") -> tuple[Thread, ApprovalRequested]:
+    """A thread `who` started that waits for the approval of a deploy to `environment`."""
+    message = said(who, f"deploy api v1.2.3 to {environment}")
+    step = DeployService(service="api", tag="v1.2.3", environment=environment, at=NOW)
+    request = ApprovalRequested(
+        step_id=step.id, thread_id=thread_id, args_hash="h", service="api", tag="v1.2.3", commit="c" * 40,
+        environment=environment, requested_by=identity_of(message).principal if who.person is None else who.principal,
+        requesters=[who.principal], expires_at=NOW + timedelta(hours=1), at=NOW,
+    )
+    return Thread(thread_id, (message, step, request)), request
+
+
+def verifying(who: Identity) -> Thread:
+    """A thread `who` started whose production deploy succeeded and is being verified."""
+    message = said(who, "deploy api v1.2.3 to production")
+    step = DeployService(service="api", tag="v1.2.3", environment="production", at=NOW)
+    result = DeployResult(step_id=step.id, deploy_id=f"t1-{step.id}", service="api", tag="v1.2.3",
+                          environment="production", commit="c" * 40, ok=True, at=NOW)
+    started = VerificationStarted(step_id=step.id, deploy_id=result.deploy_id, service="api", tag="v1.2.3",
+                                  environment="production", ends_at=NOW + timedelta(minutes=10), interval=60, grace=0,
+                                  on_failure="rollback", checks=[VerifyCheck(kind="http", name="up", url="http://x/")],
+                                  at=NOW)
+    return Thread("t1", (message, step, result, started))
+
+
+OTHER = DIRECTORY.by_slack("UERIN")  # "someone else": a person with no powers who is none of the columns
+Situation = Callable[[Identity], authority.Action]
+
+# The table's rows: the question each one asks, for an actor.
+ACTIONS: dict[str, Situation] = {
+    "start a thread": lambda who: authority.Start((), NOW),
+    "ask for a deploy to production": lambda who: authority.Ask("production"),
+    "roll back production": lambda who: authority.Ask("production", "roll back"),
+    "promote to production": lambda who: authority.Ask("production", "promote"),
+    "approve or reject someone else's request": lambda who: authority.Decide(*asked_by(OTHER)),
+    "approve their own request": lambda who: authority.Decide(*asked_by(who)),
+    "reply in someone else's thread": lambda who: authority.Reply(asked_by(OTHER)[0]),
+    "reply in their own thread": lambda who: authority.Reply(asked_by(who)[0]),
+    "cancel their own thread": lambda who: authority.Cancel(asked_by(who)[0]),
+    "cancel someone else's thread": lambda who: authority.Cancel(asked_by(OTHER)[0]),
+    "cancel a thread while its deploy runs or is verified": lambda who: authority.Cancel(verifying(who)),
+    "fork their own thread": lambda who: authority.Fork(asked_by(who)[0]),
+    "fork someone else's thread": lambda who: authority.Fork(asked_by(OTHER)[0]),
+    "lock production": lambda who: authority.Lock("production"),
+    "unlock a lock they set": lambda who: authority.Unlock("production", lock_owner(who)),
+    "unlock (take) someone else's lock": lambda who: authority.Unlock("production", "manual:carol"),
+    "stop or resume deploys": lambda who: authority.Stop("production"),
+    "deploy anyway (past a freeze or failing checks)": lambda who: authority.DeployAnyway("production"),
+    "skip verification, or verify now": lambda who: authority.SkipVerification("production"),
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    action: str
+    actor: str
+    allowed: bool
+
+
+def documented() -> list[Cell]:
+    """Every cell of the doc's table, as written."""
+    text = DOC.read_text()
+    section = text.split("## Who may do what", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    cells = []
+    for row in rows[1:]:
+        values = [c.strip() for c in row.strip("|").split("|")]
+        if set(values[0]) <= {"-"}:
+            continue
+        for actor, value in zip(header[1:], values[1:], strict=True):
+            assert value in ("yes", "no"), f"{values[0]} / {actor}: {value!r} is neither yes nor no"
+            cells.append(Cell(values[0], actor, value == "yes"))
+    return cells
+
+
+def answered(action: str, actor: str) -> str | None:
+    """The authority's answer for one cell: None (allowed) or the sentence."""
+    who = ACTORS[actor]
+    return authority.why_not(POLICY, who, ACTIONS[action](who))
