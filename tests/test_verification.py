@@ -3,7 +3,9 @@ exporter this module controls every second) and a real HTTP endpoint, with real 
 real deploy command and real workers firing timers: a healthy deploy verified after its bake
 (resumed by another worker after the first one stops mid-bake), a bad one rolled back at once
 (on_failure = "rollback") or a rollback proposed, and a Prometheus that is down failing the
-check after its grace. Bakes of a few seconds; one Prometheus for the module."""
+check after its grace. And what a hostile or broken one sends (bot/testing/prometheus.py's
+UnrulyPrometheus, a real server): an answer of 40 MB is refused unread, and NaN or ±Inf is no
+answer. Bakes of a few seconds; one Prometheus for the module."""
 
 from __future__ import annotations
 
@@ -276,3 +278,48 @@ async def test_the_probe_against_the_real_prometheus_and_endpoint_never_passes_w
         assert seen.ok is None and "pw" not in seen.value and "token" not in seen.value
     finally:
         await probe.aclose()
+
+
+async def test_infinities_and_nan_from_the_real_prometheus_are_no_answer_never_a_pass_nor_a_failure(prometheus):
+    from bot.adapters.probes import HttpProbe
+    from bot.core.events import VerifyCheck
+
+    probe = HttpProbe()
+
+    def asked(query: str, condition: str) -> VerifyCheck:
+        return VerifyCheck(kind="prometheus", name=query, url=prometheus.url, query=query, condition=condition)
+
+    # Each against a condition it would meet and one it would not, as a scalar and as a series.
+    cases = [("-1/0", "< 0.01"), ("-1/0", "> 0.01"), ("vector(-1/0)", "< 0.01"),
+             ("1/0", "> 1"), ("1/0", "< 1"), ("vector(1/0)", "> 1"),
+             ("0/0", "!= 1"), ("vector(0/0)", "!= 1"),
+             # One series healthy, one NaN: the check cannot be evaluated as a whole.
+             ('vector(0.001) or label_replace(vector(0/0), "s", "nan", "", "")', "< 0.01")]
+    try:
+        for query, condition in cases:
+            seen = await probe.observe(asked(query, condition))
+            assert seen.ok is None and seen.value.startswith("no answer"), (query, condition, seen)
+    finally:
+        await probe.aclose()
+
+
+async def test_an_answer_far_too_big_is_no_answer_and_is_not_read_whole():
+    from bot.adapters.probes import HttpProbe
+    from bot.core.events import VerifyCheck
+    from bot.testing.prometheus import UnrulyPrometheus
+
+    size = 40_000_000  # a valid, healthy answer: only its size is wrong
+    server = UnrulyPrometheus(size=size)
+    probe = HttpProbe()
+    check = VerifyCheck(kind="prometheus", name=QUERY, url=server.url, query=QUERY, condition="< 0.05")
+    try:
+        seen = await probe.observe(check)
+        assert seen.ok is None and seen.value.startswith("no answer"), seen
+        assert "1 MB" in seen.value  # said plainly: the default cap
+        assert await asyncio.to_thread(server.finished.wait, 30)
+        # What the kernel's buffers held besides: far from the whole answer.
+        assert server.sent < size / 2
+    finally:
+        await probe.aclose()
+        server.stop()
+
