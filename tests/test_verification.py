@@ -3,13 +3,16 @@ exporter this module controls every second) and a real HTTP endpoint, with real 
 real deploy command and real workers firing timers: a healthy deploy verified after its bake
 (resumed by another worker after the first one stops mid-bake), a bad one rolled back at once
 (on_failure = "rollback") or a rollback proposed, and a Prometheus that is down failing the
-check after its grace. Bakes of a few seconds; one Prometheus for the module."""
+check after its grace. And what a hostile or broken one sends (bot/testing/prometheus.py's
+UnrulyPrometheus, a real server): an answer dripped a byte a second ends each round by its
+deadline while the lock holds and a second deploy is refused, an answer of 40 MB is refused
+unread, and NaN or ±Inf is no answer. Bakes of a few seconds; one Prometheus for the module."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,11 +20,11 @@ from redis.asyncio import Redis
 
 from bot.adapters.redis.work import RedisWorkQueue
 from bot.config.settings import Settings
-from bot.core.events import CheckObserved, DeployResult, VerificationEnded, VerificationStarted
+from bot.core.events import CheckObserved, DeployResult, Error, VerificationEnded, VerificationStarted
 from bot.runtime.ports import DeployRecord, Observation
 from bot.runtime.worker import Worker
 from bot.testing.cluster import free_port
-from bot.testing.prometheus import QUERY, Exporter, PrometheusServer
+from bot.testing.prometheus import QUERY, Exporter, PrometheusServer, UnrulyPrometheus
 from bot.wiring.app import App, build, fire_timers
 from tests.helpers import eventually, ledger_lines, reply
 
@@ -277,3 +280,179 @@ async def test_the_probe_against_the_real_prometheus_and_endpoint_never_passes_w
         assert seen.ok is None and "pw" not in seen.value and "token" not in seen.value
     finally:
         await probe.aclose()
+
+
+async def test_infinities_and_nan_from_the_real_prometheus_are_no_answer_never_a_pass_nor_a_failure(prometheus):
+    from bot.adapters.probes import HttpProbe
+    from bot.core.events import VerifyCheck
+
+    probe = HttpProbe()
+
+    def asked(query: str, condition: str) -> VerifyCheck:
+        return VerifyCheck(kind="prometheus", name=query, url=prometheus.url, query=query, condition=condition)
+
+    # Each against a condition it would meet and one it would not, as a scalar and as a series.
+    cases = [("-1/0", "< 0.01"), ("-1/0", "> 0.01"), ("vector(-1/0)", "< 0.01"),
+             ("1/0", "> 1"), ("1/0", "< 1"), ("vector(1/0)", "> 1"),
+             ("0/0", "!= 1"), ("vector(0/0)", "!= 1"),
+             # One series healthy, one NaN: the check cannot be evaluated as a whole.
+             ('vector(0.001) or label_replace(vector(0/0), "s", "nan", "", "")', "< 0.01")]
+    try:
+        for query, condition in cases:
+            seen = await probe.observe(asked(query, condition))
+            assert seen.ok is None and seen.value.startswith("no answer"), (query, condition, seen)
+    finally:
+        await probe.aclose()
+
+
+async def test_an_answer_far_too_big_is_no_answer_and_is_not_read_whole():
+    from bot.adapters.probes import HttpProbe
+    from bot.core.events import VerifyCheck
+    from bot.testing.prometheus import UnrulyPrometheus
+
+    size = 40_000_000  # a valid, healthy answer: only its size is wrong
+    server = UnrulyPrometheus(size=size)
+    probe = HttpProbe()
+    check = VerifyCheck(kind="prometheus", name=QUERY, url=server.url, query=QUERY, condition="< 0.05")
+    try:
+        seen = await probe.observe(check)
+        assert seen.ok is None and seen.value.startswith("no answer"), seen
+        assert "1 MB" in seen.value  # said plainly: the default cap
+        assert await asyncio.to_thread(server.finished.wait, 30)
+        # What the kernel's buffers held besides: far from the whole answer.
+        assert server.sent < size / 2
+    finally:
+        await probe.aclose()
+        server.stop()
+
+
+DRIP_BAKE = 8  # seconds
+
+
+@pytest.fixture
+def dripping() -> Iterator[UnrulyPrometheus]:
+    server = UnrulyPrometheus(drip_every=1.0, drip_for=60)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def dripping_app(settings: Settings, redis: Redis, tmp_path: Path, dripping: UnrulyPrometheus,
+                       fake_llm) -> AsyncIterator[App]:
+    config = tmp_path / "deploybot.toml"
+    config.write_text(f"""
+[environments.staging]
+[services.backend]
+[services.frontend]
+[services.backend.verify.staging]
+bake = "{DRIP_BAKE}s"
+interval = "1s"
+grace = "1m"
+[[services.backend.verify.staging.prometheus]]
+url = "{dripping.url}"
+query = "{QUERY}"
+condition = "< 0.05"
+""")
+    fake_llm.default = reply(intent="done_for_now", message="done")
+    built = build(settings.model_copy(update={"deploybot_config": config}))
+    assert built.runner.verifying is not None
+    # The lock outlives a round by two intervals and a second, not a minute: a round that
+    # hung on the drip would let it lapse within seconds.
+    built.runner.verifying.lock_margin = 1
+    yield built
+    await built.close()
+
+
+async def test_a_prometheus_that_drips_its_answer_ends_each_round_by_its_deadline_and_nobody_deploys_over_the_bake(
+    dripping_app, dripping, workers, ledger,
+):
+    app = dripping_app
+    first = await launch(app, "deploy backend v1.2.3 to staging")
+    workers.append(worker(app, "w1"))
+    workers[0].start()
+
+    async def bake_started() -> VerificationStarted | None:
+        return (await app.store.load(first)).verifying()
+    started = await eventually(bake_started, within=20)
+    await eventually(lambda: dripping.asked > 0)  # a round is in flight, answered a byte a second
+    holders: set[str | None] = set()
+
+    async def watch() -> None:
+        # A holder read while the thread, read after it, is still verifying: held during the bake.
+        while True:
+            held = await app.environments.holder("staging", "backend")
+            if verification_ended(await app.store.load(first)):
+                return
+            holders.add(held.owner if held else None)
+            await asyncio.sleep(0.1)
+    watching = asyncio.create_task(watch())
+    try:
+        # Past the lock's time to live since the bake began (two intervals and the margin):
+        # a round waiting on the drip would have let it lapse by then.
+        lapsed_by = started.at + timedelta(seconds=2 * started.interval + 1 + 1)
+        await eventually(lambda: app.service.clock() > lapsed_by, within=30)
+        second = await launch(app, "deploy backend v1.2.2 to staging")
+
+        async def refused() -> Error | None:
+            thread = await app.store.load(second)
+            return next((e for e in thread.events if isinstance(e, Error | DeployResult)), None)  # type: ignore[return-value]
+        outcome = await eventually(refused, within=20)
+        assert isinstance(outcome, Error) and outcome.kind == "locked", outcome
+        # The rounds ended by their deadline, each an unanswered check, and the bake ended on
+        # time: long before the drip (a minute) would have.
+        done = await ended(app, first, within=DRIP_BAKE + 20)
+    finally:
+        watching.cancel()
+    assert holders == {started.deploy_id}  # held the whole bake, by the deploy being verified
+    rounds = [e for e in (await app.store.load(first)).events if isinstance(e, CheckObserved)]
+    assert len(rounds) >= 2 and all(e.ok is None and e.value.startswith("no answer") for e in rounds), rounds
+    assert done.outcome == "failed" and done.value.startswith("no answer")  # never answered: never held
+    assert len(ledger_lines(ledger)) == 1  # only the first deploy ran
+
+
+def verification_ended(thread) -> bool:
+    return any(isinstance(e, VerificationEnded) for e in thread.events)
+
+
+async def test_the_lock_is_renewed_all_through_a_run_of_the_bake_not_only_when_it_begins(redis):
+    """A round whose verdict takes three times the lock's time to live to record (a Redis slow
+    to write, a replica that WAITs) still holds the lock when it is recorded."""
+    from bot.adapters.redis.environments import RedisEnvironments
+    from bot.core.control import CheckNow
+    from bot.core.events import VerifyCheck
+    from bot.core.thread import Thread
+    from bot.runtime.ports import Lock
+    from bot.runtime.verifying import Verifying
+    from tests.unit.conftest import team_policy
+
+    locks = RedisEnvironments(redis)
+    check = VerifyCheck(kind="http", name="health", url="http://app/health")
+    now = datetime.now(UTC)
+    started = VerificationStarted(step_id="s", deploy_id="t1-s", service="backend", environment="staging",
+                                  tag="v1.2.3", ends_at=now + timedelta(minutes=1), interval=0.2, grace=1,
+                                  checks=[check], at=now)
+    assert await locks.acquire(Lock("staging", started.deploy_id, "deploying", now, "backend"), 1000) is None
+    ttl = 2 * started.interval  # no margin: the lock lives two intervals past its latest renewal
+
+    class Answers:
+        async def observe(self, check: VerifyCheck) -> Observation:
+            return Observation(True, "HTTP 200")
+
+    class SlowJournal:
+        held: Lock | None = None
+
+        async def decide(self, thread: Thread, events):
+            await asyncio.sleep(3 * ttl)
+            self.held = await locks.holder("staging", "backend")
+            return thread.extended(events)
+
+        fact = decide
+
+    async def nobody_waits(environment: str, service: str) -> None:
+        pass
+
+    verifying = Verifying(Answers(), locks, locks, team_policy(), nobody_waits, lock_margin=0)
+    journal = SlowJournal()
+    thread = await verifying.check(Thread("t1", (started,)), CheckNow(started), journal)
+    assert [e.ok for e in thread.events if isinstance(e, CheckObserved)] == [True]
+    assert journal.held is not None and journal.held.owner == started.deploy_id

@@ -68,9 +68,10 @@ def parse_condition(text: str) -> tuple[str, float]:
 
 
 def holds(condition: str, value: float) -> bool:
-    """Whether `value` meets `condition`; NaN meets none (a ratio of nothing is no answer)."""
+    """Whether `value` meets `condition`; NaN and ±Inf meet none (a ratio of nothing, or a
+    division by zero, is no answer: `-Inf < 0.01` must not pass a deploy)."""
     op, bound = parse_condition(condition)
-    return not math.isnan(value) and _COMPARE[op](value, bound)
+    return math.isfinite(value) and _COMPARE[op](value, bound)
 
 
 # --- the state of a verification ------------------------------------------------------------
@@ -140,6 +141,12 @@ def next_round(thread: Thread, started: VerificationStarted) -> datetime:
     if not rounds:
         return started.at
     return min(max(rounds) + timedelta(seconds=started.interval), started.ends_at)
+
+
+def round_deadline(started: VerificationStarted) -> float:
+    """Seconds a round's checks have to answer, all told: an interval, so a round is over
+    before the next one is due, however slowly a server answers."""
+    return started.interval
 
 
 def last_round(thread: Thread, started: VerificationStarted) -> datetime | None:

@@ -1039,6 +1039,54 @@ def check_line(name: str, ok: bool | None, value: str) -> str:
     return f"{name}: {value} ({state})"
 
 
+# What a check answered (bot/adapters/probes, bot/runtime/verifying.py): a check's value, shown
+# beside its name. Whatever starts "no answer" could not be evaluated: never a pass.
+
+
+def check_unreachable(site: str, error: str) -> str:
+    return f"no answer from {site}: {error}"
+
+
+def check_not_in_time(seconds: float) -> str:
+    return f"no answer within {seconds:g}s, the round's deadline"
+
+
+def check_too_big(site: str, limit: int) -> str:
+    return f"no answer: {site} sent more than {limit / 1_000_000:g} MB, so it was not read further"
+
+
+def query_refused(site: str, status: int) -> str:
+    return f"no answer: {site} said HTTP {status}"
+
+
+def query_failed(message: str) -> str:
+    return f"no answer: the query failed ({message[:200]})"
+
+
+def query_not_a_number(result_type: str) -> str:
+    return f"no answer: a {result_type} is not a number"
+
+
+def query_without_result() -> str:
+    return "no answer: the query has no result"
+
+
+def query_not_finite(value: str) -> str:
+    return f"no answer: the query answered {value}, which meets no condition"
+
+
+def http_check_status(status: int, expected: int) -> str:
+    return f"HTTP {status}, not {expected}"
+
+
+def http_check_without(status: int, contains: str) -> str:
+    return f"HTTP {status} without {contains!r}"
+
+
+def http_check_answered(status: int) -> str:
+    return f"HTTP {status}"
+
+
 def verified(what: str, early_by: str = "") -> str:
     how = f" (ended early by {early_by}: every check held)" if early_by else ": every check held for the whole bake"
     return f"Verified {what}{how}. The lock is released."

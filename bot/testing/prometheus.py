@@ -1,6 +1,8 @@
 """A real Prometheus server (Debian's /usr/bin/prometheus) scraping a tiny exporter whose error
 ratio the caller sets, and an HTTP health endpoint whose status the caller sets: what the
-verification tests and bench/verify_rollback.py check deploys against."""
+verification tests and bench/verify_rollback.py check deploys against. And a stand-in for a
+Prometheus that misbehaves (it drips its answer, or sends far too much of one), which a real
+one cannot be made to do on demand."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -53,6 +56,74 @@ class Exporter:
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class UnrulyPrometheus:
+    """`/api/v1/query` answered as a hostile or broken server would. `drip_every` seconds
+    (when set): the headers, then one byte of whitespace that often, for `drip_for` seconds,
+    then a healthy answer. `size` bytes (when set): a valid, healthy answer that long, streamed
+    in chunks without a length. `asked` counts the requests; `sent` is how many bytes of the
+    last answer were written before the client stopped reading, and `finished` is set when
+    that answer is over (written whole, or the client went away)."""
+
+    HEALTHY = b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.001"]}]}}'
+    CHUNK = 64 * 1024
+
+    def __init__(self, drip_every: float = 0.0, drip_for: float = 60.0, size: int = 0) -> None:
+        self.asked = 0
+        self.sent = 0
+        self.finished = threading.Event()
+        unruly = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+                unruly.asked += 1
+                unruly.sent = 0
+                unruly.finished.clear()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()  # no length: the answer ends when the connection closes
+                try:
+                    for part in unruly._answer(drip_every, drip_for, size):
+                        self.wfile.write(part)
+                        self.wfile.flush()
+                        unruly.sent += len(part)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading: what it was meant to do
+                finally:
+                    unruly.finished.set()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _answer(self, drip_every: float, drip_for: float, size: int) -> Iterator[bytes]:
+        if drip_every:
+            until = time.monotonic() + drip_for
+            while time.monotonic() < until:
+                yield b" "
+                time.sleep(drip_every)
+            yield self.HEALTHY
+            return
+        # Series with long labels: valid JSON of `size` bytes, every value healthy.
+        series = b'{"metric":{"pad":"' + b"x" * 1000 + b'"},"value":[1,"0.001"]}'
+        yield b'{"status":"success","data":{"resultType":"vector","result":['
+        written, chunk = 0, bytearray()
+        while written < size:
+            chunk += (b"," if written else b"") + series
+            written += len(series) + 1
+            if len(chunk) >= self.CHUNK:
+                yield bytes(chunk)
+                chunk.clear()
+        yield bytes(chunk) + b"]}}"
 
     def stop(self) -> None:
         self.server.shutdown()

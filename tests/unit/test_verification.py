@@ -71,6 +71,9 @@ def test_durations_and_conditions_as_deploybot_toml_writes_them():
             parse_condition(bad)
     assert holds("< 0.01", 0.001) and not holds("< 0.01", 0.5) and not holds("> 0", float("nan"))
     assert holds("!= 0", 1) and not holds("== 1", 2)
+    # An infinity meets no condition either, whichever side of it the bound is.
+    for condition in ("< 0.01", "> 0.01", "!= 0"):
+        assert not holds(condition, float("-inf")) and not holds(condition, float("inf")), condition
 
 
 def test_verify_now_and_skip_verification_are_exact_commands():
