@@ -159,6 +159,7 @@ def email(parts: Parts) -> Channel | None:
         policy=parts.policy,  # who may approve: the same rules the service decides by
         max_bytes=settings.max_bytes,
         trusted_authserv_ids=settings.trusted_authserv_ids,
+        mailbox_authenticated_domains=settings.mailbox_authenticated_domains,
     )
     # It hears every event too (to mail approvers); stopping lets the mails being sent go out.
     return Plugged(channel, (Route("/email/inbound", channel.endpoint),), channel, stopping=channel.drain)

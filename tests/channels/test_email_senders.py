@@ -14,7 +14,7 @@ from bot.adapters.channels import email_auth, email_render, email_tokens
 from bot.core.events import ApprovalRequested, Cancelled, Change
 from bot.core.thread import Thread
 from tests.channels import test_email as mail
-from tests.channels.test_email import TRUSTED, _field, gmail_reply, post, raw_mail
+from tests.channels.test_email import MAILBOXES, TRUSTED, _field, gmail_reply, post, raw_mail
 from tests.helpers import ledger_lines, reply, settle
 
 smtp_port, inbox = mail.smtp_port, mail.inbox
@@ -37,7 +37,13 @@ approver_must_differ = true
 
 
 @pytest.fixture
-def settings(settings, smtp_port, inbox, tmp_path: Path):
+def mailboxes() -> str:
+    """EMAIL_MAILBOX_AUTHENTICATED_DOMAINS; a test parametrizes it to leave a domain out."""
+    return MAILBOXES
+
+
+@pytest.fixture
+def settings(settings, smtp_port, inbox, tmp_path: Path, mailboxes):
     path = tmp_path / "deploybot.toml"
     path.write_text(PEOPLE)
     return settings.model_copy(update={
@@ -45,6 +51,7 @@ def settings(settings, smtp_port, inbox, tmp_path: Path):
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": mail.SECRET,
         "email_reply_secret": "reply-secret", "email_trusted_authserv_ids": TRUSTED,
+        "email_mailbox_authenticated_domains": mailboxes,
         # everyone at corp.example may write to the bot; alice and bob are people who approve
         "email_allowed_senders": "alice@example.com,bob@example.com,@corp.example",
     })
@@ -58,6 +65,17 @@ def forged(text: str, sender: str, **headers: str) -> bytes:
 
 async def asked(inbox, address: str) -> object:
     return (await inbox.wait_for(to=address, body="Did you send this?"))[0]
+
+
+def arrived(text: str, sender: str, own: list[tuple[str, str]], written: list[tuple[str, str]]) -> bytes:
+    """A mail as the receiving server hands it over: the headers it added on top (`own`,
+    topmost first), then those the sender wrote (`written`), then the rest of the mail."""
+    head = "".join(f"{name}: {value}\r\n" for name, value in [*own, *written])
+    return head.encode() + raw_mail(text, sender=sender, proven=False)
+
+
+HOP = ("Received", "from evil.example (evil.example [203.0.113.9]) by mx.example.com with ESMTPS id 4F2A; "
+                   "Mon, 23 Nov 2026 10:00:00 +0000")
 
 
 async def test_a_forged_from_cannot_lock_as_someone_else(api, app, inbox, fake_llm):
@@ -165,6 +183,7 @@ async def test_a_trusted_servers_pass_proves_the_sender(api, app, inbox, verdict
     f"{TRUSTED}; dkim=temperror header.d=example.com",
     f"{TRUSTED}; dkim=pass header.d=evil.example",  # signed, but by someone else's domain
     f"{TRUSTED}; dmarc=pass header.from=evil.example",
+    f"{TRUSTED}; dmarc=pass (p=reject)",  # for which domain? it does not say
     f"{TRUSTED} dmarc=pass ;;; (",  # malformed
 ])
 async def test_anything_else_proves_nothing(api, app, inbox, fake_llm, verdict):
@@ -173,6 +192,23 @@ async def test_anything_else_proves_nothing(api, app, inbox, fake_llm, verdict):
     assert r.status_code == 200 and r.json()["status"] == "accepted"
     assert (await settle(api, r.json()["detail"]))["status"] == "waiting_for_sender"
     assert fake_llm.prompts == []
+
+
+async def test_a_pass_the_sender_wrote_below_the_receiving_servers_own_verdict_proves_nothing(api, app, inbox):
+    own = ("Authentication-Results", f"{TRUSTED}; spf=softfail smtp.mailfrom=evil.example; dkim=none; "
+                                     "dmarc=fail (p=none) header.from=example.com")
+    written = ("Authentication-Results", f"{TRUSTED}; dmarc=pass header.from=example.com")
+    r = await post(api, arrived("deploy backend v1.2.3 to production", "alice@example.com", [own, HOP], [written]))
+    thread = await settle(api, r.json()["detail"])
+    assert thread["status"] == "waiting_for_sender" and thread["pending_approval"] is None
+    assert thread["events"][0]["user"] == "unverified sender <alice@example.com>"
+    await asked(inbox, "alice@example.com")
+    # The server's own pass on top proves her, whatever the sender wrote below it.
+    passed = ("Authentication-Results", f"{TRUSTED}; dmarc=pass header.from=example.com")
+    failed = ("Authentication-Results", f"{TRUSTED}; dmarc=fail header.from=example.com")
+    r = await post(api, arrived("deploy backend v1.2.2 to production", "bob@example.com", [passed, HOP], [failed]))
+    thread = await settle(api, r.json()["detail"])
+    assert thread["status"] == "waiting_for_approval" and thread["pending_approval"]["requested_by"] == "bob"
 
 
 def test_which_verdicts_prove_a_sender():

@@ -131,6 +131,7 @@ class EmailChannel:
     policy: Policy  # who may approve: `email_approvers` are the addresses to ask
     max_bytes: int = 1_000_000
     trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
+    mailbox_authenticated_domains: frozenset[str] = frozenset()  # EMAIL_MAILBOX_AUTHENTICATED_DOMAINS
     _deliveries: Deliveries = field(init=False)
 
     def __post_init__(self) -> None:
