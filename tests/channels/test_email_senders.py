@@ -211,6 +211,34 @@ async def test_a_pass_the_sender_wrote_below_the_receiving_servers_own_verdict_p
     assert thread["status"] == "waiting_for_approval" and thread["pending_approval"]["requested_by"] == "bob"
 
 
+@pytest.mark.parametrize("mailboxes", ["example.com"])
+async def test_a_verdict_proves_the_person_only_where_the_domain_authenticates_every_mailbox(
+    api, app, inbox, fake_llm,
+):
+    # corp.example's verdict says only that someone who may send its mail sent this one.
+    r = await post(api, raw_mail("deploy backend v1.2.3 to production", sender="dave@corp.example"))
+    daves = await settle(api, r.json()["detail"])
+    assert daves["status"] == "waiting_for_sender"
+    assert daves["events"][0]["user"] == "unverified sender <dave@corp.example>"
+    await asked(inbox, "dave@corp.example")
+    # A reply of his in a thread is nobody's too.
+    r = await post(api, raw_mail("deploy backend v1.2.3 to production"))  # alice: example.com is listed
+    alices = await settle(api, r.json()["detail"])
+    assert alices["status"] == "waiting_for_approval" and alices["pending_approval"]["requested_by"] == "alice"
+    root = str((await inbox.wait_for(to="alice@example.com", body="needs approval"))[0]["Message-ID"])
+    fake_llm.script(reply(intent="done_for_now", message="ok"))
+    r = await post(api, raw_mail("looks fine", sender="dave@corp.example", in_reply_to=root))
+    said = [e for e in (await settle(api, alices["id"]))["events"] if e["type"] == "human_response"]
+    assert [e["user"] for e in said] == ["unverified sender <dave@corp.example>"]
+
+
+def test_the_mailbox_authenticated_domains_are_read_from_the_setting(settings):
+    configured = settings.model_copy(update={"email_mailbox_authenticated_domains": " Example.COM, @corp.example,,"})
+    assert configured.email.mailbox_authenticated_domains == frozenset({"example.com", "corp.example"})
+    unset = settings.model_copy(update={"email_mailbox_authenticated_domains": ""})
+    assert unset.email.mailbox_authenticated_domains == frozenset()
+
+
 def test_which_verdicts_prove_a_sender():
     trusted = frozenset({"mx.example.com"})
 

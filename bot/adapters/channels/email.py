@@ -17,12 +17,14 @@ that cannot be built, or keeps failing, is a log line and a delivery_failed even
 thread.
 
 A new email (or a reply without a token) is its From's person only when proven: the
-receiving mail server's Authentication-Results (an authserv-id of EMAIL_TRUSTED_AUTHSERV_IDS
-saying DMARC pass, or DKIM pass aligned with the From domain: `email_auth.proven_by`). An
-unproven new request is recorded as an unverified sender's and waits (`waiting_for_sender`),
-with no powers, until the person it names answers "Did you send this?", mailed to their
-stored address with a confirmation code signed as such (it never decides an approval), or it
-expires. An unproven reply is an unverified sender's.
+receiving mail server's topmost Authentication-Results (an authserv-id of
+EMAIL_TRUSTED_AUTHSERV_IDS saying DMARC pass for the From domain, or DKIM pass aligned with it:
+`email_auth.proven_by`), for a domain of EMAIL_MAILBOX_AUTHENTICATED_DOMAINS (elsewhere a
+verdict proves the domain, not the mailbox). An unproven new request is recorded as an
+unverified sender's and waits (`waiting_for_sender`), with no powers, until the person it names
+answers "Did you send this?", mailed to their stored address with a confirmation code signed as
+such (it never decides an approval), or it expires. An unproven reply is an unverified
+sender's.
 
 An approval goes on in each approval email's thread (its Message-ID is derived from the
 approval and the address, so nothing is stored for it): reminders and, while it needs more
@@ -339,10 +341,15 @@ class EmailChannel:
         return "accepted", thread.id
 
     async def _proven(self, mail: parse.Inbound) -> bool:
-        """Whether the receiving mail server proved that `mail` comes from its From's domain
-        (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS). Else the From is a
-        claim: anyone who can send mail can write any address there. In a thread, as the MIME
-        parse: the header parser is superlinear, and the event loop serves everyone."""
+        """Whether the receiving mail server proved that `mail` comes from its From's mailbox:
+        its verdict (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS) proves
+        the domain, which is the mailbox only where the domain lets nobody send as another
+        (EMAIL_MAILBOX_AUTHENTICATED_DOMAINS); elsewhere a colleague, a relay or a SaaS sender
+        signs for the domain as well. Else the From is a claim: anyone who can send mail can
+        write any address there. In a thread, as the MIME parse: the header parser is
+        superlinear, and the event loop serves everyone."""
+        if mail.sender.rpartition("@")[2] not in self.mailbox_authenticated_domains:
+            return False
         server = await asyncio.to_thread(proven_by, mail.auth_results, mail.sender, self.trusted_authserv_ids)
         return server is not None
 
