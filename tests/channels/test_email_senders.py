@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.channels import email_auth, email_render, email_tokens
+from bot.adapters.redis import keys as names
+from bot.adapters.redis.keys import Keys
 from bot.core.events import ApprovalRequested, Cancelled, Change
 from bot.core.thread import Thread
 from tests.channels import test_email as mail
@@ -93,8 +95,9 @@ async def test_a_forged_from_cannot_lock_as_someone_else(api, app, inbox, fake_l
     code = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
     assert f"confirmation code: {code}" in body
     # Nor may a forged "unlock --force" or "stop deploys" by anyone else's name.
-    for text in ("unlock production --force: mine now", "stop deploys to production: freeze"):
-        r = await post(api, forged(text, "alice@example.com"))
+    for text, sender in (("unlock production --force: mine now", "alice@example.com"),
+                         ("stop deploys to production: freeze", "bob@example.com")):
+        r = await post(api, forged(text, sender))
         now = await settle(api, r.json()["detail"])
         assert now["status"] == "waiting_for_sender"
         assert not [e for e in now["events"] if e["type"] in ("unlock_environment", "stop_deploys")]
@@ -164,6 +167,51 @@ async def test_a_confirmation_nobody_gives_expires_and_runs_nothing(api, app, in
     r = await post(api, gmail_reply(question, "yes", "dave@corp.example"))
     assert r.json()["status"] == "refused" and "expired" in r.json()["detail"]
     assert (await app.service.get(thread.id)).version == thread.version
+
+
+async def stored(redis) -> set[bytes]:
+    """Every key in Redis but chores' turn keys, which come and go on their own."""
+    return {key for key in await redis.keys("*") if b":turn:" not in key}
+
+
+async def test_a_claimed_sender_has_one_unconfirmed_request_and_one_question_per_ten_minutes(api, app, inbox, redis):
+    first = await post(api, forged("deploy backend v1.2.3 to production", "alice@example.com"))
+    thread_id = first.json()["detail"]
+    question = await asked(inbox, "alice@example.com")
+    await settle(api, thread_id)
+    before = await stored(redis)
+    seen = []
+    for n in range(29):  # more forgeries in her name: refused, nothing kept but their Message-ID
+        raw = forged(f"deploy backend v1.2.{n} to production", "Alice <alice@example.com>")
+        r = await post(api, raw)
+        assert r.json()["status"] == "refused" and "waits for" in r.json()["detail"], r.text
+        seen.append(re.search(rb"Message-ID: (<[^>]+>)", raw)[1])
+    added = await stored(redis) - before
+    assert {key.rpartition(b":seen:")[2] for key in added} == set(seen)
+    await app.adapter("email").drain()
+    assert [str(m["To"]) for m in inbox.messages] == ["alice@example.com"]  # one question, nothing else
+    # The limits live in Redis, with their windows: every web process keeps them.
+    keys = Keys()
+    open_key = keys.delivery(names.EMAIL_UNCONFIRMED, "alice@example.com")
+    asked_key = keys.delivery(names.EMAIL_CONFIRMATIONS_MAILED, "alice@example.com")
+    assert 3590 < await redis.ttl(open_key) <= 3600  # APPROVAL_TTL: as long as the question holds
+    assert 590 < await redis.ttl(asked_key) <= 600
+    # Her confirmation closes the open request; the next unproven one within ten minutes is
+    # still refused (it would be another question), and she gets no mail of it.
+    r = await post(api, gmail_reply(question, "yes", "alice@example.com"))
+    assert r.json() == {"status": "accepted", "detail": thread_id}
+    await settle(api, thread_id)
+    assert not await redis.exists(open_key)
+    await app.adapter("email").drain()
+    mailed = len(inbox.messages)
+    r = await post(api, forged("deploy frontend v2.0.0 to production", "alice@example.com"))
+    assert r.json()["status"] == "refused" and "10 minutes" in r.json()["detail"], r.text
+    await app.adapter("email").drain()
+    assert len(inbox.messages) == mailed and not await redis.exists(open_key)
+    await redis.delete(asked_key)  # as ten minutes would
+    r = await post(api, forged("deploy frontend v2.0.0 to production", "alice@example.com"))
+    assert r.json()["status"] == "accepted"
+    assert len(await inbox.wait_for(2, to="alice@example.com", body="Did you send this?")) == 2
 
 
 @pytest.mark.parametrize("verdict", [
@@ -279,21 +327,16 @@ async def test_each_code_does_only_its_own_kind_of_thing(api, app, inbox):
     r = await post(api, forged("deploy frontend v2.0.0 to production", "bob@example.com"))
     bobs = (await settle(api, r.json()["detail"]))["id"]
     question = await asked(inbox, "bob@example.com")
-    # bob's confirmation code, sent in reply to his approval email: it confirms his own
-    # request, and decides nothing on alice's.
-    confirmation = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
-    r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{confirmation}@example.com",
-                                 in_reply_to=str(approval["Message-ID"]), proven=False))
-    assert r.json() == {"status": "accepted", "detail": bobs}
-    assert not [e for e in (await settle(api, alices))["events"] if e["type"] == "human_response"]
-    # Another forged request of bob's waits again; his approval code confirms nothing there.
-    r = await post(api, forged("deploy backend v1.2.2 to staging", "bob@example.com"))
-    waiting = (await settle(api, r.json()["detail"]))["id"]
+    # bob's approval code confirms nothing of his waiting request: it decides only the
+    # approval it was issued for.
     code = re.search(email_tokens.TOKEN, str(approval["Reply-To"]))[0]
     r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{code}@example.com",
                                  proven=False))
-    assert r.json()["detail"] == alices  # it decided only the approval it was issued for
-    assert (await settle(api, waiting))["status"] == "waiting_for_sender"
+    assert r.json()["detail"] == alices
+    assert (await settle(api, bobs))["status"] == "waiting_for_sender"
+    # His confirmation code, in reply to the question, confirms his request.
+    r = await post(api, gmail_reply(question, "yes", "bob@example.com"))
+    assert r.json() == {"status": "accepted", "detail": bobs}
 
 
 # --- text from the model or people cannot pass for the bot's own lines ------------------------

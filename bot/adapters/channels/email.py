@@ -41,6 +41,7 @@ import dataclasses
 import functools
 import hmac
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,9 @@ MAX_ADDRESS = render.MAX_ADDRESS  # a longer From address is nobody we know
 MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
 SENT_TTL = 30 * 24 * 3600  # what a sent mail said is kept a month: replies are read against it
 MAX_SENT_LOOKUPS = 3  # references looked up for the mail a reply answers (In-Reply-To first)
+# Seconds: at most one "Did you send this?" to an address in this time. Anyone can write the
+# address in a From, and each unproven request would mail it.
+CONFIRMATION_EVERY = 10 * 60
 
 
 @dataclass
@@ -327,18 +331,55 @@ class EmailChannel:
             channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
         )
         text = mail.text or mail.subject
-        if await self._proven(mail):
-            thread = await self.service.launch(text, self._sender(mail), "email", origin, new_id(), evidence(mail))
-        else:
-            # Nothing proved the From: the request is recorded as an unverified sender's (no
-            # powers) and waits until the person it names confirms it from their mailbox.
+        if not await self._proven(mail):
+            return await self._start_unconfirmed(mail, origin, text)
+        thread = await self.service.launch(text, self._sender(mail), "email", origin, new_id(), evidence(mail))
+        return await self._started(mail, thread.id)
+
+    async def _start_unconfirmed(self, mail: parse.Inbound, origin: Origin, text: str) -> tuple[str, str]:
+        """Nothing proved the From: the request is recorded as an unverified sender's (no
+        powers) and waits until the person it names confirms it from their mailbox. Anyone can
+        write their address, so one request waits per address and it is asked at most once per
+        CONFIRMATION_EVERY: any other is refused, stored nowhere, and answered to nobody (an
+        answer would go to the address the limits protect)."""
+        asked = self._confirmation_request(mail, text)
+        address = normalize_email(asked.address)
+        if why := await self._hold(address, asked.expires_at):
+            log.warning("email: refused %s from %s, unanswered: %s", _short(mail.message_id), _short(mail.sender), why)
+            return "refused", why
+        try:
             thread = await self.service.launch(
-                text, unverified_identity(mail.sender), "email", origin, new_id(), evidence(mail),
-                then=[self._confirmation_request(mail, text)],
+                text, unverified_identity(mail.sender), "email", origin, new_id(), evidence(mail), then=[asked],
             )
-        await self.inbox.link(names.email_message(mail.message_id), thread.id, thread.id)
-        await self.kick(thread.id)
-        return "accepted", thread.id
+        except BaseException:  # nothing waits, and nobody was asked
+            await self._release(address, asked_too=True)
+            raise
+        return await self._started(mail, thread.id)
+
+    async def _started(self, mail: parse.Inbound, thread_id: str) -> tuple[str, str]:
+        await self.inbox.link(names.email_message(mail.message_id), thread_id, thread_id)
+        await self.kick(thread_id)
+        return "accepted", thread_id
+
+    async def _hold(self, address: str, until: datetime) -> str | None:
+        """Mark `address` as waiting on a confirmation until `until` and as asked now, in the
+        Inbox (so every web process sees it); None when both were free, else why not (and
+        nothing is held)."""
+        waits = max(1, math.ceil((until - self.service.clock()).total_seconds()))
+        free, _, _ = await self.inbox.receive(names.EMAIL_UNCONFIRMED, address, waits, None)
+        if not free:
+            return wording.sender_confirmation_waiting()
+        askable, _, _ = await self.inbox.receive(names.EMAIL_CONFIRMATIONS_MAILED, address, CONFIRMATION_EVERY, None)
+        if not askable:
+            await self._release(address)
+            return wording.sender_asked_recently(CONFIRMATION_EVERY // 60)
+        return None
+
+    async def _release(self, address: str, asked_too: bool = False) -> None:
+        """`address` waits on no confirmation any more; with `asked_too`, it was not asked either."""
+        await self.inbox.forget(names.EMAIL_UNCONFIRMED, address)
+        if asked_too:
+            await self.inbox.forget(names.EMAIL_CONFIRMATIONS_MAILED, address)
 
     async def _proven(self, mail: parse.Inbound) -> bool:
         """Whether the receiving mail server proved that `mail` comes from its From's mailbox:
@@ -382,6 +423,10 @@ class EmailChannel:
             )
         except Refused as e:
             return await self._refuse(mail, e.message, thread, tell=True)
+        try:  # confirmed: nothing waits for them now (they are asked again once the window lapses)
+            await self._release(mail.sender)
+        except Exception:  # it lapses with the confirmation anyway
+            log.exception("email: could not release the confirmation of %s", _short(mail.sender))
         await self.inbox.link(names.email_message(mail.message_id), thread_id, thread_id)
         await self.kick(thread_id)
         return "accepted", thread_id
@@ -550,7 +595,7 @@ class EmailChannel:
             )
             return render.message(
                 self.sender, asked.address, render.reply_subject(thread.origin.email_subject or ""),
-                render.confirmation_text(asked, token), reply_to=f"{local}+{token}@{domain}",
+                render.confirmation_text(asked, token, CONFIRMATION_EVERY // 60), reply_to=f"{local}+{token}@{domain}",
                 in_reply_to=thread.origin.email_root,
             )
 
