@@ -847,6 +847,13 @@ def sender_not_confirmed() -> str:
     return "the request is not confirmed: to confirm it, reply YES (and nothing else) to the confirmation email"
 
 
+def confirmation_for_another_request() -> str:
+    return (
+        "the confirmation code is for another request than the email you replied to: "
+        "reply to the confirmation email itself"
+    )
+
+
 def sender_confirmation_closed(confirmed: bool) -> str:
     return "this request was confirmed already" if confirmed else \
         "this confirmation expired; nothing was done: send the request again"

@@ -339,6 +339,27 @@ async def test_each_code_does_only_its_own_kind_of_thing(api, app, inbox):
     assert r.json() == {"status": "accepted", "detail": bobs}
 
 
+async def test_a_confirmation_code_confirms_only_the_request_it_was_sent_for(api, app, inbox):
+    r = await post(api, raw_mail("deploy backend v1.2.3 to production"))  # alice, proven
+    alices = await settle(api, r.json()["detail"])
+    approval = (await inbox.wait_for(to="bob@example.com", body="Reply APPROVE to deploy"))[0]
+    r = await post(api, forged("deploy frontend v2.0.0 to production", "bob@example.com"))
+    bobs = await settle(api, r.json()["detail"])
+    question = await asked(inbox, "bob@example.com")
+    # bob's confirmation code in a reply to another thread's mail (his approval email of
+    # alice's request): refused, and he is told why; neither thread changes.
+    confirmation = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
+    r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{confirmation}@example.com",
+                                 in_reply_to=str(approval["Message-ID"]), proven=False))
+    assert r.json()["status"] == "refused" and "another request" in r.json()["detail"], r.text
+    await inbox.wait_for(to="bob@example.com", body="another request")
+    for thread in (alices, bobs):
+        assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == thread["version"]
+    # In reply to the question it was sent with, it confirms.
+    r = await post(api, gmail_reply(question, "yes", "bob@example.com"))
+    assert r.json() == {"status": "accepted", "detail": bobs["id"]}
+
+
 # --- text from the model or people cannot pass for the bot's own lines ------------------------
 
 HOSTILE = (

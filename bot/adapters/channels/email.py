@@ -23,7 +23,9 @@ EMAIL_TRUSTED_AUTHSERV_IDS saying DMARC pass for the From domain, or DKIM pass a
 verdict proves the domain, not the mailbox). An unproven new request is recorded as an
 unverified sender's and waits (`waiting_for_sender`), with no powers, until the person it names
 answers "Did you send this?", mailed to their stored address with a confirmation code signed as
-such (it never decides an approval), or it expires. An unproven reply is an unverified
+such (it never decides an approval, nor confirms in a reply to another thread's mail), or it
+expires. One such request waits per claimed sender, who is asked at most once per
+CONFIRMATION_EVERY; any other is refused unanswered. An unproven reply is an unverified
 sender's.
 
 An approval goes on in each approval email's thread (its Message-ID is derived from the
@@ -407,7 +409,9 @@ class EmailChannel:
 
     async def _confirm(self, mail: parse.Inbound, confirmation_id: str) -> tuple[str, str]:
         """A reply to "Did you send this?" from the mailbox it went to: an approval word
-        confirms, and the request goes on as the person; anything else confirms nothing."""
+        confirms, and the request goes on as the person; anything else confirms nothing. The
+        code confirms only the request it was sent for: a reply to another thread's mail that
+        carries it is refused (its YES was said about something else)."""
         thread_id = await self.inbox.lookup(names.email_confirmation(confirmation_id))
         if thread_id is None:
             return await self._refuse(mail, "the confirmation code does not belong to any request", tell=True)
@@ -415,6 +419,9 @@ class EmailChannel:
             thread = await self.service.get(thread_id)
         except Refused as e:  # gone since (retention)
             return await self._refuse(mail, e.message, tell=True)
+        replied_to = await self._thread_of(mail)
+        if replied_to is not None and replied_to != thread_id:
+            return await self._refuse(mail, wording.confirmation_for_another_request(), thread, tell=True)
         if not is_approval(mail.text):
             return await self._refuse(mail, wording.sender_not_confirmed(), thread, tell=True)
         try:
