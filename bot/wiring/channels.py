@@ -209,8 +209,9 @@ CHANNELS: dict[str, Kind] = {
                   lambda settings: (("/slack/events", SLACK_MAX_BYTES),)),
     "outgoing_webhooks": Kind("none: it only tells (signed with NOTIFY_WEBHOOK_SECRET)", outgoing_webhooks),
     "github_deployments": Kind("none: it only tells (GitHub Deployments, with GITHUB_TOKEN)", github_deployments),
-    "email": Kind("the inbound secret, then the sender: a trusted Authentication-Results verdict, a reply "
-                  "token, or a confirmation round trip", email, _email_limits),
+    "email": Kind("the inbound secret, then the sender: the receiving server's Authentication-Results verdict "
+                  "for a mailbox-authenticated domain, a reply token, or a confirmation round trip", email,
+                  _email_limits),
     "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
                            lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
     "github_gate": Kind("GitHub's signature on its deployment_protection_rule deliveries (through /github/webhook); "
