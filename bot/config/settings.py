@@ -84,6 +84,7 @@ class EmailSettings(BaseModel):
     allowed_senders: frozenset[str] = frozenset()  # lower-cased addresses and @domains
     max_bytes: int = 1_000_000
     trusted_authserv_ids: frozenset[str] = frozenset()  # lower-cased
+    mailbox_authenticated_domains: frozenset[str] = frozenset()  # lower-cased, without "@"
 
 
 class GitHubSettings(BaseModel):
@@ -187,6 +188,10 @@ class Settings(BaseSettings):
     email_max_bytes: int = 1_000_000
     email_trusted_authserv_ids: str = Field(
         "", description="authserv-ids of the receiving mail servers whose Authentication-Results prove a sender",
+    )
+    email_mailbox_authenticated_domains: str = Field(
+        "", description="domains whose every mail is sent by its mailbox's own signed-in user: a verdict there "
+        "proves the person, elsewhere only the domain",
     )
 
     # Who may do what. Unset is not the same as a default: with nothing configured anyone
@@ -707,6 +712,9 @@ class Settings(BaseSettings):
             "allowed_senders": _words(self.email_allowed_senders.lower()),
             "max_bytes": self.email_max_bytes,
             "trusted_authserv_ids": _words(self.email_trusted_authserv_ids.lower()),
+            "mailbox_authenticated_domains": frozenset(
+                d.removeprefix("@") for d in _words(self.email_mailbox_authenticated_domains.lower())
+            ),
         })
 
     def _notify_webhook(self) -> NotifyWebhookSettings | None:

@@ -159,6 +159,7 @@ def email(parts: Parts) -> Channel | None:
         policy=parts.policy,  # who may approve: the same rules the service decides by
         max_bytes=settings.max_bytes,
         trusted_authserv_ids=settings.trusted_authserv_ids,
+        mailbox_authenticated_domains=settings.mailbox_authenticated_domains,
     )
     # It hears every event too (to mail approvers); stopping lets the mails being sent go out.
     return Plugged(channel, (Route("/email/inbound", channel.endpoint),), channel, stopping=channel.drain)
@@ -208,8 +209,9 @@ CHANNELS: dict[str, Kind] = {
                   lambda settings: (("/slack/events", SLACK_MAX_BYTES),)),
     "outgoing_webhooks": Kind("none: it only tells (signed with NOTIFY_WEBHOOK_SECRET)", outgoing_webhooks),
     "github_deployments": Kind("none: it only tells (GitHub Deployments, with GITHUB_TOKEN)", github_deployments),
-    "email": Kind("the inbound secret, then the sender: a trusted Authentication-Results verdict, a reply "
-                  "token, or a confirmation round trip", email, _email_limits),
+    "email": Kind("the inbound secret, then the sender: the receiving server's Authentication-Results verdict "
+                  "for a mailbox-authenticated domain, a reply token, or a confirmation round trip", email,
+                  _email_limits),
     "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
                            lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
     "github_gate": Kind("GitHub's signature on its deployment_protection_rule deliveries (through /github/webhook); "

@@ -69,7 +69,7 @@ def settings(settings, smtp_port, inbox):
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": SECRET,
         "email_reply_secret": "reply-secret", "email_allowed_senders": "alice@example.com,@corp.example",
-        "email_trusted_authserv_ids": TRUSTED,
+        "email_trusted_authserv_ids": TRUSTED, "email_mailbox_authenticated_domains": MAILBOXES,
         "approver_emails": "production:bob@example.com,carol@example.com",
         "approvers": "production:UAPPROVER",  # and a Slack approver, who gets no email
     })
@@ -84,6 +84,9 @@ _n = iter(range(10**6))
 
 
 TRUSTED = "mx.example.com"  # EMAIL_TRUSTED_AUTHSERV_IDS: the receiving server in front of the bot
+# EMAIL_MAILBOX_AUTHENTICATED_DOMAINS: where every mail is sent by its mailbox's own user, so a
+# verdict proves the person (elsewhere it proves only the domain).
+MAILBOXES = "example.com,corp.example"
 
 
 def raw_mail(body: str, sender: str = "Alice <alice@example.com>", to: str = "deploybot@example.com",

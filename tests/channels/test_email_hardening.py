@@ -19,7 +19,7 @@ from bot.adapters.channels import email_parse, email_render
 from bot.adapters.channels.email import MAX_MESSAGE_ID, MAX_SENT_LOOKUPS
 from bot.adapters.channels.email_parse import MAX_PARTS, MAX_REFERENCES
 from bot.testing.cluster import free_port
-from tests.channels.test_email import SECRET, TRUSTED, Inbox, _field, gmail_reply, post, raw_mail, start
+from tests.channels.test_email import MAILBOXES, SECRET, TRUSTED, Inbox, _field, gmail_reply, post, raw_mail, start
 from tests.helpers import eventually, ledger_lines, reply, settle
 
 TURN = re.compile(rb":turn:")  # periodic chores' turn keys come and go on their own
@@ -53,6 +53,7 @@ def settings(settings, smtp_port, inbox, approvers):
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": SECRET,
         "email_reply_secret": "reply-secret", "email_trusted_authserv_ids": TRUSTED,
+        "email_mailbox_authenticated_domains": MAILBOXES,
         # bob approves and may also write to the bot: a From of his proves nothing by itself
         "email_allowed_senders": "alice@example.com,@corp.example,bob@example.com",
         "approver_emails": "production:bob@example.com,carol@example.com",

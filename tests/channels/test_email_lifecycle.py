@@ -60,7 +60,7 @@ def settings(settings, smtp_port, inbox, tmp_path: Path, required: int, ttl: int
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": mail.SECRET,
         "email_reply_secret": "reply-secret", "email_allowed_senders": "alice@example.com",
-        "email_trusted_authserv_ids": mail.TRUSTED,
+        "email_trusted_authserv_ids": mail.TRUSTED, "email_mailbox_authenticated_domains": mail.MAILBOXES,
     })
 
 

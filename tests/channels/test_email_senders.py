@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.channels import email_auth, email_render, email_tokens
+from bot.adapters.redis import keys as names
+from bot.adapters.redis.keys import Keys
 from bot.core.events import ApprovalRequested, Cancelled, Change
 from bot.core.thread import Thread
 from tests.channels import test_email as mail
-from tests.channels.test_email import TRUSTED, _field, gmail_reply, post, raw_mail
+from tests.channels.test_email import MAILBOXES, TRUSTED, _field, gmail_reply, post, raw_mail
 from tests.helpers import ledger_lines, reply, settle
 
 smtp_port, inbox = mail.smtp_port, mail.inbox
@@ -37,7 +39,13 @@ approver_must_differ = true
 
 
 @pytest.fixture
-def settings(settings, smtp_port, inbox, tmp_path: Path):
+def mailboxes() -> str:
+    """EMAIL_MAILBOX_AUTHENTICATED_DOMAINS; a test parametrizes it to leave a domain out."""
+    return MAILBOXES
+
+
+@pytest.fixture
+def settings(settings, smtp_port, inbox, tmp_path: Path, mailboxes):
     path = tmp_path / "deploybot.toml"
     path.write_text(PEOPLE)
     return settings.model_copy(update={
@@ -45,6 +53,7 @@ def settings(settings, smtp_port, inbox, tmp_path: Path):
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": mail.SECRET,
         "email_reply_secret": "reply-secret", "email_trusted_authserv_ids": TRUSTED,
+        "email_mailbox_authenticated_domains": mailboxes,
         # everyone at corp.example may write to the bot; alice and bob are people who approve
         "email_allowed_senders": "alice@example.com,bob@example.com,@corp.example",
     })
@@ -58,6 +67,17 @@ def forged(text: str, sender: str, **headers: str) -> bytes:
 
 async def asked(inbox, address: str) -> object:
     return (await inbox.wait_for(to=address, body="Did you send this?"))[0]
+
+
+def arrived(text: str, sender: str, own: list[tuple[str, str]], written: list[tuple[str, str]]) -> bytes:
+    """A mail as the receiving server hands it over: the headers it added on top (`own`,
+    topmost first), then those the sender wrote (`written`), then the rest of the mail."""
+    head = "".join(f"{name}: {value}\r\n" for name, value in [*own, *written])
+    return head.encode() + raw_mail(text, sender=sender, proven=False)
+
+
+HOP = ("Received", "from evil.example (evil.example [203.0.113.9]) by mx.example.com with ESMTPS id 4F2A; "
+                   "Mon, 23 Nov 2026 10:00:00 +0000")
 
 
 async def test_a_forged_from_cannot_lock_as_someone_else(api, app, inbox, fake_llm):
@@ -75,8 +95,9 @@ async def test_a_forged_from_cannot_lock_as_someone_else(api, app, inbox, fake_l
     code = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
     assert f"confirmation code: {code}" in body
     # Nor may a forged "unlock --force" or "stop deploys" by anyone else's name.
-    for text in ("unlock production --force: mine now", "stop deploys to production: freeze"):
-        r = await post(api, forged(text, "alice@example.com"))
+    for text, sender in (("unlock production --force: mine now", "alice@example.com"),
+                         ("stop deploys to production: freeze", "bob@example.com")):
+        r = await post(api, forged(text, sender))
         now = await settle(api, r.json()["detail"])
         assert now["status"] == "waiting_for_sender"
         assert not [e for e in now["events"] if e["type"] in ("unlock_environment", "stop_deploys")]
@@ -147,6 +168,51 @@ async def test_a_confirmation_nobody_gives_expires_and_runs_nothing(api, app, in
     assert (await app.service.get(thread.id)).version == thread.version
 
 
+async def stored(redis) -> set[bytes]:
+    """Every key in Redis but chores' turn keys, which come and go on their own."""
+    return {key for key in await redis.keys("*") if b":turn:" not in key}
+
+
+async def test_a_claimed_sender_has_one_unconfirmed_request_and_one_question_per_ten_minutes(api, app, inbox, redis):
+    first = await post(api, forged("deploy backend v1.2.3 to production", "alice@example.com"))
+    thread_id = first.json()["detail"]
+    question = await asked(inbox, "alice@example.com")
+    await settle(api, thread_id)
+    before = await stored(redis)
+    seen = []
+    for n in range(29):  # more forgeries in her name: refused, nothing kept but their Message-ID
+        raw = forged(f"deploy backend v1.2.{n} to production", "Alice <alice@example.com>")
+        r = await post(api, raw)
+        assert r.json()["status"] == "refused" and "waits for" in r.json()["detail"], r.text
+        seen.append(re.search(rb"Message-ID: (<[^>]+>)", raw)[1])
+    added = await stored(redis) - before
+    assert {key.rpartition(b":seen:")[2] for key in added} == set(seen)
+    await app.adapter("email").drain()
+    assert [str(m["To"]) for m in inbox.messages] == ["alice@example.com"]  # one question, nothing else
+    # The limits live in Redis, with their windows: every web process keeps them.
+    keys = Keys()
+    open_key = keys.delivery(names.EMAIL_UNCONFIRMED, "alice@example.com")
+    asked_key = keys.delivery(names.EMAIL_CONFIRMATIONS_MAILED, "alice@example.com")
+    assert 3590 < await redis.ttl(open_key) <= 3600  # APPROVAL_TTL: as long as the question holds
+    assert 590 < await redis.ttl(asked_key) <= 600
+    # Her confirmation closes the open request; the next unproven one within ten minutes is
+    # still refused (it would be another question), and she gets no mail of it.
+    r = await post(api, gmail_reply(question, "yes", "alice@example.com"))
+    assert r.json() == {"status": "accepted", "detail": thread_id}
+    await settle(api, thread_id)
+    assert not await redis.exists(open_key)
+    await app.adapter("email").drain()
+    mailed = len(inbox.messages)
+    r = await post(api, forged("deploy frontend v2.0.0 to production", "alice@example.com"))
+    assert r.json()["status"] == "refused" and "10 minutes" in r.json()["detail"], r.text
+    await app.adapter("email").drain()
+    assert len(inbox.messages) == mailed and not await redis.exists(open_key)
+    await redis.delete(asked_key)  # as ten minutes would
+    r = await post(api, forged("deploy frontend v2.0.0 to production", "alice@example.com"))
+    assert r.json()["status"] == "accepted"
+    assert len(await inbox.wait_for(2, to="alice@example.com", body="Did you send this?")) == 2
+
+
 @pytest.mark.parametrize("verdict", [
     f"{TRUSTED}; dmarc=pass header.from=example.com",
     f"{TRUSTED}; dkim=pass header.d=example.com header.i=@example.com",
@@ -164,6 +230,7 @@ async def test_a_trusted_servers_pass_proves_the_sender(api, app, inbox, verdict
     f"{TRUSTED}; dkim=temperror header.d=example.com",
     f"{TRUSTED}; dkim=pass header.d=evil.example",  # signed, but by someone else's domain
     f"{TRUSTED}; dmarc=pass header.from=evil.example",
+    f"{TRUSTED}; dmarc=pass (p=reject)",  # for which domain? it does not say
     f"{TRUSTED} dmarc=pass ;;; (",  # malformed
 ])
 async def test_anything_else_proves_nothing(api, app, inbox, fake_llm, verdict):
@@ -172,6 +239,51 @@ async def test_anything_else_proves_nothing(api, app, inbox, fake_llm, verdict):
     assert r.status_code == 200 and r.json()["status"] == "accepted"
     assert (await settle(api, r.json()["detail"]))["status"] == "waiting_for_sender"
     assert fake_llm.prompts == []
+
+
+async def test_a_pass_the_sender_wrote_below_the_receiving_servers_own_verdict_proves_nothing(api, app, inbox):
+    own = ("Authentication-Results", f"{TRUSTED}; spf=softfail smtp.mailfrom=evil.example; dkim=none; "
+                                     "dmarc=fail (p=none) header.from=example.com")
+    written = ("Authentication-Results", f"{TRUSTED}; dmarc=pass header.from=example.com")
+    r = await post(api, arrived("deploy backend v1.2.3 to production", "alice@example.com", [own, HOP], [written]))
+    thread = await settle(api, r.json()["detail"])
+    assert thread["status"] == "waiting_for_sender" and thread["pending_approval"] is None
+    assert thread["events"][0]["user"] == "unverified sender <alice@example.com>"
+    await asked(inbox, "alice@example.com")
+    # The server's own pass on top proves her, whatever the sender wrote below it.
+    passed = ("Authentication-Results", f"{TRUSTED}; dmarc=pass header.from=example.com")
+    failed = ("Authentication-Results", f"{TRUSTED}; dmarc=fail header.from=example.com")
+    r = await post(api, arrived("deploy backend v1.2.2 to production", "bob@example.com", [passed, HOP], [failed]))
+    thread = await settle(api, r.json()["detail"])
+    assert thread["status"] == "waiting_for_approval" and thread["pending_approval"]["requested_by"] == "bob"
+
+
+@pytest.mark.parametrize("mailboxes", ["example.com"])
+async def test_a_verdict_proves_the_person_only_where_the_domain_authenticates_every_mailbox(
+    api, app, inbox, fake_llm,
+):
+    # corp.example's verdict says only that someone who may send its mail sent this one.
+    r = await post(api, raw_mail("deploy backend v1.2.3 to production", sender="dave@corp.example"))
+    daves = await settle(api, r.json()["detail"])
+    assert daves["status"] == "waiting_for_sender"
+    assert daves["events"][0]["user"] == "unverified sender <dave@corp.example>"
+    await asked(inbox, "dave@corp.example")
+    # A reply of his in a thread is nobody's too.
+    r = await post(api, raw_mail("deploy backend v1.2.3 to production"))  # alice: example.com is listed
+    alices = await settle(api, r.json()["detail"])
+    assert alices["status"] == "waiting_for_approval" and alices["pending_approval"]["requested_by"] == "alice"
+    root = str((await inbox.wait_for(to="alice@example.com", body="needs approval"))[0]["Message-ID"])
+    fake_llm.script(reply(intent="done_for_now", message="ok"))
+    r = await post(api, raw_mail("looks fine", sender="dave@corp.example", in_reply_to=root))
+    said = [e for e in (await settle(api, alices["id"]))["events"] if e["type"] == "human_response"]
+    assert [e["user"] for e in said] == ["unverified sender <dave@corp.example>"]
+
+
+def test_the_mailbox_authenticated_domains_are_read_from_the_setting(settings):
+    configured = settings.model_copy(update={"email_mailbox_authenticated_domains": " Example.COM, @corp.example,,"})
+    assert configured.email.mailbox_authenticated_domains == frozenset({"example.com", "corp.example"})
+    unset = settings.model_copy(update={"email_mailbox_authenticated_domains": ""})
+    assert unset.email.mailbox_authenticated_domains == frozenset()
 
 
 def test_which_verdicts_prove_a_sender():
@@ -214,21 +326,37 @@ async def test_each_code_does_only_its_own_kind_of_thing(api, app, inbox):
     r = await post(api, forged("deploy frontend v2.0.0 to production", "bob@example.com"))
     bobs = (await settle(api, r.json()["detail"]))["id"]
     question = await asked(inbox, "bob@example.com")
-    # bob's confirmation code, sent in reply to his approval email: it confirms his own
-    # request, and decides nothing on alice's.
-    confirmation = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
-    r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{confirmation}@example.com",
-                                 in_reply_to=str(approval["Message-ID"]), proven=False))
-    assert r.json() == {"status": "accepted", "detail": bobs}
-    assert not [e for e in (await settle(api, alices))["events"] if e["type"] == "human_response"]
-    # Another forged request of bob's waits again; his approval code confirms nothing there.
-    r = await post(api, forged("deploy backend v1.2.2 to staging", "bob@example.com"))
-    waiting = (await settle(api, r.json()["detail"]))["id"]
+    # bob's approval code confirms nothing of his waiting request: it decides only the
+    # approval it was issued for.
     code = re.search(email_tokens.TOKEN, str(approval["Reply-To"]))[0]
     r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{code}@example.com",
                                  proven=False))
-    assert r.json()["detail"] == alices  # it decided only the approval it was issued for
-    assert (await settle(api, waiting))["status"] == "waiting_for_sender"
+    assert r.json()["detail"] == alices
+    assert (await settle(api, bobs))["status"] == "waiting_for_sender"
+    # His confirmation code, in reply to the question, confirms his request.
+    r = await post(api, gmail_reply(question, "yes", "bob@example.com"))
+    assert r.json() == {"status": "accepted", "detail": bobs}
+
+
+async def test_a_confirmation_code_confirms_only_the_request_it_was_sent_for(api, app, inbox):
+    r = await post(api, raw_mail("deploy backend v1.2.3 to production"))  # alice, proven
+    alices = await settle(api, r.json()["detail"])
+    approval = (await inbox.wait_for(to="bob@example.com", body="Reply APPROVE to deploy"))[0]
+    r = await post(api, forged("deploy frontend v2.0.0 to production", "bob@example.com"))
+    bobs = await settle(api, r.json()["detail"])
+    question = await asked(inbox, "bob@example.com")
+    # bob's confirmation code in a reply to another thread's mail (his approval email of
+    # alice's request): refused, and he is told why; neither thread changes.
+    confirmation = re.search(email_tokens.TOKEN, str(question["Reply-To"]))[0]
+    r = await post(api, raw_mail("yes", sender="bob@example.com", to=f"deploybot+{confirmation}@example.com",
+                                 in_reply_to=str(approval["Message-ID"]), proven=False))
+    assert r.json()["status"] == "refused" and "another request" in r.json()["detail"], r.text
+    await inbox.wait_for(to="bob@example.com", body="another request")
+    for thread in (alices, bobs):
+        assert (await api.get(f"/threads/{thread['id']}")).json()["version"] == thread["version"]
+    # In reply to the question it was sent with, it confirms.
+    r = await post(api, gmail_reply(question, "yes", "bob@example.com"))
+    assert r.json() == {"status": "accepted", "detail": bobs["id"]}
 
 
 # --- text from the model or people cannot pass for the bot's own lines ------------------------

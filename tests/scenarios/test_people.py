@@ -75,6 +75,7 @@ def settings(settings, fake_slack, smtp_port, inbox, people_file):
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": mail.SECRET,
         "email_reply_secret": "reply-secret", "email_trusted_authserv_ids": mail.TRUSTED,
+        "email_mailbox_authenticated_domains": mail.MAILBOXES,
         # Anyone at example.com may write to the bot, so a From of bob's reaches the thread.
         "email_allowed_senders": "@example.com",
     })

@@ -120,6 +120,7 @@ SAMPLES = {
     "last_good": ("v1.2.2", AT - timedelta(hours=2)),
     "unknown": ["qa", "prod"],
     "seconds": 5400.0,
+    "minutes": 10,
     "rate": 0.71,
     "fraction": 0.25,
     "check": "app_error_ratio",

@@ -18,12 +18,16 @@ that cannot be built, or keeps failing, is a log line and a delivery_failed even
 thread.
 
 A new email (or a reply without a token) is its From's person only when proven: the
-receiving mail server's Authentication-Results (an authserv-id of EMAIL_TRUSTED_AUTHSERV_IDS
-saying DMARC pass, or DKIM pass aligned with the From domain: `email_auth.proven_by`). An
-unproven new request is recorded as an unverified sender's and waits (`waiting_for_sender`),
-with no powers, until the person it names answers "Did you send this?", mailed to their
-stored address with a confirmation code signed as such (it never decides an approval), or it
-expires. An unproven reply is an unverified sender's.
+receiving mail server's topmost Authentication-Results (an authserv-id of
+EMAIL_TRUSTED_AUTHSERV_IDS saying DMARC pass for the From domain, or DKIM pass aligned with it:
+`email_auth.proven_by`), for a domain of EMAIL_MAILBOX_AUTHENTICATED_DOMAINS (elsewhere a
+verdict proves the domain, not the mailbox). An unproven new request is recorded as an
+unverified sender's and waits (`waiting_for_sender`), with no powers, until the person it names
+answers "Did you send this?", mailed to their stored address with a confirmation code signed as
+such (it never decides an approval, nor confirms in a reply to another thread's mail), or it
+expires. One such request waits per claimed sender, who is asked at most once per
+CONFIRMATION_EVERY; any other is refused unanswered. An unproven reply is an unverified
+sender's.
 
 An approval goes on in each approval email's thread (its Message-ID is derived from the
 approval and the address, so nothing is stored for it): reminders and, while it needs more
@@ -40,6 +44,7 @@ import dataclasses
 import functools
 import hmac
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +94,9 @@ MAX_ADDRESS = render.MAX_ADDRESS  # a longer From address is nobody we know
 MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
 SENT_TTL = 30 * 24 * 3600  # what a sent mail said is kept a month: replies are read against it
 MAX_SENT_LOOKUPS = 3  # references looked up for the mail a reply answers (In-Reply-To first)
+# Seconds: at most one "Did you send this?" to an address in this time. Anyone can write the
+# address in a From, and each unproven request would mail it.
+CONFIRMATION_EVERY = 10 * 60
 
 
 @dataclass
@@ -132,6 +140,7 @@ class EmailChannel:
     policy: Policy  # the rules the authority answers by: whose addresses to ask
     max_bytes: int = 1_000_000
     trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
+    mailbox_authenticated_domains: frozenset[str] = frozenset()  # EMAIL_MAILBOX_AUTHENTICATED_DOMAINS
     _deliveries: Deliveries = field(init=False)
 
     def __post_init__(self) -> None:
@@ -325,24 +334,66 @@ class EmailChannel:
             channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
         )
         text = mail.text or mail.subject
-        if await self._proven(mail):
-            thread = await self.service.launch(text, self._sender(mail), "email", origin, new_id(), evidence(mail))
-        else:
-            # Nothing proved the From: the request is recorded as an unverified sender's (no
-            # powers) and waits until the person it names confirms it from their mailbox.
+        if not await self._proven(mail):
+            return await self._start_unconfirmed(mail, origin, text)
+        thread = await self.service.launch(text, self._sender(mail), "email", origin, new_id(), evidence(mail))
+        return await self._started(mail, thread.id)
+
+    async def _start_unconfirmed(self, mail: parse.Inbound, origin: Origin, text: str) -> tuple[str, str]:
+        """Nothing proved the From: the request is recorded as an unverified sender's (no
+        powers) and waits until the person it names confirms it from their mailbox. Anyone can
+        write their address, so one request waits per address and it is asked at most once per
+        CONFIRMATION_EVERY: any other is refused, stored nowhere, and answered to nobody (an
+        answer would go to the address the limits protect)."""
+        asked = self._confirmation_request(mail, text)
+        address = normalize_email(asked.address)
+        if why := await self._hold(address, asked.expires_at):
+            log.warning("email: refused %s from %s, unanswered: %s", _short(mail.message_id), _short(mail.sender), why)
+            return "refused", why
+        try:
             thread = await self.service.launch(
-                text, unverified_identity(mail.sender), "email", origin, new_id(), evidence(mail),
-                then=[self._confirmation_request(mail, text)],
+                text, unverified_identity(mail.sender), "email", origin, new_id(), evidence(mail), then=[asked],
             )
-        await self.inbox.link(names.email_message(mail.message_id), thread.id, thread.id)
-        await self.kick(thread.id)
-        return "accepted", thread.id
+        except BaseException:  # nothing waits, and nobody was asked
+            await self._release(address, asked_too=True)
+            raise
+        return await self._started(mail, thread.id)
+
+    async def _started(self, mail: parse.Inbound, thread_id: str) -> tuple[str, str]:
+        await self.inbox.link(names.email_message(mail.message_id), thread_id, thread_id)
+        await self.kick(thread_id)
+        return "accepted", thread_id
+
+    async def _hold(self, address: str, until: datetime) -> str | None:
+        """Mark `address` as waiting on a confirmation until `until` and as asked now, in the
+        Inbox (so every web process sees it); None when both were free, else why not (and
+        nothing is held)."""
+        waits = max(1, math.ceil((until - self.service.clock()).total_seconds()))
+        free, _, _ = await self.inbox.receive(names.EMAIL_UNCONFIRMED, address, waits, None)
+        if not free:
+            return wording.sender_confirmation_waiting()
+        askable, _, _ = await self.inbox.receive(names.EMAIL_CONFIRMATIONS_MAILED, address, CONFIRMATION_EVERY, None)
+        if not askable:
+            await self._release(address)
+            return wording.sender_asked_recently(CONFIRMATION_EVERY // 60)
+        return None
+
+    async def _release(self, address: str, asked_too: bool = False) -> None:
+        """`address` waits on no confirmation any more; with `asked_too`, it was not asked either."""
+        await self.inbox.forget(names.EMAIL_UNCONFIRMED, address)
+        if asked_too:
+            await self.inbox.forget(names.EMAIL_CONFIRMATIONS_MAILED, address)
 
     async def _proven(self, mail: parse.Inbound) -> bool:
-        """Whether the receiving mail server proved that `mail` comes from its From's domain
-        (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS). Else the From is a
-        claim: anyone who can send mail can write any address there. In a thread, as the MIME
-        parse: the header parser is superlinear, and the event loop serves everyone."""
+        """Whether the receiving mail server proved that `mail` comes from its From's mailbox:
+        its verdict (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS) proves
+        the domain, which is the mailbox only where the domain lets nobody send as another
+        (EMAIL_MAILBOX_AUTHENTICATED_DOMAINS); elsewhere a colleague, a relay or a SaaS sender
+        signs for the domain as well. Else the From is a claim: anyone who can send mail can
+        write any address there. In a thread, as the MIME parse: the header parser is
+        superlinear, and the event loop serves everyone."""
+        if mail.sender.rpartition("@")[2] not in self.mailbox_authenticated_domains:
+            return False
         server = await asyncio.to_thread(proven_by, mail.auth_results, mail.sender, self.trusted_authserv_ids)
         return server is not None
 
@@ -359,7 +410,9 @@ class EmailChannel:
 
     async def _confirm(self, mail: parse.Inbound, confirmation_id: str) -> tuple[str, str]:
         """A reply to "Did you send this?" from the mailbox it went to: an approval word
-        confirms, and the request goes on as the person; anything else confirms nothing."""
+        confirms, and the request goes on as the person; anything else confirms nothing. The
+        code confirms only the request it was sent for: a reply to another thread's mail that
+        carries it is refused (its YES was said about something else)."""
         thread_id = await self.inbox.lookup(names.email_confirmation(confirmation_id))
         if thread_id is None:
             return await self._refuse(mail, "the confirmation code does not belong to any request", tell=True)
@@ -367,6 +420,9 @@ class EmailChannel:
             thread = await self.service.get(thread_id)
         except Refused as e:  # gone since (retention)
             return await self._refuse(mail, e.message, tell=True)
+        replied_to = await self._thread_of(mail)
+        if replied_to is not None and replied_to != thread_id:
+            return await self._refuse(mail, wording.confirmation_for_another_request(), thread, tell=True)
         if not is_approval(mail.text):
             return await self._refuse(mail, wording.sender_not_confirmed(), thread, tell=True)
         try:
@@ -375,6 +431,10 @@ class EmailChannel:
             )
         except Refused as e:
             return await self._refuse(mail, e.message, thread, tell=True)
+        try:  # confirmed: nothing waits for them now (they are asked again once the window lapses)
+            await self._release(mail.sender)
+        except Exception:  # it lapses with the confirmation anyway
+            log.exception("email: could not release the confirmation of %s", _short(mail.sender))
         await self.inbox.link(names.email_message(mail.message_id), thread_id, thread_id)
         await self.kick(thread_id)
         return "accepted", thread_id
@@ -542,7 +602,7 @@ class EmailChannel:
             )
             return render.message(
                 self.sender, asked.address, render.reply_subject(thread.origin.email_subject or ""),
-                render.confirmation_text(asked, token), reply_to=f"{local}+{token}@{domain}",
+                render.confirmation_text(asked, token, CONFIRMATION_EVERY // 60), reply_to=f"{local}+{token}@{domain}",
                 in_reply_to=thread.origin.email_root,
             )
 

@@ -15,27 +15,33 @@ MAX_AUTH_RESULT = 1_000
 
 
 def proven_by(headers: tuple[str, ...], sender: str, trusted: frozenset[str]) -> str | None:
-    """The authserv-id whose verdict proves `sender`'s domain sent the mail, else None: an
-    Authentication-Results header of a trusted server (the MTA or inbound route in front of the
-    bot, which removes forged ones) saying `dmarc=pass`, or `dkim=pass` signed by the From
-    domain or a parent of it. Any other server's header was written by whoever sent the mail,
-    and proves nothing (RFC 8601 section 5); so does a header that does not parse."""
+    """The authserv-id whose verdict proves `sender`'s domain sent the mail, else None: the
+    topmost Authentication-Results header of a trusted server (the MTA or inbound route in
+    front of the bot) saying `dmarc=pass` for the From domain, or `dkim=pass` signed by the
+    From domain or a parent of it. The receiving server adds its own on top; every header below
+    it arrived with the mail, whoever it names, so it proves nothing (RFC 8601 section 5), nor
+    does any other server's. Ours that does not pass, or does not parse, proves nothing either:
+    nothing below it is read."""
     domain = sender.rpartition("@")[2].lower()
     if not domain or not trusted:
         return None
-    for value in headers:
-        # Only a trusted server's header is parsed at all, and only one of a sane length.
-        named = value.partition(";")[0].split()[:1]  # the authserv-id (a version may follow)
-        if len(value) > MAX_AUTH_RESULT or not named or named[0].lower() not in trusted:
-            continue
-        try:
-            parsed = authres.AuthenticationResultsHeader.parse(f"Authentication-Results: {value}")
-        except Exception:  # authres raises its own kinds, and others on hostile input
-            continue
-        server = str(parsed.authserv_id or "").lower()
-        if server in trusted and any(_passes(result, domain) for result in parsed.results):
-            return server
+    value = next((v for v in headers if _named(v) in trusted), None)
+    if value is None or len(value) > MAX_AUTH_RESULT:  # longer than a server writes: never parsed, it is slow
+        return None
+    try:
+        parsed = authres.AuthenticationResultsHeader.parse(f"Authentication-Results: {value}")
+    except Exception:  # authres raises its own kinds, and others on hostile input
+        return None
+    server = str(parsed.authserv_id or "").lower()
+    if server in trusted and any(_passes(result, domain) for result in parsed.results):
+        return server
     return None
+
+
+def _named(value: str) -> str:
+    """The authserv-id a header starts with (a version may follow it), lower-cased."""
+    named = value.partition(";")[0].split()[:1]
+    return named[0].lower() if named else ""
 
 
 def _passes(result: Any, domain: str) -> bool:
@@ -43,9 +49,8 @@ def _passes(result: Any, domain: str) -> bool:
     if verdict != "pass":
         return False
     if method == "dmarc":
-        # DMARC passes for the header.from domain it checked: it must be the From's.
-        checked = _property(result, "header", "from")
-        return checked in ("", domain)
+        # DMARC passes for the header.from domain it checked: it must say so, and be the From's.
+        return _property(result, "header", "from") == domain
     if method == "dkim":
         signer = _property(result, "header", "d").rstrip(".")
         return bool(signer) and (domain == signer or domain.endswith(f".{signer}"))

@@ -116,10 +116,11 @@ def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> st
     ])
 
 
-def confirmation_text(asked: SenderConfirmationRequested, token: str) -> str:
-    """"Did you send this?", the request quoted (every line "> "), and the code."""
+def confirmation_text(asked: SenderConfirmationRequested, token: str, minutes: int) -> str:
+    """"Did you send this?", the request quoted (every line "> "), and the code; `minutes`:
+    how long other unproven requests in the same name are ignored in any case."""
     return "\n".join([
-        wording.confirm_sender_question(asked.expires_at),
+        wording.confirm_sender_question(asked.expires_at, minutes),
         "",
         quoted(asked.text),
         "",

@@ -21,6 +21,14 @@ from __future__ import annotations
 EMAIL_INBOUND = "email:inbound"
 """The scope every inbound email is deduplicated in (by Message-ID)."""
 
+EMAIL_UNCONFIRMED = "email:unconfirmed"
+"""The scope an unproven email request is marked in by the address asked to confirm it, until
+it is confirmed or expires: one waits per address."""
+
+EMAIL_CONFIRMATIONS_MAILED = "email:confirmations-mailed"
+"""The scope each "Did you send this?" is marked in by the address it goes to, for a while:
+one per address in that time."""
+
 
 def slack_conversation(channel: str, thread_ts: str) -> str:
     """A Slack thread: the scope its messages are deduplicated in and bound to a bot thread."""
