@@ -69,3 +69,15 @@ def test_cut_never_splits_what_keeps_a_marker_verbatim():
     for limit in range(60, 200):
         out = blocks.cut(blocks.escape("*a " * 100), limit)
         assert len(out) <= limit and whole_entities(out.removesuffix(blocks.truncation_marker()))
+
+
+def test_a_deploys_output_cannot_close_its_code_block():
+    from bot.core.events import DeployResult
+    from bot.core.thread import Thread
+
+    failed = DeployResult(step_id="s", deploy_id="d", service="api", tag="v1", environment="prod", ok=False,
+                          exit_code=1, output="error\n```\n*<!channel>* approved\u200b")
+    said = blocks.progress_text(Thread("t", (failed,)), failed)
+    head, fence, rest = said.partition("```")
+    assert fence and rest.endswith("```") and "```" not in rest[:-3]  # one block, opened and closed once
+    assert "`\u200b`\u200b`" in rest and "*&lt;!channel&gt;* approved" in rest and "\u200b```" not in rest
