@@ -101,8 +101,8 @@ def truncation_marker(where: str = IN_THE_THREAD) -> str:
 
 def cut(text: str, limit: int, where: str = IN_THE_THREAD) -> str:
     """`text` (already escaped) cut to `limit` characters, marker included. Never splits an
-    entity (`&amp;`) or the bot's own markup (`<@U…>`, `<url|run>`): escaped foreign text has
-    no other `&` or `<`, so the cut moves back before an unfinished one."""
+    entity (`&amp;`) or markup (`<@U…>`, `<url|run>`, a marker kept verbatim): escaped foreign
+    text has no other `&` or `<`, so the cut moves back before an unfinished one."""
     if len(text) <= limit:
         return text
     marker = truncation_marker(where)

@@ -22,7 +22,7 @@ from bot.core import wording
 # also reads): any other is not parsed a second time.
 _SUSPECT = re.compile(rb"NaN|Infinity|\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # once parsed, a pair is one character: any left is alone
-_BODIES = ("POST", "PUT", "PATCH")
+_WITH_BODIES = ("POST", "PUT", "PATCH")
 
 
 class _NotJson(ValueError):
@@ -49,7 +49,7 @@ def _constant(name: str) -> Any:
 
 def _has_lone_surrogate(value: Any) -> bool:
     pending = [value]
-    while pending:  # not recursive: the parser takes deeper nesting than a recursion would
+    while pending:  # a loop, not recursion: however deep the body nests, no stack runs out here
         item = pending.pop()
         if isinstance(item, str):
             if _SURROGATE.search(item):
@@ -61,16 +61,16 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def read_as_json(content_type: str | None) -> bool:
-    """Whether a body of this type is read as JSON (by FastAPI's rule: application/json or
-    application/*+json, and no type at all)."""
+def _read_as_json(content_type: str | None) -> bool:
+    """Whether a body of this type may be read as JSON: application/json, application/*+json
+    (FastAPI's rule) and, to be safe, no type at all."""
     kind = (content_type or "application/json").partition(";")[0].strip().lower()
     return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
 
 
 async def checked(request: Request) -> None:
     """A route's dependency: a JSON body that is not JSON text is refused with a 422."""
-    if request.method not in _BODIES or not read_as_json(request.headers.get("content-type")):
+    if request.method not in _WITH_BODIES or not _read_as_json(request.headers.get("content-type")):
         return
     why = problem(await request.body())
     if why is not None:
