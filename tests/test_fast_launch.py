@@ -63,6 +63,12 @@ async def both(clients, content: bytes | str, headers: dict[str, str]) -> tuple[
             await framework.post("/threads", content=data, headers=headers))
 
 
+# JSON's grammar has no NaN or Infinity, and its text no lone surrogate (a \ud800 without its pair).
+NOT_JSON = [
+    '{"message": "\\ud800"}', '{"message": "list tags \\udc00"}', '{"message": "list tags", "user": "\\udbff"}',
+    '{"message": NaN}', '{"message": "list tags", "extra": NaN}', '{"message": "list tags", "n": [Infinity]}',
+    '{"message": "list tags", "n": -Infinity}', '{"message": "list tags", "\\ud800": 1}',
+]
 REFUSED = [
     ('{"message": "list tags"', JSON),  # not JSON
     ('{"message": ""}', JSON),
@@ -75,6 +81,7 @@ REFUSED = [
     ('["list tags"]', JSON),
     ("", JSON),
     ("message=list+tags", {"Content-Type": "application/x-www-form-urlencoded"}),
+    *[(body, JSON) for body in NOT_JSON],
 ]
 
 
@@ -83,6 +90,22 @@ async def test_what_is_refused_is_refused_in_the_routes_own_words(clients, body,
     fast, framework = await both(clients, body, {**headers, **bearer(TOKEN)})
     assert fast.status_code >= 400, fast.text
     assert (fast.status_code, fast.json()) == (framework.status_code, framework.json())
+
+
+@pytest.mark.parametrize("body", NOT_JSON)
+async def test_what_is_not_json_text_is_a_422_that_says_so_and_starts_nothing(clients, app, body):
+    fast, framework = await both(clients, body, {**JSON, **bearer(TOKEN)})
+    assert (fast.status_code, framework.status_code) == (422, 422), (fast.text, framework.text)
+    assert fast.json() == framework.json()
+    assert "not JSON" in fast.json()["detail"]
+    assert await app.store.recent(10) == [] and await app.queue.backlog() == 0
+
+
+async def test_a_surrogate_pair_is_text_and_starts_a_thread(clients, app):
+    fast, framework = await both(clients, '{"message": "list tags \\ud83d\\ude80"}', {**JSON, **bearer(TOKEN)})
+    assert (fast.status_code, framework.status_code) == (201, 201), (fast.text, framework.text)
+    stored = [await app.service.get(r.json()["id"]) for r in (fast, framework)]
+    assert [t.events[0].text for t in stored] == ["list tags \U0001f680"] * 2
 
 
 async def test_without_a_token_both_are_refused_before_the_body(clients):

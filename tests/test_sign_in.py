@@ -227,6 +227,24 @@ async def test_an_api_client_posts_the_code_as_json(outsider, app: App):
         assert SESSION_COOKIE not in other.cookies
 
 
+async def test_a_body_that_is_not_json_text_is_a_422_and_signs_nobody_in(outsider, app: App, mailbox):
+    # NaN and Infinity are not in JSON's grammar, a lone surrogate (\ud800) is no text: the
+    # sign-in routes refuse them as every JSON route does, before a link is looked up or mailed.
+    code = await app.credentials.issue_link("alice", 600)
+    for path, text in (
+        ("/auth/link", '{"code": "\\ud800"}'), ("/auth/link", f'{{"code": "{code}", "x": NaN}}'),
+        ("/auth/email-link", '{"email": "carol@acme.test\\udfff"}'),
+        ("/auth/email-link", '{"email": "carol@acme.test", "x": Infinity}'),
+    ):
+        r = await outsider.post(path, content=text, headers={"Content-Type": "application/json"})
+        assert r.status_code == 422 and "not JSON" in r.json()["detail"], (path, text, r.text)
+    assert SESSION_COOKIE not in outsider.cookies and await app.credentials.peek_link(code) == "alice"
+    # Mail goes out after the answer: one asked for afterwards is the only one that came.
+    await outsider.post("/auth/email-link", json={"email": "bob@acme.test"})
+    await eventually(lambda: mailbox.to("bob@acme.test"), message="no link reached bob")
+    assert [rcpts for rcpts, _ in mailbox.sent] == [["bob@acme.test"]]
+
+
 async def test_favicon_is_no_404(outsider):
     r = await outsider.get("/favicon.ico")
     assert r.status_code == 204

@@ -4,8 +4,8 @@ Nothing a person, the model or git wrote can forge a line of the markdown: every
 and every name is redacted, then escaped (markdown's inline punctuation gets a backslash;
 a line cannot start a list item, a heading, a quote or a rule), its line breaks of every
 kind (\\r, \\u2028, ...) become continuation lines indented under their own event, and
-control characters are dropped. Deploy output goes in a code fence longer than any run of
-backticks in it, so it cannot close the fence.
+control and format characters (bot.core.characters) are dropped. Deploy output goes in a
+code fence longer than any run of backticks in it, so it cannot close the fence.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.core import people, wording
+from bot.core.characters import visible
 from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
@@ -63,7 +64,7 @@ from bot.core.prompt import redact
 from bot.core.thread import Thread
 
 # C0 and C1 control characters but the tab and the line feed, and the bidirectional overrides and isolates
-# (they reorder what a reader sees).
+# (they reorder what a reader sees; `clean` drops every other format character too).
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _INLINE = re.compile(r"[\\`*_<>&|~]|\](?=[(\[:])")  # emphasis, code, html, entities, tables, links
 _ORDERED = re.compile(r"(\d+)([.)])")
@@ -77,9 +78,14 @@ class _Style:
     output: Callable[[str], str]  # a deploy's output, many lines
 
 
+def clean(text: str) -> str:
+    """`text` without control characters (but tabs and line feeds) or format characters."""
+    return visible(CONTROL.sub("", text))
+
+
 def _fence(output: str) -> str:
-    lines = [CONTROL.sub("", line) for line in output.splitlines()]
-    # Counted on the cleaned lines: "``\x00``" becomes four backticks once cleaned.
+    lines = [clean(line) for line in output.splitlines()]
+    # Counted on the cleaned lines: "``\x00``" (or "``\u200b``") becomes four backticks once cleaned.
     longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
     fence = "`" * max(3, longest + 1)
     return "\n" + "\n".join([fence, *lines, fence])
@@ -88,7 +94,7 @@ def _fence(output: str) -> str:
 def one_line(text: str) -> str:
     """`text` on one line with no control characters: for a log line, which a person's
     newline or terminal escape must not forge or hijack."""
-    return " ".join(CONTROL.sub("", line) for line in str(text).splitlines())
+    return " ".join(clean(line) for line in str(text).splitlines())
 
 
 def escape(text: str) -> str:
@@ -98,7 +104,7 @@ def escape(text: str) -> str:
 
 
 def _escape_line(line: str) -> str:
-    line = _INLINE.sub(lambda m: "\\" + m.group(), CONTROL.sub("", line).strip())
+    line = _INLINE.sub(lambda m: "\\" + m.group(), clean(line).strip())
     if line[:1] in ("-", "+", "#", "="):  # a list item, a heading, a setext underline or a rule
         return "\\" + line
     ordered = _ORDERED.match(line)  # "1. " or "1) " starts an ordered list
@@ -167,9 +173,9 @@ def plain(e: Event) -> str:
 
 def text(e: Event, secrets: tuple[str, ...] = ()) -> str:
     """One event in plain words (the markdown's wording, without its markup), secrets
-    redacted and control characters dropped: for a page that escapes it itself (the web
+    redacted and control and format characters dropped: for a page that escapes it itself (the web
     console's timeline, one element per event, so a line break in it cannot start another)."""
-    return CONTROL.sub("", redact(_line(e, _PLAIN), secrets))
+    return clean(redact(_line(e, _PLAIN), secrets))
 
 
 def _line(e: Event, s: _Style) -> str:

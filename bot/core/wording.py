@@ -314,6 +314,19 @@ def bad_cursor() -> str:
     return "cursor is not one this listing gave (pass back next_cursor as it came)"
 
 
+def not_json(why: str) -> str:
+    """A request body that Python's parser reads but JSON does not have (bot.adapters.http.api.json_text)."""
+    return f"the body is not JSON: {why}"
+
+
+def not_a_json_number(constant: str) -> str:
+    return f"{constant} is no number in JSON (send a number, or null)"
+
+
+def lone_surrogate() -> str:
+    return "a string holds half a surrogate pair (\\ud800 to \\udfff alone), which is no character"
+
+
 def already_cancelled() -> str:
     return "the thread is already cancelled"
 

@@ -203,6 +203,18 @@ async def test_a_rejections_feedback_reaches_the_agent(app, api, token, slack, f
     assert ledger_lines(ledger) == []
 
 
+async def test_an_agents_reason_reaches_people_without_hidden_characters_or_markup(app, api, token, fake_slack):
+    # U+202E reverses what follows it, zero-width characters hide words: an agent's reason
+    # is shown without them, and its markup shows as typed.
+    async with http_agent(api, token) as agent:
+        await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
+                   reason="fixes \u202elogin\u202c\u200b *now* <!channel>")
+    [posted] = await fake_slack.wait_for("chat.postMessage", channel=CHANNEL, text="Approval needed")
+    summary = json.loads(posted["blocks"])[0] if isinstance(posted["blocks"], str) else posted["blocks"][0]
+    verbatim = "<!date^00000000^{_}|*>"
+    assert summary["text"]["text"].endswith(f"*Why:* fixes login {verbatim}now{verbatim} &lt;!channel&gt;")
+
+
 async def test_an_agent_cannot_approve_or_lock_even_naming_a_person(app, api, token):
     async with http_agent(api, token) as agent:
         asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",

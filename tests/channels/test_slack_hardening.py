@@ -175,6 +175,72 @@ async def test_tag_names_in_list_tags_are_escaped(app, slack, fake_slack, hostil
     assert live_markup(said["text"]) == []
 
 
+
+# Markup typed in quoted text shows as typed: each marker is the fallback text of a date Slack
+# cannot read (shown as it is, never formatted), a quote's ">" is no longer a line's first character.
+EMPHASIS = "*urgent* _now_ ~old~ `rm -rf`\n> quoted"
+VERBATIM = "<!date^00000000^{_}|%s>"
+AS_TYPED = " ".join(VERBATIM % m + word + VERBATIM % m for m, word in (
+    ("*", "urgent"), ("_", "now"), ("~", "old"), ("`", "rm -rf"))) + "\n\u00ad&gt; quoted"
+# Format characters: an override that reverses what follows, isolates, zero-width ones, a BOM.
+HIDDEN = "\u202e\u2066\u2069\u200b\u200d\u2060\ufeff"
+
+
+def hidden_in(value: Any) -> list[str]:
+    said = json.dumps(value, ensure_ascii=False)
+    return [c for c in HIDDEN if c in said]
+
+
+async def test_emphasis_in_a_reason_feedback_and_a_model_message_shows_as_typed(app, slack, fake_slack, fake_llm):
+    fake_llm.script(reply(intent="deploy", service="backend", tag="v1.2.3", environment="production",
+                          reason=EMPHASIS))
+    _, root = await slack.mention("deploy backend to production")
+    assert (await settled(app, root)).status() == "waiting_for_approval"
+    message = await approval_message(fake_slack, root)
+    assert message["blocks"][0]["text"]["text"].endswith(f"*Why:* {AS_TYPED}")
+
+    await slack.click(REJECT, message, APPROVER)
+    view = (await fake_slack.wait_for("views.open"))[-1]["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    fake_llm.script(reply(intent="request_more_information", message=f"Which tag? {EMPHASIS}"))
+    assert (await slack.submit_feedback(view, APPROVER, EMPHASIS)).status_code == 200
+    [updated] = await fake_slack.wait_for("chat.update", ts=message["ts"], blocks="Rejected by")
+    assert as_blocks(updated)[1]["elements"][0]["text"] == f":x: Rejected by <@{APPROVER}>: {AS_TYPED}"
+    [asked] = await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Which tag?")
+    assert asked["text"].endswith(f"Which tag? {AS_TYPED}")
+
+
+async def test_a_cancel_reason_shows_as_typed_and_the_canceller_stays_a_mention(app, api, slack, fake_slack, fake_llm):
+    fake_llm.script(reply(intent="request_more_information", message="Which environment?"))
+    _, root = await slack.mention("deploy backend v1.2.3")
+    thread = await settled(app, root)
+    assert (await api.post(f"/threads/{thread.id}/cancel", json={"user": ALICE, "reason": EMPHASIS})).status_code == 200
+    [said] = await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Cancelled by")
+    assert said["text"] == f":no_entry: Cancelled by <@{ALICE}>: {AS_TYPED}"
+
+
+async def test_format_characters_reach_slack_from_nobody(app, api, slack, fake_slack, fake_llm):
+    fake_llm.script(
+        reply(intent="deploy", service="backend", tag="v1.2.3", environment="production", reason=f"ship{HIDDEN} it"),
+    )
+    _, root = await slack.mention(f"deploy{HIDDEN} backend to production")
+    assert (await settled(app, root)).status() == "waiting_for_approval"
+    message = await approval_message(fake_slack, root)
+    await slack.click(REJECT, message, APPROVER)
+    view = (await fake_slack.wait_for("views.open"))[-1]["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    fake_llm.script(reply(intent="request_more_information", message=f"Which{HIDDEN} tag?"))
+    await slack.submit_feedback(view, APPROVER, f"not{HIDDEN} now")
+    thread = await settled(app, root)
+    await api.post(f"/threads/{thread.id}/cancel", json={"user": ALICE, "reason": f"gone{HIDDEN} away"})
+    await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Cancelled by")
+    await fake_slack.wait_for("chat.update", ts=message["ts"], blocks="Rejected by")
+    sent = [c for m in ("chat.postMessage", "chat.update", "chat.postEphemeral") for c in fake_slack.called(m)]
+    assert "ship it" in json.dumps(sent) and "not now" in json.dumps(sent) and "gone away" in json.dumps(sent)
+    assert hidden_in(sent) == []
+    assert HIDDEN in (await app.service.get(thread.id)).events[0].text  # stored as typed: only what is shown loses them
+
+
 # --- 2. limits: cut to Slack's, marked, the full text kept in the thread ----------------------
 
 

@@ -199,3 +199,25 @@ async def test_secrets_in_text_are_redacted_in_payloads_as_in_the_transcript(api
     for post in receiver.posts:
         assert llm_key.encode() not in post["raw"] and pasted.encode() not in post["raw"]
         assert post["headers"]["X-Deploybot-Signature-256"] == sign(SECRET, post["raw"])  # signed as sent
+
+
+async def test_format_characters_are_left_out_of_payloads(api, app, receiver, fast, fake_llm):
+    # A receiver often shows the text to people (a chat room, a dashboard): a U+202E in a
+    # reason would reverse it there, zero-width characters hide words.
+    hidden = "\u202e\u2066\u2069\u200b\u200d\u2060\ufeff"
+    fake_llm.script(
+        reply(intent="list_git_tags"),
+        reply(intent="deploy", service="backend", tag="v1.2.3", environment="production", reason=f"newest{hidden} tag"),
+    )
+    r = await api.post("/threads", json={"message": "ship the newest backend to production", "user": "alice"})
+    thread_id = r.json()["id"]
+    assert (await settle(api, thread_id))["status"] == "waiting_for_approval"
+    [asked] = await eventually(lambda: receiver.got("/a", "approval.requested"))
+    fake_llm.script(reply(intent="done_for_now", message="Not deploying."))
+    await api.post(f"/threads/{thread_id}/responses", json={
+        "user": f"bob{hidden}", "approval_id": body(asked)["approval"]["id"], "approve": False,
+        "text": f"not{hidden} now",
+    })
+    [decided] = await eventually(lambda: receiver.got("/a", "approval.decided"))
+    assert body(asked)["approval"]["reason"] == "newest tag"
+    assert (body(decided)["approval"]["text"], body(decided)["approval"]["decided_by"]) == ("not now", "bob")

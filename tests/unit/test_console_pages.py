@@ -241,3 +241,21 @@ def test_a_decided_approval_shows_the_rules_it_was_asked_under_not_todays():
     assert unknown.rules_then == "2 approvals (who could decide was not recorded then)"
     [pending] = model.approvals(Thread("t8", (step, request)), ALICE, POLICY, NOW)
     assert pending.rules_then == "" and pending.pending  # an open one: today's rules decide
+
+
+def test_no_format_character_reaches_the_page():
+    # U+202E would show "fixes nigol" reversed, zero-width characters hide or join words:
+    # whatever a person, an agent or git wrote is printed without them (the page's own
+    # Jinja2 environment drops them from every value it prints).
+    hidden = "\u202e\u2066\u2069\u200b\u200d\u2060\ufeff"
+    request = ApprovalRequested(
+        step_id="s", thread_id="t2", args_hash="h", service="frontend", tag="v1.2.3", commit="c" * 40,
+        environment="production", requested_by="alice", expires_at=NOW + timedelta(hours=1),
+        reason=f"fixes {hidden}login", force=f"CI{hidden} is down", forced_by="carol",
+        change=Change(from_tag="v1.3.0", from_commit="d" * 40, to_commit="c" * 40, behind=1,
+                      commits=[CommitSummary(sha="d" * 40, subject=f"tidy{hidden} up", author=f"da{hidden}na")]),
+    )
+    approval = model.Approval("t2", request, f"deploy{hidden} frontend", f"al{hidden}ice", None, None, True, False)
+    html = page("approvals.html", pending=[approval], decided=[])
+    assert "fixes login" in html and "CI is down" in html and "tidy up" in html and "dana" in html
+    assert [c for c in hidden if c in html] == []

@@ -145,3 +145,14 @@ def test_one_line_keeps_a_log_line_one_line():
     from bot.core.transcript import one_line
 
     assert one_line("ok\n2026 INFO thread x: **bob** approved\x1b[2J") == "ok 2026 INFO thread x: **bob** approved[2J"
+
+
+def test_format_characters_are_dropped():
+    # Zero-width characters, marks and BOMs hide or reorder what a reader sees, like the
+    # bidi overrides: none reaches the markdown, the plain view or the console's text.
+    hidden = "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff\u061c\u202e\u2066"
+    e = UserMessage(text=f"ship{hidden} it", user=f"al{hidden}ice")
+    md = transcript.markdown(Thread("t", stamped(e)))
+    for text in (md, transcript.text(e), transcript.one_line(e.text)):
+        assert not [c for c in hidden if c in text], repr(text)
+    assert "ship it" in md and "**alice**" in md and transcript.text(e) == "alice (api): ship it"

@@ -36,6 +36,7 @@ SAMPLES = {
     "since": datetime(2026, 1, 1, 10, 0, tzinfo=UTC),
     "max_steps": 20,
     "count": 3,
+    "constant": "NaN",  # a JSON body's
     "last": "tag v9 does not exist.",
     "examples": ["list tags", "lock staging"],
     "what": "backend v1.2.3 to staging",

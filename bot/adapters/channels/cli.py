@@ -55,11 +55,11 @@ class PrintNotifier:
 
 
 def safe(text: str, one_line: bool = False) -> str:
-    """`text` without control characters (C0 but tab and line feed, C1, bidi overrides);
+    """`text` without control characters (C0 but tab and line feed, C1) or format characters (bidi, zero-width);
     every kind of line break is a line feed, or a space with `one_line`."""
     if one_line:
         return transcript.one_line(text)
-    return "\n".join(transcript.CONTROL.sub("", line) for line in str(text).splitlines())
+    return "\n".join(transcript.clean(line) for line in str(text).splitlines())
 
 
 def plain(event: Event) -> str:

@@ -10,8 +10,9 @@ Connection failures, timeouts, 408, 429 and 5xx are retried with backoff (bot/ad
 a 429's Retry-After is believed, up to a minute); any other answer,
 or retries running out, is recorded on the thread as a delivery_failed event and logged.
 Every text in a payload is redacted as the transcript is (bot.core.prompt.redact): a secret a
-person pasted or the model wrote never leaves. The payload is documented in docs/channels.md
-(Outgoing webhooks).
+person pasted or the model wrote never leaves; and it has no format characters (U+202E,
+zero-width ones: bot.core.characters), since a receiver often shows it to people. The
+payload is documented in docs/channels.md (Outgoing webhooks).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import httpx
 from bot.adapters import outbound
 from bot.adapters.channels.deliveries import Deliveries, Record
 from bot.core import wording
+from bot.core.characters import visible
 from bot.core.events import (
     ApprovalExpired,
     ApprovalRequested,
@@ -122,14 +124,14 @@ def expired(thread: Thread, request: ApprovalRequested) -> dict[str, Any]:
     }
 
 
-def redacted(value: Any, secrets: Sequence[str]) -> Any:
-    """`value` (a payload) with every string in it redacted."""
+def cleaned(value: Any, secrets: Sequence[str]) -> Any:
+    """`value` (a payload) with every string in it redacted and without format characters."""
     if isinstance(value, str):
-        return redact(value, secrets)
+        return visible(redact(value, secrets))
     if isinstance(value, dict):
-        return {key: redacted(item, secrets) for key, item in value.items()}
+        return {key: cleaned(item, secrets) for key, item in value.items()}
     if isinstance(value, list):
-        return [redacted(item, secrets) for item in value]
+        return [cleaned(item, secrets) for item in value]
     return value
 
 
@@ -166,7 +168,7 @@ class WebhookNotifier:
 
     def send(self, thread_id: str, body: dict[str, Any]) -> None:
         """POST `body`, redacted, to every URL, each in the background."""
-        body = redacted(body, self.secrets)
+        body = cleaned(body, self.secrets)
         raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
         for url in self.urls:
             self._deliveries.spawn(self._deliver(thread_id, url, raw, body["event"], body["id"]))

@@ -3,9 +3,12 @@
 Two rules hold for every text object built here:
 
 - Foreign text (what people, the model, git tags, lock and cancel reasons say) goes through
-  `escape` where it is placed into Slack text, so `<!channel>`, `<@U…>` or `<http://x|y>` in
-  it show as text and ping nobody. Only the bot's own markup (the mentions it means to make,
-  `<!date^…>`, the run link) stays live.
+  `escape` where it is placed into Slack text, so it shows as typed: `<!channel>`, `<@U…>` or
+  `<http://x|y>` in it ping and link nobody, `*bold*`, `_italic_`, `~strike~`, `` `code` ``
+  and a line's `>` format nothing, and its format characters (U+202E, zero-width ones:
+  bot.core.characters) are gone. Only the bot's own markup (the mentions it means to make,
+  `<!date^…>`, the run link) stays live; a URL, a code block and a plain_text object take
+  `entities` (nothing formats there).
 - Every text object is cut to Slack's limit for it with `cut`, after escaping, with a visible
   marker; the full text is in the thread's events.
 """
@@ -13,11 +16,13 @@ Two rules hold for every text object built here:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from bot.core import people, verification, wording
+from bot.core.characters import visible
 from bot.core.events import ApprovalRequested, Event, HumanResponse, VerificationStarted
 from bot.core.notices import notice
 from bot.core.people import ANYONE, Directory
@@ -40,14 +45,46 @@ IN_THE_THREAD = "in the thread"
 FILES_IGNORED = "(attached files were ignored)"
 
 _ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+_MARKERS = re.compile(r"[*_~`]+")  # a run of emphasis or code markers
+_QUOTE = re.compile(r"^(\s*)(?=&gt;)", re.M)  # a line whose first character is ">" is a quote
+# Slack has no escape for a marker. It shows the fallback text of a date it cannot read (this
+# one's format is no format) as it is, never formatted: the marker, kept as typed.
+_VERBATIM = "<!date^00000000^{{_}}|{}>"
+# Invisible, and no quote starts after it; added after the format characters typed are dropped.
+_SOFT_HYPHEN = "\u00ad"
+_FENCE = re.compile(r"`{3,}")
 
 
 def escape(text: str) -> str:
-    """Foreign text made inert for Slack: &, < and > as entities (the only three Slack
-    reads as markup). Apply exactly once, where the text is placed into Slack text."""
+    """Foreign text for Slack's mrkdwn, shown as typed: `entities`, then each marker that
+    could start or end emphasis or code kept verbatim, and no line a quote. Apply exactly
+    once, where the text is placed into Slack text."""
+    return _QUOTE.sub(r"\1" + _SOFT_HYPHEN, _MARKERS.sub(_verbatim, entities(text)))
+
+
+def entities(text: str) -> str:
+    """Foreign text made inert where nothing formats (a plain_text object, a URL, a code
+    block) or for the bot's own words that mean their markup: no format characters, and &,
+    < and > as entities (the only three Slack reads as markup: no ping, no link)."""
+    text = visible(text)
     for char, entity in _ENTITIES:
         text = text.replace(char, entity)
     return text
+
+
+def _verbatim(run: re.Match[str]) -> str:
+    # Inside a word (snake_case, 2*3, :white_check_mark:) Slack formats nothing: left as it is,
+    # so names copy as typed. A backtick opens code even there.
+    text, start, end = run.string, run.start(), run.end()
+    in_a_word = 0 < start and end < len(text) and text[start - 1].isalnum() and text[end].isalnum()
+    return run[0] if in_a_word and "`" not in run[0] else _VERBATIM.format(run[0])
+
+
+def code_block(text: str) -> str:
+    """Foreign text (a deploy's output) as a code block it cannot close: a run of three
+    backticks in it is split by zero-width spaces."""
+    inside = _FENCE.sub(lambda run: "\u200b".join(run[0]), entities(text))
+    return f"```{inside}```"
 
 
 def unescape(text: str) -> str:
@@ -64,8 +101,8 @@ def truncation_marker(where: str = IN_THE_THREAD) -> str:
 
 def cut(text: str, limit: int, where: str = IN_THE_THREAD) -> str:
     """`text` (already escaped) cut to `limit` characters, marker included. Never splits an
-    entity (`&amp;`) or the bot's own markup (`<@U…>`, `<url|run>`): escaped foreign text has
-    no other `&` or `<`, so the cut moves back before an unfinished one."""
+    entity (`&amp;`) or markup (`<@U…>`, `<url|run>`, a marker kept verbatim): escaped foreign
+    text has no other `&` or `<`, so the cut moves back before an unfinished one."""
     if len(text) <= limit:
         return text
     marker = truncation_marker(where)
@@ -89,8 +126,8 @@ def mrkdwn(text: str, limit: int = SECTION_TEXT, where: str = IN_THE_THREAD) -> 
 
 def plain_text(text: str, limit: int, where: str = IN_THE_THREAD) -> dict[str, Any]:
     """A plain_text text object. Slack reads &, < and > as markup here too, so `text` is
-    escaped here: pass it raw."""
-    return {"type": "plain_text", "text": cut(escape(text), limit, where)}
+    escaped here (`entities`: nothing formats in plain_text): pass it raw."""
+    return {"type": "plain_text", "text": cut(entities(text), limit, where)}
 
 
 def in_thread(thread_id: str) -> str:
@@ -134,11 +171,17 @@ def _who(user: str) -> str:
     return f"<@{user}>" if user[:1] in ("U", "W") and user.isalnum() else escape(user)
 
 
+def _code(value: str) -> str:
+    """A name shown as inline code, where nothing formats; one holding a backtick, which
+    would end the code, as text."""
+    return escape(value) if "`" in value else f"`{entities(value)}`"
+
+
 def _summary(r: ApprovalRequested, where: str) -> dict[str, Any]:
-    service, tag, env = escape(r.service), escape(r.tag), escape(r.environment)
+    service, tag, env = escape(r.service), _code(r.tag), escape(r.environment)
     lines = [
-        f"*Deploy {service} `{tag}` to {env}?*",
-        f"*Service:* {service}   *Tag:* `{tag}`   *Commit:* `{escape(r.commit[:7])}`",
+        f"*Deploy {service} {tag} to {env}?*",
+        f"*Service:* {service}   *Tag:* {tag}   *Commit:* {_code(r.commit[:7])}",
         f"*Environment:* {env}",
         f"*Asked by:* {_who(r.asker) if r.asker else 'unknown'}",
         f"*Expires:* {_when(r.expires_at)}",
@@ -297,9 +340,9 @@ def progress_text(thread: Thread, event: Event) -> str | None:
     said = dataclasses.replace(n, text=escape(n.text)).render(_who)
     text = f"{EMOJI[n.kind]} {said}".strip()
     if n.url:
-        text += f" <{escape(n.url).replace('|', '%7C')}|run>"
+        text += f" <{entities(n.url).replace('|', '%7C')}|run>"
     if n.detail:
-        text += f"\n```{escape(n.detail[-1500:])}```"
+        text += f"\n{code_block(n.detail[-1500:])}"
     return cut(text, MESSAGE_TEXT, in_thread(thread.id))
 
 

@@ -45,7 +45,8 @@ async def command(inbound: Inbound, body: dict, respond: Callable) -> None:
     typed = " ".join(blocks.unescape(text).split())
     word = typed.lower()
     if word in ("", "help"):
-        await _respond(respond, blocks.escape(wording.slash_command_help(SLASH_COMMAND, EXAMPLES)))
+        # The bot's own words: their `code` is meant.
+        await _respond(respond, blocks.entities(wording.slash_command_help(SLASH_COMMAND, EXAMPLES)))
     elif word == "status":
         await _respond(respond, await _status(inbound, channel))
     else:
@@ -64,8 +65,8 @@ async def _launch(inbound: Inbound, user: str, channel: str, typed: str, respond
     except SlackApiError as e:
         error = e.response.get("error", e)
         log.warning("slack: could not post %s in %s: %s", SLASH_COMMAND, channel, error)
-        await _respond(respond, blocks.escape(NOT_IN_CHANNEL if error in ("not_in_channel", "channel_not_found")
-                                              else f"Slack refused to post here: {error}"))
+        await _respond(respond, blocks.entities(NOT_IN_CHANNEL) if error in ("not_in_channel", "channel_not_found")
+                       else blocks.escape(f"Slack refused to post here: {error}"))
         return
     ts = posted["ts"]
     scope = names.slack_conversation(channel, ts)

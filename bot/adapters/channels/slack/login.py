@@ -36,7 +36,7 @@ def sign_in_text(person: str, url: str) -> str:
     """mrkdwn: the link is the bot's own markup; the person's name and the URL are escaped."""
     return (
         f"Here is your one-time link to sign in to deploybot as *{blocks.escape(person)}*: "
-        f"<{blocks.escape(url)}|sign in>. It works once and soon expires; do not share it."
+        f"<{blocks.entities(url)}|sign in>. It works once and soon expires; do not share it."
     )
 
 

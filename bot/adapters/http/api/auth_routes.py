@@ -18,6 +18,7 @@ from fastapi.background import BackgroundTasks
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
+from bot.adapters.http.api import json_text
 from bot.adapters.http.api.who import the_sign_in
 from bot.adapters.http.console.routes import standalone
 from bot.adapters.http.shared import SESSION_COOKIE, Session, SignIn, secure_cookies
@@ -42,7 +43,7 @@ class EmailLinkBody(BaseModel):
     email: Any
 
 
-router = APIRouter(prefix="/auth")
+router = APIRouter(prefix="/auth", dependencies=[Depends(json_text.checked)])
 
 
 @router.get("/link")

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
+from bot.adapters.http.api import json_text
 from bot.adapters.http.api.who import MAX_LIMIT, acting, authorized, the_parts
 from bot.adapters.http.shared import Parts
 from bot.core import commands, wording
@@ -23,7 +24,7 @@ class RollbackBody(BaseModel):
     user: str | None = Field(None, min_length=1)
 
 
-router = APIRouter(dependencies=[Depends(authorized)])
+router = APIRouter(dependencies=[Depends(authorized), Depends(json_text.checked)])
 
 
 @router.get("/deploys")

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bot.adapters.http.api import errors
+from bot.adapters.http.api import errors, json_text
 from bot.adapters.http.api.threads import LaunchBody
 from bot.adapters.http.api.who import acting
 from bot.adapters.http.shared import Parts
@@ -51,6 +51,8 @@ class FastLaunch:
 
     async def _answer(self, scope: Scope, body: bytes) -> Response | None:
         """The launch's response; None when the framework's route is to answer."""
+        if json_text.problem(body) is not None:  # refused by the route, in its words
+            return None
         try:
             launch = LaunchBody.model_validate_json(body)
         except ValidationError:

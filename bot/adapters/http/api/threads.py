@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
+from bot.adapters.http.api import json_text
 from bot.adapters.http.api.who import MAX_LIMIT, acting, authorized, the_parts
 from bot.adapters.http.shared import MAX_TEXT_CHARS, Parts
 from bot.core import transcript
@@ -40,7 +41,7 @@ class CancelBody(BaseModel):
     reason: str = Field("", max_length=MAX_TEXT_CHARS)
 
 
-router = APIRouter(prefix="/threads", dependencies=[Depends(authorized)])
+router = APIRouter(prefix="/threads", dependencies=[Depends(authorized), Depends(json_text.checked)])
 
 
 # The busiest route (pipelines and bots start threads here): it reads the parts itself, hands

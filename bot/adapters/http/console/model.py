@@ -216,7 +216,7 @@ class Words:
     def of(self, e: Event, secrets: tuple[str, ...]) -> tuple[str, str]:
         kept = self._kept.get(e.id)
         if kept is None:
-            kept = transcript.text(e, secrets), transcript.CONTROL.sub("", _redacted_json(e, secrets))
+            kept = transcript.text(e, secrets), transcript.clean(_redacted_json(e, secrets))
             self._kept[e.id] = kept
             if len(self._kept) > self.size:
                 self._kept.popitem(last=False)
@@ -478,7 +478,7 @@ class Audit:
 
     @property
     def output_tail(self) -> str:
-        return transcript.CONTROL.sub("", self.record.output_tail)
+        return transcript.clean(self.record.output_tail)
 
 
 def audit(record: DeployRecord, thread: Thread | None, secrets: tuple[str, ...] = ()) -> Audit:

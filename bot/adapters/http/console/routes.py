@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
+import markupsafe
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 
@@ -33,6 +34,7 @@ from bot.adapters.http.console.reader import Reader
 from bot.adapters.http.console.streams import Streams
 from bot.adapters.http.shared import BROWSER_COOKIE, Parts, SignIn, secure_cookies
 from bot.core import authority, wording
+from bot.core.characters import visible
 from bot.core.people import ANONYMOUS, SERVICE, Identity, shown
 from bot.core.thread import Thread
 from bot.runtime.ports import DeployRecord
@@ -126,6 +128,7 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bot.adapters.http.console", "templates"),
         autoescape=True,  # every value printed is escaped, whatever the file's name
+        finalize=_shown,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -138,6 +141,15 @@ def templates() -> jinja2.Environment:
     env.globals.update(shown=shown, confirm_rollback=wording.confirm_rollback, confirm_cancel=wording.confirm_cancel,
                        confirm_stop=wording.confirm_stop, confirm_take=wording.confirm_take)
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template prints, without format characters (bot.core.characters): a
+    U+202E in a reason would show the rest of its line reversed. Markup (a macro's output)
+    stays markup."""
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(visible(str(value)))
+    return visible(value) if isinstance(value, str) else value
 
 
 @functools.cache
