@@ -181,11 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return children.run(_credentials(settings, args))
     if args.command == "gc":
         return children.run(_gc(settings, args))
-    try:
-        return children.run(_terminal(settings, args))
-    except Refused as e:
-        print(f"refused: {e.message}", file=sys.stderr)
-        return 1
+    return children.run(terminal(settings, args))
 
 
 def read_settings() -> Settings | None:
@@ -206,21 +202,24 @@ def read_settings() -> Settings | None:
     return None if problems else settings
 
 
-async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
+async def terminal(settings: Settings, args: argparse.Namespace) -> int:
+    """A terminal command (chat, threads, lock, freeze, ...) in this process: what it prints,
+    a refusal on stderr, and its exit code. `main` runs it on an event loop of its own; a
+    test awaits it on the test's."""
     from bot.adapters.channels import cli
     from bot.wiring.app import build
 
     logging.getLogger("deploybot.thread").setLevel(logging.WARNING)  # the CLI prints events itself
     app = build(settings, notifier=cli.PrintNotifier())
-    terminal = cli.Terminal(app.service, app.runner.run, settings.secrets())
+    term = cli.Terminal(app.service, app.runner.run, settings.secrets())
     try:
         if args.command == "chat":
-            return await cli.chat(terminal, args.message, args.user)
+            return await cli.chat(term, args.message, args.user)
         if args.command in ("freeze", "unfreeze"):
             scope = commands.ALL_ENVIRONMENTS if args.all else args.environment
             text = (commands.stop_text(scope, args.reason, getattr(args, "until", None) or "")
                     if args.command == "freeze" else commands.resume_text(scope))
-            return await cli.chat(terminal, text, args.user)
+            return await cli.chat(term, text, args.user)
         if args.command in ("lock", "unlock", "deploys", "rollback", "promote"):
             # The same exact commands as in chat, so each change is recorded in a thread.
             service = getattr(args, "service", None)
@@ -232,8 +231,11 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
                 "rollback": commands.rollback_text(str(service), args.environment),
                 "promote": commands.promote_text(str(service), args.environment),
             }[args.command]
-            return await cli.chat(terminal, text, getattr(args, "user", _me()))
-        return await cli.threads(terminal, args)
+            return await cli.chat(term, text, getattr(args, "user", _me()))
+        return await cli.threads(term, args)
+    except Refused as e:
+        print(f"refused: {e.message}", file=sys.stderr)
+        return 1
     finally:
         await app.close()
 

@@ -23,6 +23,7 @@ from bot.core.people import Agent, Directory, Identity, Person, Written
 from bot.core.policy import Policy, lock_owner
 from bot.core.thread import Thread
 from bot.core.triggers import SCHEDULE
+from bot.runtime.ports import Lock
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "people-and-approvals.md"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -51,60 +52,89 @@ ACTORS: dict[str, Identity] = {
 assert all(a is not None for a in ACTORS.values())
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a situation names besides who acts in it: when it happened, the thread's id, and a
+    check's address. The doc's table is asked with these; a channel that stages the same
+    situation asks with its own, so what the authority says there can be compared word for word."""
+
+    at: datetime = NOW
+    thread_id: str = "t1"
+    check_url: str = "http://x/"
+
+
+TABLE = Facts()
+LOCK_REASON = "maintenance"
+
+
 def said(who: Identity, text: str, at: datetime = NOW) -> UserMessage:
     user = who.evidence if who.via in ("slack", "email") else who.label
     return UserMessage(text=text, user=user, person=who.person, via=who.via, evidence=who.evidence, at=at)
 
 
-def asked_by(who: Identity, environment: str = "production", thread_id: str = "t1") -> tuple[Thread, ApprovalRequested]:
+def asked_by(who: Identity, environment: str = "production", facts: Facts = TABLE) -> tuple[Thread, ApprovalRequested]:
     """A thread `who` started that waits for the approval of a deploy to `environment`."""
-    message = said(who, f"deploy api v1.2.3 to {environment}")
-    step = DeployService(service="api", tag="v1.2.3", environment=environment, at=NOW)
+    at, thread_id = facts.at, facts.thread_id
+    message = said(who, f"deploy api v1.2.3 to {environment}", at)
+    step = DeployService(service="api", tag="v1.2.3", environment=environment, at=at)
     request = ApprovalRequested(
         step_id=step.id, thread_id=thread_id, args_hash="h", service="api", tag="v1.2.3", commit="c" * 40,
         environment=environment, requested_by=identity_of(message).principal if who.person is None else who.principal,
-        requesters=[who.principal], expires_at=NOW + timedelta(hours=1), at=NOW,
+        requesters=[who.principal], expires_at=at + timedelta(hours=1), at=at,
     )
     return Thread(thread_id, (message, step, request)), request
 
 
-def verifying(who: Identity) -> Thread:
+def verifying(who: Identity, facts: Facts = TABLE) -> Thread:
     """A thread `who` started whose production deploy succeeded and is being verified."""
-    message = said(who, "deploy api v1.2.3 to production")
-    step = DeployService(service="api", tag="v1.2.3", environment="production", at=NOW)
-    result = DeployResult(step_id=step.id, deploy_id=f"t1-{step.id}", service="api", tag="v1.2.3",
-                          environment="production", commit="c" * 40, ok=True, at=NOW)
+    at, thread_id = facts.at, facts.thread_id
+    message = said(who, "deploy api v1.2.3 to production", at)
+    step = DeployService(service="api", tag="v1.2.3", environment="production", at=at)
+    result = DeployResult(step_id=step.id, deploy_id=f"{thread_id}-{step.id}", service="api", tag="v1.2.3",
+                          environment="production", commit="c" * 40, ok=True, at=at)
+    check = VerifyCheck(kind="http", name="up", url=facts.check_url)
     started = VerificationStarted(step_id=step.id, deploy_id=result.deploy_id, service="api", tag="v1.2.3",
-                                  environment="production", ends_at=NOW + timedelta(minutes=10), interval=60, grace=0,
-                                  on_failure="rollback", checks=[VerifyCheck(kind="http", name="up", url="http://x/")],
-                                  at=NOW)
-    return Thread("t1", (message, step, result, started))
+                                  environment="production", ends_at=at + timedelta(minutes=10), interval=60, grace=0,
+                                  on_failure="rollback", checks=[check], at=at)
+    return Thread(thread_id, (message, step, result, started))
+
+
+def held(owner: str, facts: Facts = TABLE) -> Lock:
+    """The lock on production set by hand by `owner`, at the situation's time."""
+    return Lock("production", owner, LOCK_REASON, facts.at)
+
+
+def unlocking(lock: Lock) -> authority.Unlock:
+    """Lifting `lock`, asked as every channel asks it: what is locked, and by whom, word the refusal."""
+    return authority.Unlock(lock.environment, lock.owner, lock.target, lock.by())
 
 
 OTHER = DIRECTORY.by_slack("UERIN")  # "someone else": a person with no powers who is none of the columns
-Situation = Callable[[Identity], authority.Action]
+CAROL = "manual:carol"  # the owner of "someone else's lock": set by hand by someone who is none of the columns
+Situation = Callable[[Identity, Facts], authority.Action]
+
 
 # The table's rows: the question each one asks, for an actor.
 ACTIONS: dict[str, Situation] = {
-    "start a thread": lambda who: authority.Start((), NOW),
-    "ask for a deploy to production": lambda who: authority.Ask("production"),
-    "roll back production": lambda who: authority.Ask("production", "roll back"),
-    "promote to production": lambda who: authority.Ask("production", "promote"),
-    "approve or reject someone else's request": lambda who: authority.Decide(*asked_by(OTHER)),
-    "approve their own request": lambda who: authority.Decide(*asked_by(who)),
-    "reply in someone else's thread": lambda who: authority.Reply(asked_by(OTHER)[0]),
-    "reply in their own thread": lambda who: authority.Reply(asked_by(who)[0]),
-    "cancel their own thread": lambda who: authority.Cancel(asked_by(who)[0]),
-    "cancel someone else's thread": lambda who: authority.Cancel(asked_by(OTHER)[0]),
-    "cancel a thread while its deploy runs or is verified": lambda who: authority.Cancel(verifying(who)),
-    "fork their own thread": lambda who: authority.Fork(asked_by(who)[0]),
-    "fork someone else's thread": lambda who: authority.Fork(asked_by(OTHER)[0]),
-    "lock production": lambda who: authority.Lock("production"),
-    "unlock a lock they set": lambda who: authority.Unlock("production", lock_owner(who)),
-    "unlock (take) someone else's lock": lambda who: authority.Unlock("production", "manual:carol"),
-    "stop or resume deploys": lambda who: authority.Stop("production"),
-    "deploy anyway (past a freeze or failing checks)": lambda who: authority.DeployAnyway("production"),
-    "skip verification, or verify now": lambda who: authority.SkipVerification("production"),
+    "start a thread": lambda who, facts: authority.Start((), facts.at),
+    "ask for a deploy to production": lambda who, facts: authority.Ask("production"),
+    "roll back production": lambda who, facts: authority.Ask("production", "roll back"),
+    "promote to production": lambda who, facts: authority.Ask("production", "promote"),
+    "approve or reject someone else's request": lambda who, facts: authority.Decide(*asked_by(OTHER, facts=facts)),
+    "approve their own request": lambda who, facts: authority.Decide(*asked_by(who, facts=facts)),
+    "reply in someone else's thread": lambda who, facts: authority.Reply(asked_by(OTHER, facts=facts)[0]),
+    "reply in their own thread": lambda who, facts: authority.Reply(asked_by(who, facts=facts)[0]),
+    "cancel their own thread": lambda who, facts: authority.Cancel(asked_by(who, facts=facts)[0]),
+    "cancel someone else's thread": lambda who, facts: authority.Cancel(asked_by(OTHER, facts=facts)[0]),
+    "cancel a thread while its deploy runs or is verified": lambda who, facts: authority.Cancel(verifying(who, facts)),
+    "fork their own thread": lambda who, facts: authority.Fork(asked_by(who, facts=facts)[0]),
+    "fork someone else's thread": lambda who, facts: authority.Fork(asked_by(OTHER, facts=facts)[0]),
+    "lock production": lambda who, facts: authority.Lock("production"),
+    "unlock a lock they set": lambda who, facts: unlocking(held(lock_owner(who), facts)),
+    "unlock (take) someone else's lock": lambda who, facts: unlocking(held(CAROL, facts)),
+    "stop or resume deploys": lambda who, facts: authority.Stop("production"),
+    "deploy anyway (past a freeze or failing checks)": lambda who, facts: authority.DeployAnyway("production"),
+    "skip verification, or verify now": lambda who, facts: authority.SkipVerification("production"),
 }
 
 
@@ -132,7 +162,9 @@ def documented() -> list[Cell]:
     return cells
 
 
-def answered(action: str, actor: str) -> str | None:
-    """The authority's answer for one cell: None (allowed) or the sentence."""
-    who = ACTORS[actor]
-    return authority.why_not(POLICY, who, ACTIONS[action](who))
+def answered(action: str, actor: str, who: Identity | None = None, facts: Facts = TABLE) -> str | None:
+    """The authority's answer for one cell: None (allowed) or the sentence. `who` and `facts`:
+    the actor as a channel sees them (an outsider's Slack id or address) and the situation as it
+    staged it (its thread's id, its time), for the same question in that channel's words."""
+    who = who or ACTORS[actor]
+    return authority.why_not(POLICY, who, ACTIONS[action](who, facts))

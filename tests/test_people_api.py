@@ -20,6 +20,9 @@ from bot.adapters.http.api.auth_routes import EMAIL_LINK_SENT, SIGN_IN_FAILED
 from bot.adapters.http.auth import CSRF_REFUSED, PERSONAL_UNAUTHORIZED, UNAUTHORIZED, Auth
 from bot.adapters.http.sessions import Sessions
 from bot.adapters.http.shared import SESSION_COOKIE
+from bot.core import authority
+from bot.core.freeze_windows import stop_the_line
+from bot.core.people import API, Identity
 from bot.wiring.app import App, sign_in_linker
 from tests.helpers import eventually, reply, settle
 from tests.test_web_hardening import detail, exchange, request_head
@@ -158,6 +161,24 @@ async def test_the_shared_token_starts_threads_but_never_decides(api, cli, fake_
     assert (said["user"], said["person"], said["via"]) == ("carol", None, "api")
     assert said.get("approve") is None
     assert ledger.exists() is False  # nothing was deployed
+
+
+async def test_the_shared_tokens_deploy_anyway_gets_the_authoritys_answer_for_the_blocked_deploy(app: App, api):
+    """A deploy a freeze stopped: the shared token's "deploy anyway" in its thread is refused
+    before it is recorded, saying what the authority says of forcing that deploy (what the
+    thread itself says to anyone else who may not), not a sentence of the API's own."""
+    freeze = stop_the_line("production", reason="incident 4711", set_by="bob", since=app.service.clock())
+    await app.runner.deploying.freezes.set(freeze)
+    r = await api.post("/threads", json={"message": "deploy backend v1.2.3 to production", "user": "ci"})
+    blocked = await settle(api, r.json()["id"])
+    assert [e["kind"] for e in blocked["events"] if e["type"] == "error"] == ["frozen"], blocked["events"]
+
+    said = {"text": "deploy anyway: it cannot wait", "user": "ci"}
+    r = await api.post(f"/threads/{blocked['id']}/responses", json=said)
+    ci = Identity(None, API, "ci")
+    assert (r.status_code, r.json()["detail"]) == (
+        403, authority.why_not(app.policy, ci, authority.DeployAnyway("production"))), r.text
+    assert (await api.get(f"/threads/{blocked['id']}")).json()["version"] == blocked["version"]
 
 
 async def test_the_shared_token_cannot_name_a_person(api, bare, cli, fake_llm, ledger):
