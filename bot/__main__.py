@@ -234,7 +234,7 @@ async def terminal(settings: Settings, args: argparse.Namespace) -> int:
             return await cli.chat(term, text, getattr(args, "user", _me()))
         return await cli.threads(term, args)
     except Refused as e:
-        print(f"refused: {e.message}", file=sys.stderr)
+        print(f"refused: {cli.safe(e.message)}", file=sys.stderr)
         return 1
     finally:
         await app.close()

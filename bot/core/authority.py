@@ -372,20 +372,26 @@ def _unlock(policy: Policy, who: Identity, action: Unlock) -> str | None:
 
 def _stop(policy: Policy, who: Identity, scope: str) -> str | None:
     """Whoever may lock each environment the scope covers."""
+    refused = _no_powers(who, "stop deploys on its own", "stop or resume deploys")
+    if refused:
+        return refused
     for environment in sorted(policy.environments) if scope == "*" else [scope]:
-        refused = _lock(who, policy.rules_for(environment))
-        if refused:
-            return refused
+        rules = policy.rules_for(environment)
+        if not _admits(rules.lockers, who):
+            shown = people.describe(rules.lockers_as_written or sorted(rules.lockers))
+            return wording.may_not_stop(who.label, _where(rules), shown)
     return None
 
 
 def _deploy_anyway(policy: Policy, who: Identity, environment: str) -> str | None:
     """The environment's approvers (the requester too: forcing is not approving, which still
     follows where the environment is protected)."""
-    refused = _approves(who, policy.rules_for(environment))
-    if refused is None:
-        return None
-    return refused if who.via == AGENT else wording.may_not_force(who.label, environment)
+    refused = _no_powers(who, "deploy anyway on its own", "deploy anyway")
+    if refused:
+        return refused
+    if _approves(who, policy.rules_for(environment)) is not None:
+        return wording.may_not_force(who.label, environment)
+    return None
 
 
 def _skip_verification(policy: Policy, who: Identity, environment: str) -> str | None:
@@ -397,15 +403,17 @@ def _skip_verification(policy: Policy, who: Identity, environment: str) -> str |
 # --- what a channel says before anything is stored ------------------------------------------------
 
 def why_not_say(policy: Policy, who: Identity, text: str) -> str | None:
-    """Why `who` may not even say `text`, refused before a thread is started for it: a command
-    that takes a person's powers (lock, unlock, stop, resume, deploy anyway) from someone who
-    has none at all (the bot, an agent, the shared token). The answer is the one the command
-    itself would get, whatever the environment."""
+    """Why `who` may not even say `text`, refused before a thread is started for it (or anything
+    is recorded in one): a command that takes a person's powers (lock, unlock, stop, resume,
+    deploy anyway) from someone who has none at all (the bot, an agent, the shared token). The
+    answer is the one the command itself gets, wherever it would go."""
     command = commands.parse(text)
-    if isinstance(command, LockEnvironment | UnlockEnvironment | StopDeploys | ResumeDeploys):
+    if isinstance(command, LockEnvironment | UnlockEnvironment):
         return _lock(who, _ANYONE)
+    if isinstance(command, StopDeploys | ResumeDeploys):
+        return _no_powers(who, "stop deploys on its own", "stop or resume deploys")
     if commands.deploy_anyway(text) is not None:
-        return _approves(who, _ANYONE)
+        return _no_powers(who, "deploy anyway on its own", "deploy anyway")
     return None
 
 

@@ -91,6 +91,10 @@ def may_not_lock(who: str, where: str, lockers: str) -> str:
     return f"{who} may not lock {where}; {lockers} may"
 
 
+def may_not_stop(who: str, where: str, lockers: str) -> str:
+    return f"{who} may not stop or resume deploys to {where}; {lockers} may"
+
+
 def may_not_cancel(who: str, environment: str) -> str:
     whose = f"{environment}'s approvers" if environment else "an approver"
     return f"{who} may not cancel this thread: only whoever asked for it or {whose} may"

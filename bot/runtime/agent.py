@@ -80,11 +80,6 @@ def _same_kind(event: Event, step: Event) -> bool:
     return event.type == step.type or (isinstance(event, DEPLOY_STEPS) and isinstance(step, DEPLOY_STEPS))
 
 
-def blocked_deploy(thread: Thread) -> Deploy | None:
-    """The deploy a "deploy anyway" said in `thread` now would force, if any."""
-    return _blocked_deploy(thread, len(thread.events))
-
-
 def _blocked_deploy(thread: Thread, before: int) -> Deploy | None:
     """The newest deploy step before `before` that CI checks, a freeze or the promotion
     order stopped. A "deploy anyway" that was refused (not an approver) is passed over: the

@@ -114,6 +114,7 @@ def settings(settings, fake_slack, smtp_port, inbox, tmp_path: Path):
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": mail.SECRET,
         "email_reply_secret": "reply-secret", "email_trusted_authserv_ids": mail.TRUSTED,
+        "email_mailbox_authenticated_domains": mail.MAILBOXES,
         "email_allowed_senders": "@example.com",  # dave, erin and an outsider at example.com write too
         "github_webhook_secret": github.SECRET,
     })

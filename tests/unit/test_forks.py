@@ -21,7 +21,7 @@ async def test_a_fork_acts_with_its_maker_s_authority_never_with_that_of_who_sai
     ran = await b.run(fork.id)
     assert [f.reason for f in await b.freezes.current()] == ["incident 4712"]
     said = next(e for e in reversed(ran.events) if isinstance(e, CommandResult))
-    assert "Not stopped" in said.text and "alice may not lock" in said.text
+    assert "Not stopped" in said.text and "alice may not stop or resume" in said.text
     # bob forks it: his authority, so it resumes.
     ran = await b.run((await b.service.fork(resumed.id, 1, PEOPLE.by_name("bob"))).id)
     said = next(e for e in reversed(ran.events) if isinstance(e, CommandResult))

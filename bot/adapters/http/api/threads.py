@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
 from bot.adapters.http.api import json_text
-from bot.adapters.http.api.who import MAX_LIMIT, acting, authorized, said_in, the_parts
+from bot.adapters.http.api.who import MAX_LIMIT, acting, authorized, the_parts
 from bot.adapters.http.shared import MAX_TEXT_CHARS, Parts
 from bot.core import transcript
 from bot.core.views import summary_json, thread_json
@@ -84,8 +84,7 @@ async def show(thread_id: str, a: Parts = Depends(the_parts)) -> dict[str, Any]:
 
 @router.post("/{thread_id}/responses", status_code=202)
 async def respond(request: Request, thread_id: str, body: RespondBody, a: Parts = Depends(the_parts)) -> dict:
-    who = acting(request, a, body.user, named=True)
-    await said_in(a, who, thread_id, body.text)
+    who = acting(request, a, body.user, text=body.text, named=True)
     thread = await a.service.respond(thread_id, body.text, who, body.approval_id, body.approve, channel="api")
     await a.kick(thread.id)
     return thread_json(thread, a.service.clock(), a.service.policy)

@@ -9,8 +9,7 @@ Who is asking was settled before the body was read (bot.adapters.http.front_door
   for a pipeline or a bot, and a `user` naming a person of deploybot.toml is a 403 ("use
   your personal token"). What it may do is the authority's (bot/core/authority.py): a
   command that takes a person's powers is refused here, before a thread is started for it
-  or it is recorded in one, with the answer the command itself would get (`said_in`: a
-  "deploy anyway", the authority's answer for the deploy it would force);
+  or it is recorded in one, with the answer the command itself would get;
 - None (open mode: nothing configured): the `user` given is trusted, as before.
 """
 
@@ -21,9 +20,8 @@ import hmac
 from fastapi import Request
 
 from bot.adapters.http.shared import Parts, SignIn
-from bot.core import authority, commands
+from bot.core import authority
 from bot.core.people import API, SERVICE, SESSION, Identity
-from bot.runtime.agent import blocked_deploy
 from bot.runtime.service import Forbidden, Invalid, Unauthorized
 
 MAX_LIMIT = 200  # ?limit= on /threads and /deploys
@@ -73,17 +71,3 @@ def acting(request: Request, parts: Parts, user: str | None, text: str = "", nam
     if refused:
         raise Forbidden(refused)
     return identity
-
-
-async def said_in(parts: Parts, identity: Identity, thread_id: str, text: str) -> None:
-    """Refuse what `acting` refuses of `text`, said in the thread `thread_id`: a "deploy anyway"
-    there with the authority's answer for forcing the deploy it would force (its environment's),
-    which is what the thread itself would say."""
-    policy = parts.service.policy
-    refused = authority.why_not_say(policy, identity, text) if text else None
-    if refused and commands.deploy_anyway(text) is not None:
-        forced = blocked_deploy(await parts.service.get(thread_id))
-        if forced is not None:
-            refused = authority.why_not(policy, identity, authority.DeployAnyway(forced.environment))
-    if refused:
-        raise Forbidden(refused)
