@@ -16,11 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# Matched whole (fullmatch): `$` would let a trailing newline through, into a path or a command.
+_SHA = re.compile(r"[0-9a-f]{40}")
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 # GitHub's callback URL names the run: .../repos/OWNER/REPO/actions/runs/RUN_ID/deployment_protection_rule
-_CALLBACK = re.compile(r"^/repos/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/actions/runs/(\d+)/deployment_protection_rule$")
-_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+_CALLBACK = re.compile(r"/repos/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/actions/runs/(\d+)/deployment_protection_rule")
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 
 APPROVED = "approved"
 REJECTED = "rejected"
@@ -74,12 +75,12 @@ def requested(payload: Mapping[str, Any]) -> Requested | str:
         deployment_id = int(deployment.get("id") or 0)
     except (KeyError, TypeError, ValueError):
         return "missing repository, environment, deployment, deployment_callback_url or installation"
-    path = re.sub(r"^https?://[^/]+", "", callback)
-    path = re.sub(r"^/api/v3", "", path)  # GitHub Enterprise Server's API lives under /api/v3
-    m = _CALLBACK.match(path)
-    if not _REPOSITORY.match(repository) or not _SHA.match(sha) or m is None or m[1] != repository:
+    path = re.sub(r"\Ahttps?://[^/]+", "", callback)
+    path = re.sub(r"\A/api/v3", "", path)  # GitHub Enterprise Server's API lives under /api/v3
+    m = _CALLBACK.fullmatch(path)
+    if not _REPOSITORY.fullmatch(repository) or not _SHA.fullmatch(sha) or m is None or m[1] != repository:
         return "a malformed repository, commit or deployment_callback_url"
-    if not environment or len(environment) > 255 or not _LOGIN.match(creator):
+    if not environment or len(environment) > 255 or not _LOGIN.fullmatch(creator):
         return "a malformed environment or creator"
     return Requested(repository, environment, sha, ref[:255], creator, path, callback, installation, int(m[2]),
                      deployment_id)

@@ -44,6 +44,15 @@ def test_a_request_is_read_and_anything_malformed_is_refused():
         assert isinstance(requested(bad), str), bad
 
 
+def test_a_field_ending_in_a_newline_is_malformed():
+    deployment = payload()["deployment"]
+    for bad in (payload(deployment_callback_url=CALLBACK + "\n"),
+                payload(deployment={**deployment, "sha": SHA + "\n"}),
+                payload(deployment={**deployment, "creator": {"login": "octocat\n"}}),
+                payload(repository={"full_name": "acme/app\n"})):
+        assert isinstance(requested(bad), str), bad
+
+
 def test_rules_match_without_case_and_name_their_service():
     rules = (GateRule("acme/app", "production", "prod"), GateRule("acme/web", "staging", "staging", "web"))
     assert rule_for(rules, "ACME/App", "Production") == rules[0]

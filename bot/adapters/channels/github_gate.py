@@ -74,7 +74,7 @@ CHANNEL = "github-gate"  # a delivery_failed event's channel
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # about a minute of retries for a callback
 GATE_TTL = 60 * 24 * 3600  # GitHub waits up to 30 days for an answer
 ENDED = ("success", "failure", "error", "inactive")  # a deployment status that ends it
-_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SHA = re.compile(r"[0-9a-f]{40}")  # fullmatch: a tag ending in a newline is not a commit
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,7 @@ class GateDeployer:
         return await self.inner.list_tags()
 
     async def resolve(self, tag: str) -> str | None:
-        if _SHA.match(tag) and await self.gate.inbox.lookup(keys.github_gate_commit(self.service, tag)):
+        if _SHA.fullmatch(tag) and await self.gate.inbox.lookup(keys.github_gate_commit(self.service, tag)):
             return tag
         return await self.inner.resolve(tag)
 
