@@ -1068,7 +1068,10 @@ def gate_comment(text: str) -> str:
     return text if len(text) <= GATE_COMMENT_MAX else text[: GATE_COMMENT_MAX - 1] + "…"
 
 
-def gate_approved(approvers: str, link: str) -> str:
+def gate_approved(approvers: str | None, environment: str, link: str) -> str:
+    """`approvers` None: the deploy asked for no approval (the environment needs none)."""
+    if approvers is None:
+        return gate_comment(f"Approved: {environment} needs no approval in deploybot. {link}")
     return gate_comment(f"Approved in deploybot by {approvers or 'an approver'}. {link}")
 
 

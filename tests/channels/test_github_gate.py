@@ -117,6 +117,14 @@ def settings(settings, github, app_key, fake_slack, mail, tmp_path: Path):
     })
 
 
+@pytest.fixture(autouse=True)
+def jobs_end(api, github):
+    """Before the app stops, every job a test left running ends: the app waits for a deploy
+    it follows, so a test that failed half-way would keep it waiting."""
+    yield
+    github.finish_every_deployment()
+
+
 @pytest.fixture
 def fast(app):
     app.adapter("github_gate").backoff = (0.05, 0.1, 0.2)
@@ -272,4 +280,25 @@ async def test_a_freeze_never_answers_approved_it_waits_or_rejects(api, app, git
     await eventually(lambda: len(github.callbacks) == 2)
     assert github.callbacks[1]["state"] == "approved"
     github.finish_deployment(short["deployment"]["id"], "success")
+    await settle(api, thread_id)
+
+
+async def test_a_callback_url_with_a_trailing_newline_is_refused_and_nothing_is_kept(api, app, github):
+    payload = github.protection_rule("production", SHA)
+    delivery = str(uuid.uuid4())
+    bent = {**payload, "deployment_callback_url": payload["deployment_callback_url"] + "\n"}
+    answer = await deliver(api, bent, delivery=delivery)
+    assert answer.status_code == 400 and "deployment_callback_url" in answer.json()["detail"]
+    assert await app.store.recent(100) == [] and github.callbacks == []
+    # The delivery was not taken in: GitHub's redelivery of the right one starts its thread.
+    assert (await deliver(api, payload, delivery=delivery)).json()["status"] == "started"
+
+
+async def test_an_environment_that_needs_no_approval_is_answered_saying_so(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, payload)
+    await eventually(lambda: len(github.callbacks) == 1)
+    comment = github.callbacks[0]["comment"]
+    assert "approver" not in comment and "staging needs no approval in deploybot" in comment, comment
+    github.finish_deployment(payload["deployment"]["id"], "success")
     await settle(api, thread_id)

@@ -9,6 +9,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from bot.adapters.github_api import AppAuth
 from bot.config.settings import Settings
+from bot.core import wording
 from bot.core.gate import GateRule, deploy_text, requested, rule_for, service_for
 from bot.core.people import Directory, Person
 
@@ -51,6 +52,12 @@ def test_a_field_ending_in_a_newline_is_malformed():
                 payload(deployment={**deployment, "creator": {"login": "octocat\n"}}),
                 payload(repository={"full_name": "acme/app\n"})):
         assert isinstance(requested(bad), str), bad
+
+
+def test_the_approved_comment_names_the_approvers_or_says_none_were_needed():
+    assert wording.gate_approved("alice, bob", "production", "L") == "Approved in deploybot by alice, bob. L"
+    said = wording.gate_approved(None, "staging", "L")
+    assert "approver" not in said and "staging needs no approval in deploybot" in said
 
 
 def test_rules_match_without_case_and_name_their_service():

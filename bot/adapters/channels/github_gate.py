@@ -233,7 +233,8 @@ class GitHubGate:
     async def approve_and_follow(self, request: DeployRequest, gated: Gated) -> DeployOutcome:
         """Answer `approved` (once), then follow the job's deployment to its end."""
         thread_id = thread_of(request.deploy_id)
-        comment = wording.gate_approved(await self._approvers(thread_id, request.deploy_id), self.link(thread_id))
+        approvers = await self._approvers(thread_id, request.deploy_id)
+        comment = wording.gate_approved(approvers, request.environment, self.link(thread_id))
         try:
             sent = await self.answer(thread_id, gated, APPROVED, comment)
         except outbound.FAILURES as e:
@@ -244,12 +245,13 @@ class GitHubGate:
         output = f"{wording.gate_answered(APPROVED, comment)}\nThe job's deployment ended: {state}"
         return DeployOutcome(state == "success", None, output, gated.run_url)
 
-    async def _approvers(self, thread_id: str, deploy_id: str) -> str:
+    async def _approvers(self, thread_id: str, deploy_id: str) -> str | None:
+        """Who approved the deploy; None when it asked for no approval."""
         thread = await self.service.get(thread_id)
         step_id = deploy_id.partition("-")[2]
         request = thread.approval_for(step_id)
         if request is None:
-            return ""
+            return None
         given = thread.approvals_for(request.approval_id)
         return ", ".join(dict.fromkeys(a.person or a.user for a in given if a.approve))
 
