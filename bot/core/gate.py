@@ -6,7 +6,8 @@ A delivery is GitHub asking, for one job of a workflow run that targets a GitHub
 whether it may proceed. deploybot answers it as a deploy of the job's commit to the
 deploybot environment the rule maps that GitHub environment to, through the same deploy path
 as any other (approvers, freezes, locks, checks): "running" such a deploy is answering
-`approved`, and following the run to its end.
+`approved`, and following the run to its end. Only that one deploy step: anything else asked
+in the thread later is a deploy of its own (`gated_step`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from bot.core.events import DEPLOY_STEPS, Deploy
+from bot.core.thread import Thread
 
 # Matched whole (fullmatch): `$` would let a trailing newline through, into a path or a command.
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -99,6 +103,21 @@ def service_for(rule: GateRule, repositories: Mapping[str, str]) -> str | None:
         return rule.service
     found = [s for s, repo in repositories.items() if repo.lower() == rule.repository.lower()]
     return found[0] if len(found) == 1 else None
+
+
+def gated_step(thread: Thread, service: str, commit: str, environment: str) -> Deploy | None:
+    """The deploy step that answers GitHub's deployment (of `commit` of `service` to deploybot's
+    `environment`) and whose outcome is the deployment's: the thread's first deploy of them,
+    not a rollback. Any other deploy in the thread is one of its own, which deploys for real;
+    were it answered by following the deployment, it would be recorded as deployed while
+    nothing ran. `commit` and `environment` "" (a binding kept before it held them): the
+    thread's first deploy of `service`."""
+    for step in (e for e in thread.events if isinstance(e, DEPLOY_STEPS)):
+        if step.service != service or getattr(step, "rollback_of", None):
+            continue
+        if (not commit or step.tag.lower() == commit.lower()) and (not environment or step.environment == environment):
+            return step
+    return None
 
 
 def deploy_text(service: str, request: Requested, environment: str) -> str:

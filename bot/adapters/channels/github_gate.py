@@ -16,13 +16,19 @@ outcome is the deploy's result, so it lands in the history like any other. A rej
 expired approval, a cancel or a deploy that cannot go (an error on its step) is answered
 `rejected`, by the notifier (`publish`).
 
+The gate is bound to the one deployment GitHub asked about (`Gated`: its id, service, commit
+and environment), and only the thread's first deploy of it is answered and followed
+(bot/core/gate.py `gated_step`). Any other deploy or rollback asked in the thread later goes to
+the service's own deployer and runs for real, under the usual rules: following the
+deployment again for it would record a deploy that never ran.
+
 Each deployment gets one answer: it is bound in the Inbox (`keys.github_gate_answer`) before
 it is sent, so an `approved` and a `rejected` can never both go, and marked sent after GitHub
 took it (`keys.github_gate_sent`), so a resumed run never sends it twice; what was answered
 is recorded on the thread. Sends are retried with backoff while GitHub is unreachable or
 answers 5xx or a rate limit. A repository's environment with no `[[github_environments]]` rule
 is answered `rejected` at once (fail closed). No second GitHub Deployment is made: the gated
-one is GitHub's own (GitHubDeployments skips these threads).
+one is GitHub's own (GitHubDeployments skips that one deploy of the thread).
 """
 
 from __future__ import annotations
@@ -46,16 +52,17 @@ from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
     Cancelled,
+    Deploy,
     Error,
     Event,
     GitHubAnswered,
     HumanResponse,
     principal_of,
 )
-from bot.core.gate import APPROVED, REJECTED, GateRule, Requested, deploy_text, rule_for, service_for
+from bot.core.gate import APPROVED, REJECTED, GateRule, Requested, deploy_text, gated_step, rule_for, service_for
 from bot.core.people import GITHUB
 from bot.core.thread import Origin, Thread
-from bot.runtime.deploying import thread_of
+from bot.runtime.deploying import deploy_id, thread_of
 from bot.runtime.ports import (
     Check,
     Comparison,
@@ -88,11 +95,23 @@ class Gated:
     run_url: str
     deployment_id: int
     service: str
+    # The deployment asked about, which only the thread's deploy of it answers (`step`): its
+    # commit and deploybot's environment. "" in a binding kept before these were.
+    sha: str = ""
+    environment: str = ""
 
     @classmethod
-    def of(cls, request: Requested, service: str) -> Gated:
+    def of(cls, request: Requested, service: str, environment: str) -> Gated:
         return cls(request.repository, request.github_environment, request.callback_path, request.installation,
-                   request.run_url(), request.deployment_id, service)
+                   request.run_url(), request.deployment_id, service, request.sha, environment)
+
+    @classmethod
+    def load(cls, stored: str) -> Gated:
+        return cls(**json.loads(stored))
+
+    def step(self, thread: Thread) -> Deploy | None:
+        """The thread's deploy step that answers this deployment; every other is one of its own."""
+        return gated_step(thread, self.service, self.sha, self.environment)
 
 
 def thread_id_for(delivery: str) -> str:
@@ -136,7 +155,7 @@ class GitHubGate:
             self._deliveries.spawn(self._send_unknown(delivery, request, comment))
             return {"status": REJECTED}
         thread_id = thread_id_for(delivery)
-        gated = Gated.of(request, service)
+        gated = Gated.of(request, service, rule.environment)
         await self.inbox.link(keys.github_gate(thread_id), json.dumps(asdict(gated)), thread_id=thread_id)
         await self.inbox.link(keys.github_gate_commit(service, request.sha), thread_id, thread_id=thread_id)
         who = self.service.directory.by_github(request.creator)
@@ -163,7 +182,13 @@ class GitHubGate:
 
     async def gated(self, thread_id: str) -> Gated | None:
         found = await self.inbox.lookup(keys.github_gate(thread_id))
-        return Gated(**json.loads(found)) if found else None
+        return Gated.load(found) if found else None
+
+    async def answers(self, request: DeployRequest, gated: Gated) -> bool:
+        """Whether `request` is the deploy GitHub's deployment is answered by (`Gated.step`)."""
+        thread = await self.service.get(thread_of(request.deploy_id))
+        step = gated.step(thread)
+        return step is not None and request.deploy_id == deploy_id(thread.id, step.id)
 
     async def answer(self, thread_id: str, gated: Gated, state: str, comment: str) -> bool:
         """Send the deployment's one answer, retried; False when another answer was bound
@@ -282,9 +307,10 @@ class GitHubGate:
 
 
 class GateDeployer:
-    """A service's deployer that also runs its gated deploys: a deploy of a thread a
-    deployment_protection_rule delivery started is answered `approved` and followed; any
-    other goes to `inner`. The commit a gated deployment asks for resolves to itself."""
+    """A service's deployer that also runs its gated deploys: the deploy a
+    deployment_protection_rule delivery started its thread with is answered `approved` and
+    followed; any other (another thread's, or a later one in that thread) goes to `inner`.
+    The commit a gated deployment asks for resolves to itself."""
 
     def __init__(self, inner: Deployer, gate: GitHubGate, service: str) -> None:
         self.inner, self.gate, self.service = inner, gate, service
@@ -306,7 +332,7 @@ class GateDeployer:
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         gated = await self.gate.gated(thread_of(request.deploy_id))
-        if gated is None:
+        if gated is None or not await self.gate.answers(request, gated):
             return await self.inner.deploy(request)
         return await self.gate.approve_and_follow(request, gated)
 
