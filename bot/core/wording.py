@@ -1075,6 +1075,28 @@ def gate_approved(approvers: str | None, environment: str, link: str) -> str:
     return gate_comment(f"Approved in deploybot by {approvers or 'an approver'}. {link}")
 
 
+# How a followed job ended (the gated deploy's output): only a deployment that reported
+# success is one; anything else says plainly that nobody knows.
+
+
+def gate_deployment_ended(state: str) -> str:
+    return f"The job's deployment ended: {state}"
+
+
+def gate_run_ended(conclusion: str) -> str:
+    return (f"The workflow run ended ({conclusion}) without its deployment reporting an outcome: "
+            "whether anything was deployed is unknown. Look at the run.")
+
+
+def gate_not_reported(seconds: float) -> str:
+    return (f"The job's deployment reported no outcome within {span(seconds)}: deploybot stopped following it "
+            "and let the lock go. Whether anything was deployed is unknown. Look at the run.")
+
+
+def gate_no_deployment() -> str:
+    return "GitHub named no deployment to follow: whether anything was deployed is unknown. Look at the run."
+
+
 def gate_rejected(who: str, feedback: str, link: str) -> str:
     said = f": {' '.join(feedback.split())}" if feedback.strip() else ""
     return gate_comment(f"Rejected in deploybot by {who}{said}. {link}")

@@ -389,6 +389,33 @@ async def test_a_gated_thread_answers_one_deployment_its_later_deploys_and_rollb
     ]
 
 
+@pytest.mark.parametrize("more", [{"github_gate_follow_seconds": 1.0}])
+async def test_a_job_that_never_reports_lets_the_lock_go_after_the_bound(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, payload)
+    await eventually(lambda: len(github.callbacks) == 1)
+    assert await app.environments.holder("staging", "app") is not None
+    done = await settle(api, thread_id, within=10)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert not result["ok"]
+    assert "reported no outcome within 1 s" in result["output"], result["output"]
+    assert await app.environments.holder("staging", "app") is None
+    [record] = await app.environments.recent("staging", 10)
+    assert not record.ok
+
+
+async def test_a_cancelled_run_ends_the_following_at_once(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, payload)
+    await eventually(lambda: len(github.callbacks) == 1)
+    github.end_run(github.callbacks[0]["run_id"], "cancelled")
+    done = await settle(api, thread_id, within=5)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert not result["ok"]
+    assert "workflow run ended (cancelled)" in result["output"], result["output"]
+    assert await app.environments.holder("staging", "app") is None
+
+
 async def test_a_callback_url_with_a_trailing_newline_is_refused_and_nothing_is_kept(api, app, github):
     payload = github.protection_rule("production", SHA)
     delivery = str(uuid.uuid4())

@@ -11,10 +11,12 @@ freezes, locks and the line, CI checks, the change preview).
 
 "Running" a gated deploy is `GateDeployer.deploy`: answering `approved` to the
 deployment_callback_url, then following the job's deployment to its end (polling its
-deployment statuses) while the deploy path holds and renews the environment's lock; its
-outcome is the deploy's result, so it lands in the history like any other. A rejection, an
-expired approval, a cancel or a deploy that cannot go (an error on its step) is answered
-`rejected`, by the notifier (`publish`).
+deployment statuses, and its workflow run: one cancelled or completed without the deployment
+reporting ends it, and so does `follow_seconds`) while the deploy path holds and renews the
+environment's lock; its outcome is the deploy's result, so it lands in the history like any
+other, and only a deployment that reported success is a success. A rejection, an expired
+approval, a cancel or a deploy that cannot go (an error on its step) is answered `rejected`,
+by the notifier (`publish`).
 
 The gate is bound to the one deployment GitHub asked about (`Gated`: its id, service, commit
 and environment), and only the thread's first deploy of it is answered and followed
@@ -81,6 +83,8 @@ CHANNEL = "github-gate"  # a delivery_failed event's channel
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # about a minute of retries for a callback
 GATE_TTL = 60 * 24 * 3600  # GitHub waits up to 30 days for an answer
 ENDED = ("success", "failure", "error", "inactive")  # a deployment status that ends it
+FOLLOW_SECONDS = 3600.0  # how long an approved job is followed at most (GITHUB_GATE_FOLLOW_SECONDS)
+_CONCLUSION = re.compile(r"[a-z_]{1,30}")  # a workflow run's conclusion, as GitHub spells them
 _SHA = re.compile(r"[0-9a-f]{40}")  # fullmatch: a tag ending in a newline is not a commit
 
 
@@ -96,14 +100,15 @@ class Gated:
     deployment_id: int
     service: str
     # The deployment asked about, which only the thread's deploy of it answers (`step`): its
-    # commit and deploybot's environment. "" in a binding kept before these were.
+    # commit, deploybot's environment and the workflow run. ""/0 in a binding kept before these were.
     sha: str = ""
     environment: str = ""
+    run_id: int = 0
 
     @classmethod
     def of(cls, request: Requested, service: str, environment: str) -> Gated:
         return cls(request.repository, request.github_environment, request.callback_path, request.installation,
-                   request.run_url(), request.deployment_id, service, request.sha, environment)
+                   request.run_url(), request.deployment_id, service, request.sha, environment, request.run_id)
 
     @classmethod
     def load(cls, stored: str) -> Gated:
@@ -131,7 +136,7 @@ class GitHubGate:
         public_url: str | None = None,
         backoff: Sequence[float] = BACKOFF,
         poll_seconds: float = 5.0,
-        follow_seconds: float = 6 * 3600,
+        follow_seconds: float = FOLLOW_SECONDS,
     ) -> None:
         """`repositories`: service -> owner/name (for a rule without its service); `kick`
         hands a thread to a worker; `follow_seconds`: how long an approved job is followed."""
@@ -266,9 +271,8 @@ class GitHubGate:
             raise DeployerError(f"could not answer GitHub approved: {outbound.describe(e)}") from None
         if not sent:
             return DeployOutcome(False, None, "GitHub was answered rejected already: nothing deploys", gated.run_url)
-        state = await self._follow(gated)
-        output = f"{wording.gate_answered(APPROVED, comment)}\nThe job's deployment ended: {state}"
-        return DeployOutcome(state == "success", None, output, gated.run_url)
+        ok, ended = await self._follow(gated)
+        return DeployOutcome(ok, None, f"{wording.gate_answered(APPROVED, comment)}\n{ended}", gated.run_url)
 
     async def _approvers(self, thread_id: str, deploy_id: str) -> str | None:
         """Who approved the deploy; None when it asked for no approval."""
@@ -280,23 +284,57 @@ class GitHubGate:
         given = thread.approvals_for(request.approval_id)
         return ", ".join(dict.fromkeys(a.person or a.user for a in given if a.approve))
 
-    async def _follow(self, gated: Gated) -> str:
-        """The state the job's deployment ended in (its newest status), polled while it runs;
-        "unknown" when it did not end within follow_seconds, or GitHub named no deployment."""
+    async def _follow(self, gated: Gated) -> tuple[bool, str]:
+        """Whether the job deployed, and how it ended, for people: polled until it ends, or
+        for follow_seconds at most, so that a job that never reports does not hold the lock
+        for longer: an unknown outcome, never a success."""
         if not gated.deployment_id:
-            return "unknown"
-        path = f"/repos/{gated.repository}/deployments/{gated.deployment_id}/statuses"
+            return False, wording.gate_no_deployment()
         deadline = time.monotonic() + self.follow_seconds
-        while time.monotonic() < deadline:
-            try:
-                statuses = (await self.app.get(gated.installation, path, per_page=1)).json()
-            except outbound.FAILURES as e:
-                log.warning("github gate: reading %s failed: %s", path, outbound.describe(e))
-                statuses = []
-            if statuses and statuses[0].get("state") in ENDED:
-                return str(statuses[0]["state"])
+        while (ended := await self._ended(gated)) is None:
+            if time.monotonic() >= deadline:
+                return False, wording.gate_not_reported(self.follow_seconds)
             await asyncio.sleep(self.poll_seconds)
-        return "unknown"
+        return ended
+
+    async def _ended(self, gated: Gated) -> tuple[bool, str] | None:
+        """How the job ended, if it did: as its deployment reported; else, once its workflow
+        run completed (cancelled, or a job that died before it reported), an unknown outcome.
+        The deployment is read again after the run: it may have reported as the run ended."""
+        state = await self._deployment_ended(gated)
+        if state is None and (conclusion := await self._run_ended(gated)) is not None:
+            state = await self._deployment_ended(gated)
+            if state is None:
+                return False, wording.gate_run_ended(conclusion)
+        return (state == "success", wording.gate_deployment_ended(state)) if state is not None else None
+
+    async def _deployment_ended(self, gated: Gated) -> str | None:
+        """The state the job's deployment ended in (its newest status); None while it runs."""
+        path = f"/repos/{gated.repository}/deployments/{gated.deployment_id}/statuses"
+        try:
+            statuses = (await self.app.get(gated.installation, path, per_page=1)).json()
+        except outbound.FAILURES as e:
+            log.warning("github gate: reading %s failed: %s", path, outbound.describe(e))
+            return None
+        state = statuses[0].get("state") if isinstance(statuses, list) and statuses else None
+        return str(state) if state in ENDED else None
+
+    async def _run_ended(self, gated: Gated) -> str | None:
+        """The conclusion of the job's workflow run once it completed (GitHub's `GET
+        /repos/{owner}/{repo}/actions/runs/{run_id}`: `status` "completed", then a `conclusion`);
+        None while it runs, or when it cannot be read."""
+        if not gated.run_id:
+            return None
+        path = f"/repos/{gated.repository}/actions/runs/{gated.run_id}"
+        try:
+            run = (await self.app.get(gated.installation, path)).json()
+        except outbound.FAILURES as e:
+            log.warning("github gate: reading %s failed: %s", path, outbound.describe(e))
+            return None
+        if not isinstance(run, dict) or run.get("status") != "completed":
+            return None
+        conclusion = str(run.get("conclusion") or "")
+        return conclusion if _CONCLUSION.fullmatch(conclusion) else "unknown"
 
     async def drain(self) -> None:
         await self._deliveries.drain()
