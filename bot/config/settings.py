@@ -240,6 +240,9 @@ class Settings(BaseSettings):
     github_app_id: int | None = Field(None, description="the GitHub App's id (App settings, About)")
     github_app_private_key: SecretStr | None = Field(None, description="the App's private key (PEM)")
     github_app_private_key_file: Path | None = Field(None, description="a file holding the App's private key")
+    github_gate_follow_seconds: float = Field(
+        3600, gt=0, description="seconds an approved gated job is followed at most; then its outcome is unknown"
+    )
     notify_webhook_url: str = Field("", description="URLs, comma-separated, POSTed every notable event")
     notify_webhook_secret: SecretStr | None = Field(None, description="signs what NOTIFY_WEBHOOK_URL gets")
 

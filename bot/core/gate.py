@@ -6,7 +6,8 @@ A delivery is GitHub asking, for one job of a workflow run that targets a GitHub
 whether it may proceed. deploybot answers it as a deploy of the job's commit to the
 deploybot environment the rule maps that GitHub environment to, through the same deploy path
 as any other (approvers, freezes, locks, checks): "running" such a deploy is answering
-`approved`, and following the run to its end.
+`approved`, and following the run to its end. Only that one deploy step: anything else asked
+in the thread later is a deploy of its own (`gated_step`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+from bot.core.events import DEPLOY_STEPS, Deploy
+from bot.core.thread import Thread
+
+# Matched whole (fullmatch): `$` would let a trailing newline through, into a path or a command.
+_SHA = re.compile(r"[0-9a-f]{40}")
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 # GitHub's callback URL names the run: .../repos/OWNER/REPO/actions/runs/RUN_ID/deployment_protection_rule
-_CALLBACK = re.compile(r"^/repos/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/actions/runs/(\d+)/deployment_protection_rule$")
-_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+_CALLBACK = re.compile(r"/repos/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/actions/runs/(\d+)/deployment_protection_rule")
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 
 APPROVED = "approved"
 REJECTED = "rejected"
@@ -74,12 +79,12 @@ def requested(payload: Mapping[str, Any]) -> Requested | str:
         deployment_id = int(deployment.get("id") or 0)
     except (KeyError, TypeError, ValueError):
         return "missing repository, environment, deployment, deployment_callback_url or installation"
-    path = re.sub(r"^https?://[^/]+", "", callback)
-    path = re.sub(r"^/api/v3", "", path)  # GitHub Enterprise Server's API lives under /api/v3
-    m = _CALLBACK.match(path)
-    if not _REPOSITORY.match(repository) or not _SHA.match(sha) or m is None or m[1] != repository:
+    path = re.sub(r"\Ahttps?://[^/]+", "", callback)
+    path = re.sub(r"\A/api/v3", "", path)  # GitHub Enterprise Server's API lives under /api/v3
+    m = _CALLBACK.fullmatch(path)
+    if not _REPOSITORY.fullmatch(repository) or not _SHA.fullmatch(sha) or m is None or m[1] != repository:
         return "a malformed repository, commit or deployment_callback_url"
-    if not environment or len(environment) > 255 or not _LOGIN.match(creator):
+    if not environment or len(environment) > 255 or not _LOGIN.fullmatch(creator):
         return "a malformed environment or creator"
     return Requested(repository, environment, sha, ref[:255], creator, path, callback, installation, int(m[2]),
                      deployment_id)
@@ -98,6 +103,21 @@ def service_for(rule: GateRule, repositories: Mapping[str, str]) -> str | None:
         return rule.service
     found = [s for s, repo in repositories.items() if repo.lower() == rule.repository.lower()]
     return found[0] if len(found) == 1 else None
+
+
+def gated_step(thread: Thread, service: str, commit: str, environment: str) -> Deploy | None:
+    """The deploy step that answers GitHub's deployment (of `commit` of `service` to deploybot's
+    `environment`) and whose outcome is the deployment's: the thread's first deploy of them,
+    not a rollback. Any other deploy in the thread is one of its own, which deploys for real;
+    were it answered by following the deployment, it would be recorded as deployed while
+    nothing ran. `commit` and `environment` "" (a binding kept before it held them): the
+    thread's first deploy of `service`."""
+    for step in (e for e in thread.events if isinstance(e, DEPLOY_STEPS)):
+        if step.service != service or getattr(step, "rollback_of", None):
+            continue
+        if (not commit or step.tag.lower() == commit.lower()) and (not environment or step.environment == environment):
+            return step
+    return None
 
 
 def deploy_text(service: str, request: Requested, environment: str) -> str:

@@ -1173,8 +1173,33 @@ def gate_comment(text: str) -> str:
     return text if len(text) <= GATE_COMMENT_MAX else text[: GATE_COMMENT_MAX - 1] + "…"
 
 
-def gate_approved(approvers: str, link: str) -> str:
+def gate_approved(approvers: str | None, environment: str, link: str) -> str:
+    """`approvers` None: the deploy asked for no approval (the environment needs none)."""
+    if approvers is None:
+        return gate_comment(f"Approved: {environment} needs no approval in deploybot. {link}")
     return gate_comment(f"Approved in deploybot by {approvers or 'an approver'}. {link}")
+
+
+# How a followed job ended (the gated deploy's output): only a deployment that reported
+# success is one; anything else says plainly that nobody knows.
+
+
+def gate_deployment_ended(state: str) -> str:
+    return f"The job's deployment ended: {state}"
+
+
+def gate_run_ended(conclusion: str) -> str:
+    return (f"The workflow run ended ({conclusion}) without its deployment reporting an outcome: "
+            "whether anything was deployed is unknown. Look at the run.")
+
+
+def gate_not_reported(seconds: float) -> str:
+    return (f"The job's deployment reported no outcome within {span(seconds)}: deploybot stopped following it "
+            "and let the lock go. Whether anything was deployed is unknown. Look at the run.")
+
+
+def gate_no_deployment() -> str:
+    return "GitHub named no deployment to follow: whether anything was deployed is unknown. Look at the run."
 
 
 def gate_rejected(who: str, feedback: str, link: str) -> str:

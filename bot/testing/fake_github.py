@@ -13,6 +13,11 @@ With no commits given, the history is the tags' commits, oldest tag first (one c
 tag, as a repository that tags every release). Commit statuses and check runs are set per
 commit (`set_status()`, `add_check_run()`) and served, paginated, as GitHub does.
 
+A gated run (`protection_rule()`: a job waits for deploybot's answer) waits until answered:
+`approved` sets it in progress, `rejected` completes it as failed; it then runs until its
+deployment finishes (`finish_deployment()`) or the run is ended (`end_run()`, as cancelling it
+on GitHub does), never moved on by being read.
+
 Deployments (`deployments`, oldest first) are created on a commit, branch or tag the repository
 has, checked against its commit statuses unless `required_contexts` is `[]`, listed newest
 first (filtered by sha, ref, task and environment), and given statuses (`deployment_statuses`:
@@ -84,6 +89,7 @@ class FakeGitHub:
     installation_tokens: dict[str, tuple[int, float]] = field(default_factory=dict)
     app_jwts: list[dict[str, Any]] = field(default_factory=list)  # the claims of every app JWT verified
     callbacks: list[dict[str, Any]] = field(default_factory=list)  # {"run_id", "installation", **body}
+    gated_runs: dict[int, int] = field(default_factory=dict)  # run id -> its job's deployment id
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -166,6 +172,7 @@ class FakeGitHub:
                           "creator": {"login": creator}, "payload": {}, "created_at": datetime.now(UTC).isoformat()}
             self.deployments.append(deployment)
             self.deployment_statuses[deployment_id] = [{"id": 9000 + deployment_id, "state": "waiting"}]
+            self.gated_runs[run_id] = deployment_id
         return {
             "action": "requested", "environment": environment, "event": "push",
             "deployment_callback_url": f"{self.api_url}/repos/{repository}/actions/runs/{run_id}/"
@@ -180,6 +187,23 @@ class FakeGitHub:
         with self._lock:
             statuses = self.deployment_statuses[deployment_id]
             statuses.append({"id": 9000 + deployment_id + 100 * len(statuses), "state": state})
+            run = next(r for r, d in self.gated_runs.items() if d == deployment_id)
+            self._end(run, "success" if state == "success" else "failure")
+
+    def finish_every_deployment(self, state: str = "error") -> None:
+        """Every gated job still running ends (`state`): no test leaves one to be followed."""
+        for deployment_id in list(self.gated_runs.values()):
+            if self.deployment_statuses[deployment_id][-1]["state"] == "waiting":
+                self.finish_deployment(deployment_id, state)
+
+    def end_run(self, run_id: int, conclusion: str) -> None:
+        """The gated run ends (`cancelled`, `failure`, `timed_out`, ...) with its deployment
+        never told: a run cancelled on GitHub, or a job that died before it reported."""
+        with self._lock:
+            self._end(run_id, conclusion)
+
+    def _end(self, run_id: int, conclusion: str) -> None:
+        self.runs[run_id]["status"], self.runs[run_id]["conclusion"] = "completed", conclusion
 
     def release_runs(self) -> None:
         self.hold_runs = False
@@ -271,6 +295,11 @@ class FakeGitHub:
         if body.get("state") not in ("approved", "rejected") or not body.get("environment_name"):
             return 422, {"message": "Invalid request: state and environment_name are required"}, {}
         self.callbacks.append({"run_id": run_id, "installation": issued[0], **body})
+        if self.runs[run_id]["status"] == "waiting":  # the job goes, or fails without running
+            if body["state"] == "approved":
+                self.runs[run_id]["status"] = "in_progress"
+            else:
+                self._end(run_id, "failure")
         return 204, None, {}
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Answer:
@@ -488,6 +517,8 @@ class FakeGitHub:
         return 202, {}, {}
 
     def _advance(self, run: dict[str, Any]) -> None:
+        if run["id"] in self.gated_runs:  # it ends with its deployment, or end_run()
+            return
         if run["status"] == "queued":
             run["status"] = "in_progress"
         elif run["status"] == "in_progress" and not self.hold_runs:

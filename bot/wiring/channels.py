@@ -186,7 +186,7 @@ def make_gate(settings: Settings, service: ThreadService, inbox: RedisInbox, kic
 
     auth = AppAuth(app.app_id, app.private_key.get_secret_value(), app.api_url)
     return GitHubGate(auth, app.rules, on_github(settings), service, inbox, kick, public_url=settings.public_url,
-                      poll_seconds=settings.github_poll_seconds, follow_seconds=max(settings.deploy_timeout, 3600))
+                      poll_seconds=settings.github_poll_seconds, follow_seconds=settings.github_gate_follow_seconds)
 
 
 def github_gate(parts: Parts) -> Channel | None:

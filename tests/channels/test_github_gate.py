@@ -11,6 +11,7 @@ staging needs none. `app` is the command deployer naming its GitHub repository.
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -23,11 +24,12 @@ from bot.adapters.channels.github_webhook import signature
 from bot.core.freeze_windows import stop_the_line
 from bot.runtime.clock import utcnow
 from bot.runtime.service import Refused
+from bot.testing.cluster import ledger_lines
 from bot.testing.fake_github import FakeGitHub
 from bot.testing.fake_slack import FakeSlack
 from tests.channels.test_email import Inbox
-from tests.conftest import free_port
-from tests.helpers import eventually, settle
+from tests.conftest import TAGS, free_port
+from tests.helpers import eventually, settle, types
 
 SECRET = "github-webhook-secret"
 PUBLIC_URL = "https://deploybot.example.com"
@@ -102,12 +104,24 @@ def mail() -> Iterator[Inbox]:
 
 
 @pytest.fixture
-def settings(settings, github, app_key, fake_slack, mail, tmp_path: Path):
-    config = tmp_path / "deploybot.toml"
-    config.write_text(CONFIG)
+def config() -> str:
+    """deploybot.toml (a test parametrizes it to change it)."""
+    return CONFIG
+
+
+@pytest.fixture
+def more() -> dict:
+    """More settings (a test parametrizes it)."""
+    return {}
+
+
+@pytest.fixture
+def settings(settings, github, app_key, fake_slack, mail, tmp_path: Path, config: str, more: dict):
+    path = tmp_path / "deploybot.toml"
+    path.write_text(config)
     github.callbacks.clear(), github.requests.clear()
-    return settings.model_copy(update={
-        "deploybot_config": config, "github_webhook_secret": SECRET, "github_app_id": github.app_id,
+    return settings.model_copy(update={**more,
+        "deploybot_config": path, "github_webhook_secret": SECRET, "github_app_id": github.app_id,
         "github_app_private_key": app_key, "github_api_url": github.api_url, "github_token": github.token,
         "github_poll_seconds": 0.05,
         "public_url": PUBLIC_URL,
@@ -115,6 +129,14 @@ def settings(settings, github, app_key, fake_slack, mail, tmp_path: Path):
         "smtp_host": "127.0.0.1", "smtp_port": mail.port, "smtp_tls": "none",
         "email_from": "deploybot@example.com", "inbound_email_secret": "in", "email_reply_secret": "reply",
     })
+
+
+@pytest.fixture(autouse=True)
+def jobs_end(api, github):
+    """Before the app stops, every job a test left running ends: the app waits for a deploy
+    it follows, so a test that failed half-way would keep it waiting."""
+    yield
+    github.finish_every_deployment()
 
 
 @pytest.fixture
@@ -136,6 +158,27 @@ async def approve(app, thread_id: str, who, channel: str) -> None:
     assert request is not None, thread.events
     await app.service.respond(thread_id, "", who, request.approval_id, approve=True, channel=channel)
     await app.kick(thread_id)
+
+
+async def say(app, api, thread_id: str, who, text: str) -> dict:
+    """`who` writes `text` in the thread; the thread once it settled again."""
+    await app.service.respond(thread_id, text, who, channel="api")
+    await app.kick(thread_id)
+    await eventually(lambda: _answered(api, thread_id, text), within=20)
+    return await settle(api, thread_id)
+
+
+async def _answered(api, thread_id: str, text: str) -> bool:
+    """Whether the thread settled after the message `text`."""
+    thread = (await api.get(f"/threads/{thread_id}")).json()
+    said = max(i for i, e in enumerate(thread["events"]) if e.get("text") == text)
+    return thread["status"] != "running" and len(thread["events"]) > said + 1
+
+
+def step_events(thread: dict, text: str) -> list[dict]:
+    """The events after the message `text`."""
+    said = max(i for i, e in enumerate(thread["events"]) if e.get("text") == text)
+    return thread["events"][said + 1:]
 
 
 async def queued(app, thread_id: str):
@@ -272,4 +315,123 @@ async def test_a_freeze_never_answers_approved_it_waits_or_rejects(api, app, git
     await eventually(lambda: len(github.callbacks) == 2)
     assert github.callbacks[1]["state"] == "approved"
     github.finish_deployment(short["deployment"]["id"], "success")
+    await settle(api, thread_id)
+
+
+PROMOTED = 'promotion = ["staging", "production"]\n' + CONFIG
+
+
+def commit_of(repository: Path, tag: str) -> str:
+    return subprocess.run(["git", "-C", str(repository), "rev-parse", f"{tag}^{{commit}}"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def deployments_of(github: FakeGitHub, *deploy_ids: str) -> list[dict]:
+    """The GitHub deployments deploybot made for these deploys, in their order (all of them, or none)."""
+    made = {d["payload"]["deploybot"]["deploy_id"]: d for d in github.deployments
+            if "deploybot" in (d.get("payload") or {})}
+    return [made[i] for i in deploy_ids] if all(i in made for i in deploy_ids) else []
+
+
+@pytest.mark.parametrize("config", [PROMOTED])
+async def test_a_gated_thread_answers_one_deployment_its_later_deploys_and_rollbacks_run_for_real(
+    api, app, github, ledger, git_repo, monkeypatch
+):
+    # GitHub has the repository's commits, so deploybot's own deploys get GitHub deployments.
+    monkeypatch.setattr(github, "commits", [
+        {"sha": commit_of(git_repo, tag), "message": tag, "author": "t", "login": None} for tag in TAGS])
+    nobody = app.service.directory.by_github("passer-by")  # someone with no powers
+    earlier = await app.service.launch("deploy app v1.2.2 to staging", nobody, "api")
+    await app.kick(earlier.id)
+    assert "deploy_result" in types(await settle(api, earlier.id))
+
+    payload = github.protection_rule("staging", SHA, creator="passer-by")
+    thread_id = await started(api, payload)
+    await eventually(lambda: len(github.callbacks) == 1)
+    github.finish_deployment(payload["deployment"]["id"], "success")
+    gated = next(e for e in (await settle(api, thread_id))["events"] if e["type"] == "deploy_result")
+    assert gated["ok"] and gated["commit"] == SHA
+    statuses = f"/repos/{REPOSITORY}/deployments/{payload['deployment']['id']}/statuses"
+    followed = github.requests.count(("GET", statuses))
+
+    # A later deploy in the gated thread is a deploy of its own: it runs (and fails).
+    monkeypatch.setenv("FAKE_DEPLOY_EXIT", "1")
+    later = "deploy app v1.2.3 to staging"
+    [result] = [e for e in step_events(await say(app, api, thread_id, nobody, later), later)
+                if e["type"] == "deploy_result"]
+    assert not result["ok"] and result["tag"] == "v1.2.3"
+    monkeypatch.delenv("FAKE_DEPLOY_EXIT")
+
+    # What did not pass staging may not go on to production.
+    onward = "deploy app v1.2.3 to production"
+    refused = step_events(await say(app, api, thread_id, nobody, onward), onward)
+    assert [e["kind"] for e in refused if e["type"] == "error"] == ["promotion"], refused
+    assert "approval_requested" not in [e["type"] for e in refused]
+
+    # A rollback in the gated thread puts back what was on before, for real.
+    back = "roll back app in staging"
+    [rolled] = [e for e in step_events(await say(app, api, thread_id, nobody, back), back)
+                if e["type"] == "deploy_result"]
+    assert rolled["ok"] and rolled["tag"] == "v1.2.2" and rolled["rollback_of"] == gated["deploy_id"]
+
+    assert [line.split(" ", 1)[1] for line in ledger_lines(ledger)] == [
+        "app v1.2.2 staging", "app v1.2.3 staging", "app v1.2.2 staging"]
+    assert github.requests.count(("GET", statuses)) == followed  # never followed again
+    assert len(github.callbacks) == 1
+    # Each deploy of deploybot's is a GitHub deployment; the gated one is GitHub's own: no second.
+    mine = await eventually(lambda: deployments_of(github, result["deploy_id"], rolled["deploy_id"]))
+    assert [d["sha"] for d in mine] == [commit_of(git_repo, "v1.2.3"), commit_of(git_repo, "v1.2.2")]
+    assert not deployments_of(github, gated["deploy_id"])
+    history = [(r.tag, r.ok, r.faulty, r.deploy_id) for r in await app.environments.recent("staging", 10)]
+    assert history == [
+        ("v1.2.2", True, False, rolled["deploy_id"]), ("v1.2.3", False, False, result["deploy_id"]),
+        (SHA, True, True, gated["deploy_id"]), ("v1.2.2", True, False, history[3][3]),
+    ]
+
+
+@pytest.mark.parametrize("more", [{"github_gate_follow_seconds": 1.0}])
+async def test_a_job_that_never_reports_lets_the_lock_go_after_the_bound(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, payload)
+    await eventually(lambda: len(github.callbacks) == 1)
+    assert await app.environments.holder("staging", "app") is not None
+    done = await settle(api, thread_id, within=10)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert not result["ok"]
+    assert "reported no outcome within 1 s" in result["output"], result["output"]
+    assert await app.environments.holder("staging", "app") is None
+    [record] = await app.environments.recent("staging", 10)
+    assert not record.ok
+
+
+async def test_a_cancelled_run_ends_the_following_at_once(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, payload)
+    await eventually(lambda: len(github.callbacks) == 1)
+    github.end_run(github.callbacks[0]["run_id"], "cancelled")
+    done = await settle(api, thread_id, within=5)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert not result["ok"]
+    assert "workflow run ended (cancelled)" in result["output"], result["output"]
+    assert await app.environments.holder("staging", "app") is None
+
+
+async def test_a_callback_url_with_a_trailing_newline_is_refused_and_nothing_is_kept(api, app, github):
+    payload = github.protection_rule("production", SHA)
+    delivery = str(uuid.uuid4())
+    bent = {**payload, "deployment_callback_url": payload["deployment_callback_url"] + "\n"}
+    answer = await deliver(api, bent, delivery=delivery)
+    assert answer.status_code == 400 and "deployment_callback_url" in answer.json()["detail"]
+    assert await app.store.recent(100) == [] and github.callbacks == []
+    # The delivery was not taken in: GitHub's redelivery of the right one starts its thread.
+    assert (await deliver(api, payload, delivery=delivery)).json()["status"] == "started"
+
+
+async def test_an_environment_that_needs_no_approval_is_answered_saying_so(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, payload)
+    await eventually(lambda: len(github.callbacks) == 1)
+    comment = github.callbacks[0]["comment"]
+    assert "approver" not in comment and "staging needs no approval in deploybot" in comment, comment
+    github.finish_deployment(payload["deployment"]["id"], "success")
     await settle(api, thread_id)

@@ -9,8 +9,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from bot.adapters.github_api import AppAuth
 from bot.config.settings import Settings
-from bot.core.gate import GateRule, deploy_text, requested, rule_for, service_for
+from bot.core import wording
+from bot.core.events import DeployService, UserMessage
+from bot.core.gate import GateRule, deploy_text, gated_step, requested, rule_for, service_for
 from bot.core.people import Directory, Person
+from bot.core.thread import Thread
 
 SHA = "b" * 40
 CALLBACK = "https://api.github.com/repos/acme/app/actions/runs/42/deployment_protection_rule"
@@ -42,6 +45,37 @@ def test_a_request_is_read_and_anything_malformed_is_refused():
                 payload(deployment={"sha": "not-a-sha", "creator": {"login": "octocat"}}),
                 payload(installation=None), payload(environment="")):
         assert isinstance(requested(bad), str), bad
+
+
+def test_a_field_ending_in_a_newline_is_malformed():
+    deployment = payload()["deployment"]
+    for bad in (payload(deployment_callback_url=CALLBACK + "\n"),
+                payload(deployment={**deployment, "sha": SHA + "\n"}),
+                payload(deployment={**deployment, "creator": {"login": "octocat\n"}}),
+                payload(repository={"full_name": "acme/app\n"})):
+        assert isinstance(requested(bad), str), bad
+
+
+def test_only_the_threads_first_deploy_of_the_deployment_answers_github():
+    asked = UserMessage(text=f"deploy app {SHA} to production", user="octocat")
+    other = DeployService(service="app", tag="v1.2.3", environment="production")
+    back = DeployService(service="app", tag=SHA, environment="production", rollback_of="t1-x")
+    gated = DeployService(service="app", tag=SHA, environment="production")
+    elsewhere = DeployService(service="app", tag=SHA, environment="staging")
+    again = DeployService(service="app", tag=SHA, environment="production")
+    thread = Thread("t1", (asked, other, back, gated, elsewhere, again))
+    assert gated_step(thread, "app", SHA, "production") == gated
+    assert gated_step(thread, "app", SHA.upper(), "production") == gated  # GitHub's sha, in any case
+    assert gated_step(thread, "app", SHA, "qa") is None
+    assert gated_step(thread, "web", SHA, "production") is None
+    # Bound before the binding kept its commit and environment: the thread's first deploy of the service.
+    assert gated_step(Thread("t1", (asked, gated, again)), "app", "", "") == gated
+
+
+def test_the_approved_comment_names_the_approvers_or_says_none_were_needed():
+    assert wording.gate_approved("alice, bob", "production", "L") == "Approved in deploybot by alice, bob. L"
+    said = wording.gate_approved(None, "staging", "L")
+    assert "approver" not in said and "staging needs no approval in deploybot" in said
 
 
 def test_rules_match_without_case_and_name_their_service():

@@ -19,6 +19,7 @@ SAMPLES = {
     "model": False,
     "comment": "Approved in deploybot by alice, bob.",  # the GitHub gate's
     "state": "approved",
+    "conclusion": "cancelled",  # a workflow run's
     "link": "https://deploybot.example.com/console/threads/t1",
     "feedback": "not during the sale",
     "public_url": "https://deploybot.example.com",

@@ -46,6 +46,7 @@ import httpx
 
 from bot.adapters import github_api, outbound
 from bot.adapters.channels.deliveries import Deliveries, Record
+from bot.adapters.channels.github_gate import Gated
 from bot.adapters.redis import keys
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -252,12 +253,21 @@ class GitHubDeployments:
         self._last: dict[str, asyncio.Task[None]] = {}  # deploy id -> its newest update's task
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
-        if thread.origin.channel == GITHUB and await self.links.lookup(keys.github_gate(thread.id)):
-            return  # a gated deployment is GitHub's own deployment: no second one (github_gate.py)
+        gated = await self._gated(thread)
         for event in new:
             for update in updates(thread, event):
-                if update.service in self.repositories:
+                if update.service in self.repositories and update.deploy_id != gated:
                     self._send(update)
+
+    async def _gated(self, thread: Thread) -> str | None:
+        """The deploy id of the thread's deploy that is a gated deployment, GitHub's own
+        deployment: no second one is made for it (github_gate.py). Any other deploy of the
+        thread is deploybot's, and gets its deployment like every other."""
+        if thread.origin.channel != GITHUB:
+            return None
+        bound = await self.links.lookup(keys.github_gate(thread.id))
+        step = Gated.load(bound).step(thread) if bound else None
+        return deploy_id_of(thread.id, step.id) if step is not None else None
 
     def _send(self, update: Update) -> None:
         """Post `update` in the background, after every earlier update of the same deploy."""

@@ -11,10 +11,18 @@ freezes, locks and the line, CI checks, the change preview).
 
 "Running" a gated deploy is `GateDeployer.deploy`: answering `approved` to the
 deployment_callback_url, then following the job's deployment to its end (polling its
-deployment statuses) while the deploy path holds and renews the environment's lock; its
-outcome is the deploy's result, so it lands in the history like any other. A rejection, an
-expired approval, a cancel or a deploy that cannot go (an error on its step) is answered
-`rejected`, by the notifier (`publish`).
+deployment statuses, and its workflow run: one cancelled or completed without the deployment
+reporting ends it, and so does `follow_seconds`) while the deploy path holds and renews the
+environment's lock; its outcome is the deploy's result, so it lands in the history like any
+other, and only a deployment that reported success is a success. A rejection, an expired
+approval, a cancel or a deploy that cannot go (an error on its step) is answered `rejected`,
+by the notifier (`publish`).
+
+The gate is bound to the one deployment GitHub asked about (`Gated`: its id, service, commit
+and environment), and only the thread's first deploy of it is answered and followed
+(bot/core/gate.py `gated_step`). Any other deploy or rollback asked in the thread later goes to
+the service's own deployer and runs for real, under the usual rules: following the
+deployment again for it would record a deploy that never ran.
 
 Each deployment gets one answer: it is bound in the Inbox (`keys.github_gate_answer`) before
 it is sent, so an `approved` and a `rejected` can never both go, and marked sent after GitHub
@@ -22,7 +30,7 @@ took it (`keys.github_gate_sent`), so a resumed run never sends it twice; what w
 is recorded on the thread. Sends are retried with backoff while GitHub is unreachable or
 answers 5xx or a rate limit. A repository's environment with no `[[github_environments]]` rule
 is answered `rejected` at once (fail closed). No second GitHub Deployment is made: the gated
-one is GitHub's own (GitHubDeployments skips these threads).
+one is GitHub's own (GitHubDeployments skips that one deploy of the thread).
 """
 
 from __future__ import annotations
@@ -46,16 +54,17 @@ from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
     Cancelled,
+    Deploy,
     Error,
     Event,
     GitHubAnswered,
     HumanResponse,
     principal_of,
 )
-from bot.core.gate import APPROVED, REJECTED, GateRule, Requested, deploy_text, rule_for, service_for
+from bot.core.gate import APPROVED, REJECTED, GateRule, Requested, deploy_text, gated_step, rule_for, service_for
 from bot.core.people import GITHUB
 from bot.core.thread import Origin, Thread
-from bot.runtime.deploying import thread_of
+from bot.runtime.deploying import deploy_id, thread_of
 from bot.runtime.ports import (
     Check,
     Comparison,
@@ -74,7 +83,9 @@ CHANNEL = "github-gate"  # a delivery_failed event's channel
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # about a minute of retries for a callback
 GATE_TTL = 60 * 24 * 3600  # GitHub waits up to 30 days for an answer
 ENDED = ("success", "failure", "error", "inactive")  # a deployment status that ends it
-_SHA = re.compile(r"^[0-9a-f]{40}$")
+FOLLOW_SECONDS = 3600.0  # how long an approved job is followed at most (GITHUB_GATE_FOLLOW_SECONDS)
+_CONCLUSION = re.compile(r"[a-z_]{1,30}")  # a workflow run's conclusion, as GitHub spells them
+_SHA = re.compile(r"[0-9a-f]{40}")  # fullmatch: a tag ending in a newline is not a commit
 
 
 @dataclass(frozen=True)
@@ -88,11 +99,24 @@ class Gated:
     run_url: str
     deployment_id: int
     service: str
+    # The deployment asked about, which only the thread's deploy of it answers (`step`): its
+    # commit, deploybot's environment and the workflow run. ""/0 in a binding kept before these were.
+    sha: str = ""
+    environment: str = ""
+    run_id: int = 0
 
     @classmethod
-    def of(cls, request: Requested, service: str) -> Gated:
+    def of(cls, request: Requested, service: str, environment: str) -> Gated:
         return cls(request.repository, request.github_environment, request.callback_path, request.installation,
-                   request.run_url(), request.deployment_id, service)
+                   request.run_url(), request.deployment_id, service, request.sha, environment, request.run_id)
+
+    @classmethod
+    def load(cls, stored: str) -> Gated:
+        return cls(**json.loads(stored))
+
+    def step(self, thread: Thread) -> Deploy | None:
+        """The thread's deploy step that answers this deployment; every other is one of its own."""
+        return gated_step(thread, self.service, self.sha, self.environment)
 
 
 def thread_id_for(delivery: str) -> str:
@@ -112,7 +136,7 @@ class GitHubGate:
         public_url: str | None = None,
         backoff: Sequence[float] = BACKOFF,
         poll_seconds: float = 5.0,
-        follow_seconds: float = 6 * 3600,
+        follow_seconds: float = FOLLOW_SECONDS,
     ) -> None:
         """`repositories`: service -> owner/name (for a rule without its service); `kick`
         hands a thread to a worker; `follow_seconds`: how long an approved job is followed."""
@@ -136,7 +160,7 @@ class GitHubGate:
             self._deliveries.spawn(self._send_unknown(delivery, request, comment))
             return {"status": REJECTED}
         thread_id = thread_id_for(delivery)
-        gated = Gated.of(request, service)
+        gated = Gated.of(request, service, rule.environment)
         await self.inbox.link(keys.github_gate(thread_id), json.dumps(asdict(gated)), thread_id=thread_id)
         await self.inbox.link(keys.github_gate_commit(service, request.sha), thread_id, thread_id=thread_id)
         who = self.service.directory.by_github(request.creator)
@@ -163,7 +187,13 @@ class GitHubGate:
 
     async def gated(self, thread_id: str) -> Gated | None:
         found = await self.inbox.lookup(keys.github_gate(thread_id))
-        return Gated(**json.loads(found)) if found else None
+        return Gated.load(found) if found else None
+
+    async def answers(self, request: DeployRequest, gated: Gated) -> bool:
+        """Whether `request` is the deploy GitHub's deployment is answered by (`Gated.step`)."""
+        thread = await self.service.get(thread_of(request.deploy_id))
+        step = gated.step(thread)
+        return step is not None and request.deploy_id == deploy_id(thread.id, step.id)
 
     async def answer(self, thread_id: str, gated: Gated, state: str, comment: str) -> bool:
         """Send the deployment's one answer, retried; False when another answer was bound
@@ -233,43 +263,78 @@ class GitHubGate:
     async def approve_and_follow(self, request: DeployRequest, gated: Gated) -> DeployOutcome:
         """Answer `approved` (once), then follow the job's deployment to its end."""
         thread_id = thread_of(request.deploy_id)
-        comment = wording.gate_approved(await self._approvers(thread_id, request.deploy_id), self.link(thread_id))
+        approvers = await self._approvers(thread_id, request.deploy_id)
+        comment = wording.gate_approved(approvers, request.environment, self.link(thread_id))
         try:
             sent = await self.answer(thread_id, gated, APPROVED, comment)
         except outbound.FAILURES as e:
             raise DeployerError(f"could not answer GitHub approved: {outbound.describe(e)}") from None
         if not sent:
             return DeployOutcome(False, None, "GitHub was answered rejected already: nothing deploys", gated.run_url)
-        state = await self._follow(gated)
-        output = f"{wording.gate_answered(APPROVED, comment)}\nThe job's deployment ended: {state}"
-        return DeployOutcome(state == "success", None, output, gated.run_url)
+        ok, ended = await self._follow(gated)
+        return DeployOutcome(ok, None, f"{wording.gate_answered(APPROVED, comment)}\n{ended}", gated.run_url)
 
-    async def _approvers(self, thread_id: str, deploy_id: str) -> str:
+    async def _approvers(self, thread_id: str, deploy_id: str) -> str | None:
+        """Who approved the deploy; None when it asked for no approval."""
         thread = await self.service.get(thread_id)
         step_id = deploy_id.partition("-")[2]
         request = thread.approval_for(step_id)
         if request is None:
-            return ""
+            return None
         given = thread.approvals_for(request.approval_id)
         return ", ".join(dict.fromkeys(a.person or a.user for a in given if a.approve))
 
-    async def _follow(self, gated: Gated) -> str:
-        """The state the job's deployment ended in (its newest status), polled while it runs;
-        "unknown" when it did not end within follow_seconds, or GitHub named no deployment."""
+    async def _follow(self, gated: Gated) -> tuple[bool, str]:
+        """Whether the job deployed, and how it ended, for people: polled until it ends, or
+        for follow_seconds at most, so that a job that never reports does not hold the lock
+        for longer: an unknown outcome, never a success."""
         if not gated.deployment_id:
-            return "unknown"
-        path = f"/repos/{gated.repository}/deployments/{gated.deployment_id}/statuses"
+            return False, wording.gate_no_deployment()
         deadline = time.monotonic() + self.follow_seconds
-        while time.monotonic() < deadline:
-            try:
-                statuses = (await self.app.get(gated.installation, path, per_page=1)).json()
-            except outbound.FAILURES as e:
-                log.warning("github gate: reading %s failed: %s", path, outbound.describe(e))
-                statuses = []
-            if statuses and statuses[0].get("state") in ENDED:
-                return str(statuses[0]["state"])
+        while (ended := await self._ended(gated)) is None:
+            if time.monotonic() >= deadline:
+                return False, wording.gate_not_reported(self.follow_seconds)
             await asyncio.sleep(self.poll_seconds)
-        return "unknown"
+        return ended
+
+    async def _ended(self, gated: Gated) -> tuple[bool, str] | None:
+        """How the job ended, if it did: as its deployment reported; else, once its workflow
+        run completed (cancelled, or a job that died before it reported), an unknown outcome.
+        The deployment is read again after the run: it may have reported as the run ended."""
+        state = await self._deployment_ended(gated)
+        if state is None and (conclusion := await self._run_ended(gated)) is not None:
+            state = await self._deployment_ended(gated)
+            if state is None:
+                return False, wording.gate_run_ended(conclusion)
+        return (state == "success", wording.gate_deployment_ended(state)) if state is not None else None
+
+    async def _deployment_ended(self, gated: Gated) -> str | None:
+        """The state the job's deployment ended in (its newest status); None while it runs."""
+        path = f"/repos/{gated.repository}/deployments/{gated.deployment_id}/statuses"
+        try:
+            statuses = (await self.app.get(gated.installation, path, per_page=1)).json()
+        except outbound.FAILURES as e:
+            log.warning("github gate: reading %s failed: %s", path, outbound.describe(e))
+            return None
+        state = statuses[0].get("state") if isinstance(statuses, list) and statuses else None
+        return str(state) if state in ENDED else None
+
+    async def _run_ended(self, gated: Gated) -> str | None:
+        """The conclusion of the job's workflow run once it completed (GitHub's `GET
+        /repos/{owner}/{repo}/actions/runs/{run_id}`: `status` "completed", then a `conclusion`);
+        None while it runs, or when it cannot be read."""
+        if not gated.run_id:
+            return None
+        path = f"/repos/{gated.repository}/actions/runs/{gated.run_id}"
+        try:
+            run = (await self.app.get(gated.installation, path)).json()
+        except outbound.FAILURES as e:
+            log.warning("github gate: reading %s failed: %s", path, outbound.describe(e))
+            return None
+        if not isinstance(run, dict) or run.get("status") != "completed":
+            return None
+        conclusion = str(run.get("conclusion") or "")
+        return conclusion if _CONCLUSION.fullmatch(conclusion) else "unknown"
 
     async def drain(self) -> None:
         await self._deliveries.drain()
@@ -280,9 +345,10 @@ class GitHubGate:
 
 
 class GateDeployer:
-    """A service's deployer that also runs its gated deploys: a deploy of a thread a
-    deployment_protection_rule delivery started is answered `approved` and followed; any
-    other goes to `inner`. The commit a gated deployment asks for resolves to itself."""
+    """A service's deployer that also runs its gated deploys: the deploy a
+    deployment_protection_rule delivery started its thread with is answered `approved` and
+    followed; any other (another thread's, or a later one in that thread) goes to `inner`.
+    The commit a gated deployment asks for resolves to itself."""
 
     def __init__(self, inner: Deployer, gate: GitHubGate, service: str) -> None:
         self.inner, self.gate, self.service = inner, gate, service
@@ -292,7 +358,7 @@ class GateDeployer:
         return await self.inner.list_tags()
 
     async def resolve(self, tag: str) -> str | None:
-        if _SHA.match(tag) and await self.gate.inbox.lookup(keys.github_gate_commit(self.service, tag)):
+        if _SHA.fullmatch(tag) and await self.gate.inbox.lookup(keys.github_gate_commit(self.service, tag)):
             return tag
         return await self.inner.resolve(tag)
 
@@ -304,7 +370,7 @@ class GateDeployer:
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         gated = await self.gate.gated(thread_of(request.deploy_id))
-        if gated is None:
+        if gated is None or not await self.gate.answers(request, gated):
             return await self.inner.deploy(request)
         return await self.gate.approve_and_follow(request, gated)
 

@@ -46,10 +46,10 @@ from bot.runtime.service import ThreadService
 
 log = logging.getLogger(__name__)
 DELIVERY_TTL = 30 * 24 * 3600  # GitHub lets people redeliver for days
-_SIGNATURE = re.compile(r"^sha256=[0-9a-f]{64}$")
-_DELIVERY = re.compile(r"^[A-Za-z0-9-]{1,100}$")
+_SIGNATURE = re.compile(r"sha256=[0-9a-f]{64}")  # each matched whole (fullmatch)
+_DELIVERY = re.compile(r"[A-Za-z0-9-]{1,100}")
 GATE_EVENT = "deployment_protection_rule"
-_EVENT = re.compile(r"^[a-z_]{1,50}$")
+_EVENT = re.compile(r"[a-z_]{1,50}")
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -74,7 +74,7 @@ class GitHubWebhook:
 
     async def endpoint(self, request: Request) -> Response:
         offered = request.headers.get("x-hub-signature-256", "")
-        if not _SIGNATURE.match(offered):
+        if not _SIGNATURE.fullmatch(offered):
             log.warning("github: refused a delivery without a well-formed X-Hub-Signature-256")
             return JSONResponse({"detail": "missing or malformed X-Hub-Signature-256"}, status_code=401)
         body = await request.body()
@@ -83,7 +83,7 @@ class GitHubWebhook:
             return JSONResponse({"detail": "signature does not match"}, status_code=401)
         event = request.headers.get("x-github-event", "")
         delivery = request.headers.get("x-github-delivery", "")
-        if not _EVENT.match(event) or not _DELIVERY.match(delivery):
+        if not _EVENT.fullmatch(event) or not _DELIVERY.fullmatch(delivery):
             return JSONResponse({"detail": "missing or malformed X-GitHub-Event or X-GitHub-Delivery"}, status_code=400)
         if event == "ping":
             return JSONResponse({"status": "pong"})
