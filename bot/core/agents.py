@@ -14,12 +14,15 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, Field
 
 from bot.core import wording
-from bot.core.events import ApprovalRequested, DeployResult, HumanResponse, UserMessage, principal_of
+from bot.core.events import ApprovalRequested, DeployResult, HumanResponse, ToolCalled, UserMessage, principal_of
 from bot.core.people import ANYONE, Agent
 from bot.core.policy import Policy
 from bot.core.thread import FINISHED, Thread
 
 HOUR = timedelta(hours=1)
+# The tools that only look at a thread: an agent polling one would otherwise grow it by an
+# event a call, so only its first look is recorded (read_recorded).
+READS = frozenset({"get_thread", "wait_for_thread"})
 
 
 # --- what the tools take and return (their JSON Schema is these models') ---------------------
@@ -86,6 +89,12 @@ def started_by(thread: Thread) -> str | None:
     """The principal of whoever started `thread` (an agent: `agent:NAME`)."""
     first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
     return principal_of(first) if first is not None else None
+
+
+def read_recorded(thread: Thread, agent: str) -> bool:
+    """Whether the thread already records a look by `agent` (its principal): the audit keeps
+    that it read the thread, not each time. Asked of the events, so it holds across processes."""
+    return any(isinstance(e, ToolCalled) and e.agent == agent and e.tool in READS for e in thread.events)
 
 
 def thread_info(thread: Thread, policy: Policy, now: datetime, transcript: str = "") -> ThreadInfo:

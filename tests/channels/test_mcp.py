@@ -177,7 +177,7 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
 
     thread = await app.service.get(thread_id)
     calls = [e.tool for e in thread.events if e.type == "tool_called"]
-    assert calls == ["request_deploy", "wait_for_thread", "wait_for_thread"]
+    assert calls == ["request_deploy", "wait_for_thread"]  # the first look is on record, not every look
     first = thread.events[0]
     assert (first.via, first.user, first.channel) == ("agent", "claude-code", "mcp")
     # The console's audit trail of the deploy names the agent, and whose it is.
@@ -185,6 +185,21 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
     [record] = [r for r in await app.environments.recent("production", 10) if r.deploy_id == result.deploy_id]
     assert audit(record, thread).asked_by == "claude-code (agent of alice)"
     assert audit(record, None).asked_by == "claude-code (agent of alice)"  # once the thread is gone
+
+
+async def test_reading_a_thread_again_and_again_grows_it_by_one_event(app, api, token):
+    async with http_agent(api, token) as agent:
+        asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
+                           reason="polls a lot")
+        thread_id = asked["thread_id"]
+        for _ in range(10):
+            await call(agent, "get_thread", thread_id=thread_id)
+            await call(agent, "wait_for_thread", thread_id=thread_id, timeout_s=0)
+        cancelled = await call(agent, "cancel_thread", thread_id=thread_id)
+    assert cancelled["status"] == "cancelled"
+    thread = await app.service.get(thread_id)
+    calls = [e.tool for e in thread.events if e.type == "tool_called"]
+    assert calls == ["request_deploy", "get_thread", "cancel_thread"]  # asking is recorded each time
 
 
 async def test_a_rejections_feedback_reaches_the_agent(app, api, token, slack, fake_slack, ledger):

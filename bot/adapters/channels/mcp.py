@@ -8,7 +8,8 @@ token into an identity: anything but an agent's is refused here before a byte is
 An agent asks exactly as a person would in chat: `request_deploy` launches a thread with
 the exact command ("deploy api v1.2.3 to production (why)"), so no model is needed and
 every rule (approval, locks, freezes, the re-check) applies; people decide in Slack, email
-or the console. Every tool call that touches a thread is recorded on it (`ToolCalled`).
+or the console. Every request and cancel is recorded on the thread it touches (`ToolCalled`),
+and an agent's first look at a thread (get_thread, wait_for_thread): looking again adds nothing.
 """
 
 from __future__ import annotations
@@ -82,12 +83,25 @@ class Tools:
         return identity, agent
 
     async def note(self, thread_id: str, tool: str, agent: Agent, detail: str = "") -> None:
-        """Record the call on the thread it touches: the audit sees every tool call."""
-        event = ToolCalled(tool=tool, agent=agent.principal, evidence=self.token_id, detail=detail[:500])
+        """Record the call on the thread it touches: the audit sees every request."""
         try:
-            await self.service.record(thread_id, [event])
+            await self.service.record(thread_id, [self._called(tool, agent, detail)])
         except Refused as e:
             raise ToolError(e.message) from None
+
+    async def note_read(self, thread_id: str, tool: str, agent: Agent, detail: str = "") -> None:
+        """Record the agent's first look at the thread; a look again adds nothing, so an
+        agent polling a thread does not grow it by an event a call."""
+        try:
+            await self.service.record_unless(
+                thread_id, [self._called(tool, agent, detail)],
+                lambda thread: agents.read_recorded(thread, agent.principal),
+            )
+        except Refused as e:
+            raise ToolError(e.message) from None
+
+    def _called(self, tool: str, agent: Agent, detail: str) -> ToolCalled:
+        return ToolCalled(tool=tool, agent=agent.principal, evidence=self.token_id, detail=detail[:500])
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -136,14 +150,14 @@ class Tools:
 
     async def get_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
         _, agent = await self.who(ctx)
-        await self.note(thread_id, "get_thread", agent)
+        await self.note_read(thread_id, "get_thread", agent)
         return await self.thread(thread_id)
 
     async def wait_for_thread(self, thread_id: str, timeout_s: float, ctx: Context | None) -> ThreadInfo:
         """Until the status settles somewhere new (a deploy's brief `running` is passed
         over), or `timeout_s`; a progress notification every PROGRESS_EVERY seconds."""
         _, agent = await self.who(ctx)
-        await self.note(thread_id, "wait_for_thread", agent, f"timeout_s={timeout_s:g}")
+        await self.note_read(thread_id, "wait_for_thread", agent, f"timeout_s={timeout_s:g}")
         timeout_s = min(max(timeout_s, 0.0), MAX_WAIT)
         start = time.monotonic()
         first = (await self.thread(thread_id, False)).status
