@@ -888,6 +888,33 @@ def mcp_needs_agent_token() -> str:
     )
 
 
+# --- `python -m bot mcp`, the agent's stdio bridge to /mcp ---
+
+
+def bridge_holds_the_store(setting: str) -> str:
+    return (
+        f"{setting} is set: an agent's process must not hold the store's credentials, whoever holds them "
+        "is the operator (docs/security.md); give `python -m bot mcp` only DEPLOYBOT_TOKEN and DEPLOYBOT_URL"
+    )
+
+
+def bridge_needs(setting: str, what: str) -> str:
+    return f"{setting} is not set: `python -m bot mcp` needs {what} (docs/agents.md)"
+
+
+def bridge_bad_url(url: str) -> str:
+    return f"DEPLOYBOT_URL={url} is not the server's address: give it as http(s)://HOST[:PORT], e.g. http://127.0.0.1:8000"
+
+
+def bridge_token_refused(url: str, status: int, reason: str) -> str:
+    return (f"the deploybot server at {url} refused DEPLOYBOT_TOKEN ({status}): {reason.rstrip('.')}; an agent's "
+            "token comes from `python -m bot tokens create --agent NAME`")
+
+
+def bridge_unreachable(url: str, why: str) -> str:
+    return f"cannot reach the deploybot server at {url} (DEPLOYBOT_URL): {why}"
+
+
 def tool_called(tool: str, agent: str) -> str:
     return f"{agent} called {tool}"
 

@@ -55,6 +55,7 @@ SAMPLES = {
     "error": RuntimeError("connection refused"),
     "why": "the approval expired at 2026-03-04 05:06 UTC",
     "url": "https://example.com/runs/1",
+    "setting": "REDIS_URL",
     "exit_code": 2,
     "output": "boom",
     "message": "the deployer is down",
