@@ -230,7 +230,7 @@ async def _terminal(settings: Settings, args: argparse.Namespace) -> int:
 
     logging.getLogger("deploybot.thread").setLevel(logging.WARNING)  # the CLI prints events itself
     app = build(settings, notifier=cli.PrintNotifier())
-    terminal = cli.Terminal(app.service, app.runner.run, settings.secrets())
+    terminal = cli.Terminal(app.service, app.runner.run, settings.secrets(), settings.store_named())
     try:
         if args.command == "chat":
             return await cli.chat(terminal, args.message, args.user)

@@ -595,6 +595,18 @@ class Settings(BaseSettings):
         """The deploybot.toml read, if any."""
         return self._file.source if self._file is not None else None
 
+    def store_named(self) -> str:
+        """Where the store is, for people (the CLI says where it looked): never a password."""
+        target = self.redis
+        if target.mode == "sentinel":
+            sentinels = ",".join(f"{host}:{port}" for host, port in target.sentinels)
+            return wording.store_at(f"{target.master} behind {sentinels}", "REDIS_SENTINELS")
+        if target.url is None:
+            return wording.store_embedded(str(self.data_dir.resolve()))
+        parts = urlsplit(target.url)
+        address = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        return wording.store_at(address, "REDIS_URL")
+
     def secrets(self) -> tuple[str, ...]:
         """Values that must never reach the model, a transcript, a log or the deploy command's
         output: every secret setting, and the password of any URL in any other setting

@@ -291,6 +291,20 @@ def no_thread(thread_id: str) -> str:
     return f"no thread {thread_id}"
 
 
+def no_thread_in(thread_id: str, store: str) -> str:
+    """The CLI's: which store it looked in, so a thread missing from the wrong one is plain."""
+    return f"no thread {thread_id} in {store}"
+
+
+def store_at(address: str, setting: str) -> str:
+    return f"the store at {address} ({setting})"
+
+
+def store_embedded(folder: str) -> str:
+    return (f"the embedded store under {folder}: no REDIS_URL is set, so this is not the team's store "
+            "unless its server runs with this folder")
+
+
 def bad_status(statuses: Iterable[str]) -> str:
     return f"status must be one of {', '.join(statuses)}"
 

@@ -86,6 +86,15 @@ def test_sentinel_never_starts_the_embedded_server(monkeypatch, tmp_path):
     assert not (tmp_path / "redis.url").exists()
 
 
+def test_the_cli_names_the_store_it_looked_in_without_a_password(tmp_path):
+    url = Settings(_env_file=None, redis_url="redis://:hunter2@cache:6380/3").store_named()
+    assert url == "the store at redis://cache:6380/3 (REDIS_URL)"
+    sentinel = Settings(_env_file=None, redis_password="hunter2", **SENTINEL).store_named()
+    assert sentinel == "the store at main behind 10.0.0.1:26379,sentinel-2:26380,::1:26381 (REDIS_SENTINELS)"
+    embedded = Settings(_env_file=None, data_dir=tmp_path / "d").store_named()
+    assert embedded.startswith(f"the embedded store under {tmp_path / 'd'}: no REDIS_URL is set")
+
+
 def test_the_agents_bridge_refuses_every_setting_that_reaches_the_store():
     # Derived from Settings, so a Redis setting added later is refused too.
     assert {name.upper() for name in Settings.model_fields if "redis" in name} | {"DATA_DIR"} == set(STORE_SETTINGS)

@@ -56,6 +56,8 @@ SAMPLES = {
     "why": "the approval expired at 2026-03-04 05:06 UTC",
     "url": "https://example.com/runs/1",
     "setting": "REDIS_URL",
+    "folder": "/srv/app/.deploybot",
+    "store": "the store at redis://cache:6379/0 (REDIS_URL)",
     "exit_code": 2,
     "output": "boom",
     "message": "the deployer is down",
