@@ -79,12 +79,12 @@ def team(team_store, git_repo, deploy_command, tmp_path) -> Iterator[Team]:
         DATA_DIR=str(home / "data"), DEPLOYBOT_CONFIG=str(home / "deploybot.toml"), API_TOKEN=API_TOKEN,
         LOG_LEVEL="WARNING",
     )
-    server = Server(env, tmp_path / "serve.log")
+    team = Team(Server(env, tmp_path / "serve.log"), team_store.url, f"http://127.0.0.1:{env['PORT']}", "")
     try:
-        token = cluster.bot_command(env, "tokens", "create", "--agent", "claude-code").strip()
-        yield Team(server, team_store.url, f"http://127.0.0.1:{env['PORT']}", token)
+        team.agent_token = cluster.bot_command(env, "tokens", "create", "--agent", "claude-code").strip()
+        yield team
     finally:
-        server.stop()
+        team.server.stop()  # the one running now: a test may have restarted it
 
 
 @pytest.fixture
