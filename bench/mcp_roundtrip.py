@@ -1,12 +1,13 @@
 """Round trip of an MCP tool call, as an agent sees it: the official SDK's client against a
-real `python -m bot serve` (Streamable HTTP at /mcp, the agent's token checked by the front
-door on every request) and a spawned `python -m bot mcp` (stdio), both on their own
-embedded Redis.
+real `python -m bot serve` on its own embedded Redis (Streamable HTTP at /mcp, the agent's
+token checked by the front door on every request), directly and through a spawned `python -m
+bot mcp` (the stdio bridge to /mcp, started with the agent's token and the server's address
+only).
 
     python bench/mcp_roundtrip.py [--calls 200] [--quick]
 
 `list_services` reads nothing but the configuration: the transport and the SDK. `get_thread`
-loads a thread, records the call on it (an append) and renders its transcript.
+loads a thread and renders its transcript (only an agent's first look is recorded on it).
 """
 
 from __future__ import annotations
@@ -80,12 +81,13 @@ async def measure(client: Client, transport: str, calls: int) -> list[str]:
     return lines
 
 
-async def clients(port: int, token: str, env: dict[str, str], calls: int) -> list[str]:
+async def clients(port: int, token: str, calls: int) -> list[str]:
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
         async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as c:
             lines = await measure(c, "http", calls)
-    stdio = StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"], cwd=str(ROOT),
-                                  env={**env, "DEPLOYBOT_TOKEN": token})
+    agent = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "DEPLOYBOT_TOKEN": token,
+             "DEPLOYBOT_URL": f"http://127.0.0.1:{port}"}  # never the store's: docs/agents.md
+    stdio = StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"], cwd=str(ROOT), env=agent)
     async with Client(stdio) as c:
         lines += await measure(c, "stdio", calls)
     return lines
@@ -116,7 +118,7 @@ def main(calls: int) -> None:
                     pass
                 assert time.monotonic() < deadline, "serve did not become healthy"
                 time.sleep(0.05)
-            lines = asyncio.run(clients(port, token, env, calls))
+            lines = asyncio.run(clients(port, token, calls))
         finally:
             server.terminate()
             server.wait(10)

@@ -29,9 +29,8 @@ def parser() -> argparse.ArgumentParser:
         help="only record events and hand threads over: `python -m bot worker` runs them",
     )
     sub.add_parser("worker", help="run threads handed over by `serve` (any number of these)")
-    mcp = sub.add_parser("mcp", help="an MCP server on stdin/stdout for the agent whose token is in DEPLOYBOT_TOKEN")
-    mcp.add_argument("--worker", action="store_true",
-                     help="also run threads in this process (when no `serve` or `worker` shares its Redis)")
+    sub.add_parser("mcp", help="for an agent's MCP client: stdin/stdout bridged to the server's /mcp "
+                   "(DEPLOYBOT_URL) as the agent whose token is DEPLOYBOT_TOKEN; never with the store's credentials")
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("message")
     chat.add_argument("--user", default=_me())
@@ -157,6 +156,8 @@ def configure_logging(settings: Settings) -> logging.Filter:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "mcp":  # the agent's side: none of the team's settings are read
+        return bridge()
     settings = read_settings()
     if settings is None:
         return 2
@@ -175,13 +176,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "redis-stop":
         print("stopped" if embedded_redis.stop(settings.data_dir) else "not running")
         return 0
-    if args.command == "mcp":
-        return children.run(_mcp(settings, args.worker))
     if args.command in ("tokens", "login-link"):
         return children.run(_credentials(settings, args))
     if args.command == "gc":
         return children.run(_gc(settings, args))
     return children.run(terminal(settings, args))
+
+
+def bridge() -> int:
+    """`python -m bot mcp`: stdout is the protocol's, so whatever it says goes to stderr, in
+    one line. It refuses to run beside the store's credentials (docs/security.md)."""
+    from bot.adapters.channels import mcp_bridge
+    from bot.adapters.http.logs import redact_logs
+    from bot.config.settings import BridgeSettings
+
+    given = BridgeSettings.read()
+    if (problem := given.problem()) is not None:
+        print(f"refused: {problem}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redact_logs((given.token,))
+    try:
+        return children.run(mcp_bridge.run(given.url, given.token))
+    except mcp_bridge.Refused as e:
+        print(f"refused: {e.message}" if e.code == 2 else e.message, file=sys.stderr)
+        return e.code
 
 
 def read_settings() -> Settings | None:
@@ -211,7 +230,7 @@ async def terminal(settings: Settings, args: argparse.Namespace) -> int:
 
     logging.getLogger("deploybot.thread").setLevel(logging.WARNING)  # the CLI prints events itself
     app = build(settings, notifier=cli.PrintNotifier())
-    term = cli.Terminal(app.service, app.runner.run, settings.secrets())
+    term = cli.Terminal(app.service, app.runner.run, settings.secrets(), settings.store_named())
     try:
         if args.command == "chat":
             return await cli.chat(term, args.message, args.user)
@@ -312,27 +331,6 @@ async def _create_token(settings: Settings, holder: str, name: str) -> int:
     print(f"token {token_id} for {holder} ({name}): shown this once, keep it secret; give it to the agent as "
           "DEPLOYBOT_TOKEN (stdio) or Authorization: Bearer <token> (HTTP, /mcp)", file=sys.stderr)
     return 0
-
-
-async def _mcp(settings: Settings, worker: bool) -> int:
-    """`python -m bot mcp`: stdout is the protocol's, so logs go to stderr only."""
-    from bot.adapters.redis.credentials import RedisCredentials
-    from bot.core.people import AGENT
-    from bot.wiring.app import build, mcp_server
-
-    token = settings.deploybot_token.get_secret_value() if settings.deploybot_token else ""
-    app = build(settings)
-    try:
-        info = await RedisCredentials(app.redis).verify(token) if token else None
-        who = app.service.directory.by_token(info.person, info.token_id) if info else None
-        if who is None or who.via != AGENT:
-            print(f"refused: DEPLOYBOT_TOKEN: {wording.mcp_needs_agent_token()}", file=sys.stderr)
-            return 2
-        await app.start(worker=worker, receive=False)
-        await mcp_server(app, token, info.token_id if info else "").run_stdio_async()
-        return 0
-    finally:
-        await app.close()
 
 
 async def _gc(settings: Settings, args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -262,8 +262,6 @@ class Settings(BaseSettings):
     allowed_hosts: str = Field(
         "", description="more names the bot answers to (Host), comma-separated; loopback and PUBLIC_URL's host always"
     )
-    # `python -m bot mcp` (stdio): the token of the agent it speaks for (tokens create --agent NAME).
-    deploybot_token: SecretStr | None = Field(None, description="the agent's token for `python -m bot mcp`")
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
@@ -605,6 +603,18 @@ class Settings(BaseSettings):
         """The deploybot.toml read, if any."""
         return self._file.source if self._file is not None else None
 
+    def store_named(self) -> str:
+        """Where the store is, for people (the CLI says where it looked): never a password."""
+        target = self.redis
+        if target.mode == "sentinel":
+            sentinels = ",".join(f"{host}:{port}" for host, port in target.sentinels)
+            return wording.store_at(f"{target.master} behind {sentinels}", "REDIS_SENTINELS")
+        if target.url is None:
+            return wording.store_embedded(str(self.data_dir.resolve()))
+        parts = urlsplit(target.url)
+        address = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        return wording.store_at(address, "REDIS_URL")
+
     def secrets(self) -> tuple[str, ...]:
         """Values that must never reach the model, a transcript, a log or the deploy command's
         output: every secret setting, and the password of any URL in any other setting
@@ -614,7 +624,6 @@ class Settings(BaseSettings):
                 self.api_token, self.redis_password, self.redis_sentinel_password,
                 self.llm_api_key, self.openai_api_key, self.anthropic_api_key,
                 self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.github_token,
-                self.deploybot_token,
                 self.smtp_password, self.inbound_email_secret, self.email_reply_secret, self.session_secret,
                 self.github_webhook_secret, self.notify_webhook_secret, self.github_app_private_key,
             ) if v
@@ -868,6 +877,50 @@ def _require(what: str, values: tuple[tuple[str, object], ...]) -> None:
     missing = [name for name, value in values if not value]
     if missing:
         raise ConfigError(f"{what} needs {', '.join(missing)}")
+
+
+# --- `python -m bot mcp`: the agent's side ---------------------------------------------------
+
+# Every setting that says where the store is or how to get in (its URL, Sentinels, passwords,
+# the embedded server's folder): a process holding one reaches the store itself, and whoever
+# does is the operator (docs/security.md), so the agent's bridge refuses to run beside any.
+STORE_SETTINGS = (*(name.upper() for name in Settings.model_fields if name.startswith("redis_")), "DATA_DIR")
+
+
+@dataclass(frozen=True)
+class BridgeSettings:
+    """What `python -m bot mcp` reads, from its process's environment only (neither .env nor
+    deploybot.toml: those are the team's): the agent's token and the server's address, and
+    which of the store's settings were found set, for the refusal."""
+
+    token: str
+    url: str
+    store: tuple[str, ...]
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str] | None = None) -> BridgeSettings:
+        """From `environ` (this process's environment when None)."""
+        # Names as Settings reads them (case-insensitively); an empty value sets nothing.
+        found = os.environ if environ is None else environ
+        given = {name.upper(): value.strip() for name, value in found.items() if value.strip()}
+        return cls(
+            token=given.get("DEPLOYBOT_TOKEN", ""),
+            url=given.get("DEPLOYBOT_URL", ""),
+            store=tuple(name for name in STORE_SETTINGS if name in given),
+        )
+
+    def problem(self) -> str | None:
+        """Why the bridge must not start, in one line; None when it may."""
+        if self.store:
+            return wording.bridge_holds_the_store(self.store[0])
+        if not self.token:
+            return wording.bridge_needs("DEPLOYBOT_TOKEN", "the agent's token (`tokens create --agent NAME`)")
+        if not self.url:
+            return wording.bridge_needs("DEPLOYBOT_URL", "the deploybot server's address, e.g. http://127.0.0.1:8000")
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            return wording.bridge_bad_url(self.url)
+        return None
 
 
 def config_problems(error: ValidationError) -> list[str]:

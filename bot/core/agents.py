@@ -13,9 +13,13 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from bot.core import authority, views
-from bot.core.events import ApprovalRequested, DeployResult, HumanResponse
+from bot.core.events import ApprovalRequested, DeployResult, HumanResponse, ToolCalled
 from bot.core.policy import Policy
 from bot.core.thread import Thread
+
+# The tools that only look at a thread: an agent polling one would otherwise grow it by an
+# event a call, so only its first look is recorded (read_recorded).
+READS = frozenset({"get_thread", "wait_for_thread"})
 
 # --- what the tools take and return (their JSON Schema is these models') ---------------------
 
@@ -75,6 +79,12 @@ class ThreadInfo(BaseModel):
 
 
 # --- a thread as the agent sees it ------------------------------------------------------------
+
+
+def read_recorded(thread: Thread, agent: str) -> bool:
+    """Whether the thread already records a look by `agent` (its principal): the audit keeps
+    that it read the thread, not each time. Asked of the events, so it holds across processes."""
+    return any(isinstance(e, ToolCalled) and e.agent == agent and e.tool in READS for e in thread.events)
 
 
 def thread_info(thread: Thread, policy: Policy, now: datetime, transcript: str = "") -> ThreadInfo:

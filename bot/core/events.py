@@ -500,7 +500,7 @@ class ToolCalled(_Event):
     type: Literal["tool_called"] = "tool_called"
     tool: str
     agent: str  # the agent's principal (agent:NAME)
-    evidence: str = ""  # the token id it came with (stdio)
+    evidence: str = ""  # the token id it came with (set by the stdio server of earlier versions)
     detail: str = ""  # what it said with it (a request's reason)
 
 

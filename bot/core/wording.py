@@ -310,6 +310,20 @@ def no_thread(thread_id: str) -> str:
     return f"no thread {thread_id}"
 
 
+def no_thread_in(thread_id: str, store: str) -> str:
+    """The CLI's: which store it looked in, so a thread missing from the wrong one is plain."""
+    return f"no thread {thread_id} in {store}"
+
+
+def store_at(address: str, setting: str) -> str:
+    return f"the store at {address} ({setting})"
+
+
+def store_embedded(folder: str) -> str:
+    return (f"the embedded store under {folder}: no REDIS_URL is set, so this is not the team's store "
+            "unless its server runs with this folder")
+
+
 def bad_status(statuses: Iterable[str]) -> str:
     return f"status must be one of {', '.join(statuses)}"
 
@@ -943,6 +957,33 @@ def mcp_needs_agent_token() -> str:
         "the MCP endpoint needs an agent's token (Authorization: Bearer dbt_...): "
         "`python -m bot tokens create --agent NAME`"
     )
+
+
+# --- `python -m bot mcp`, the agent's stdio bridge to /mcp ---
+
+
+def bridge_holds_the_store(setting: str) -> str:
+    return (
+        f"{setting} is set: an agent's process must not hold the store's credentials, whoever holds them "
+        "is the operator (docs/security.md); give `python -m bot mcp` only DEPLOYBOT_TOKEN and DEPLOYBOT_URL"
+    )
+
+
+def bridge_needs(setting: str, what: str) -> str:
+    return f"{setting} is not set: `python -m bot mcp` needs {what} (docs/agents.md)"
+
+
+def bridge_bad_url(url: str) -> str:
+    return f"DEPLOYBOT_URL={url} is not the server's address: give it as http(s)://HOST[:PORT], e.g. http://127.0.0.1:8000"
+
+
+def bridge_token_refused(url: str, status: int, reason: str) -> str:
+    return (f"the deploybot server at {url} refused DEPLOYBOT_TOKEN ({status}): {reason.rstrip('.')}; an agent's "
+            "token comes from `python -m bot tokens create --agent NAME`")
+
+
+def bridge_unreachable(url: str, why: str) -> str:
+    return f"cannot reach the deploybot server at {url} (DEPLOYBOT_URL): {why}"
 
 
 def tool_called(tool: str, agent: str) -> str:

@@ -37,6 +37,7 @@ RELEASE_MARGIN = timedelta(minutes=10)  # a run releases its thread well within 
 # redis-py refuses a connection past the pool's size outright (MaxConnectionsError, before
 # any retry): a page of any size takes at most this many, whatever is stored.
 LOADS_AT_ONCE = 16
+RECORD_ATTEMPTS = 50  # record_unless gives up after losing this many races (as the store's append_fact)
 
 
 class Refused(Exception):
@@ -331,6 +332,22 @@ class ThreadService:
         delivered): a fact is appended whatever was appended meanwhile."""
         thread = await self.get(thread_id)
         return await self.store.append_fact(thread, stamped(events, self.clock()))
+
+    async def record_unless(
+        self, thread_id: str, events: Sequence[Event], recorded: Callable[[Thread], bool]
+    ) -> Thread:
+        """Record `events` unless `recorded(thread)` says the thread holds them already: asked
+        again of whatever beat this append (compare-and-set), so processes recording the same
+        thing at once record it once."""
+        thread = await self.get(thread_id)
+        for _ in range(RECORD_ATTEMPTS):
+            if recorded(thread):
+                return thread
+            try:
+                return await self.store.append(thread, stamped(events, self.clock()))
+            except Conflict:
+                thread = await self.store.refresh(thread)
+        raise RuntimeError(f"thread {thread_id}: could not record after {RECORD_ATTEMPTS} conflicts")
 
     async def check_decision(self, thread_id: str, approval_id: str, who: Who, channel: str = "api") -> None:
         """Raise what deciding would raise, without deciding (e.g. before asking for feedback)."""

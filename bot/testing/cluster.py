@@ -82,18 +82,21 @@ class RedisServer:
     """A Redis-compatible server on its own port and directory, AOF with fsync on every
     write, that can be SIGKILLed and started again on the same data."""
 
-    def __init__(self, directory: Path, appendfsync: str = "always", args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, directory: Path, appendfsync: str = "always", args: Sequence[str] = (), password: str = ""
+    ) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.appendfsync = appendfsync
-        self.args = list(args)  # more server options: cluster mode, replicaof
+        self.password = password  # set: the server refuses every client without it (requirepass)
+        self.args = [*args, *(["--requirepass", password] if password else [])]  # cluster mode, replicaof, ...
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{f':{self.password}@' if self.password else ''}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -124,6 +127,10 @@ class RedisServer:
     def _answers(self) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                if self.password:
+                    s.sendall(f"AUTH {self.password}\r\n".encode())
+                    if not s.recv(16).startswith(b"+OK"):
+                        return False
                 s.sendall(b"PING\r\n")
                 return s.recv(16).startswith(b"+PONG")
         except OSError:

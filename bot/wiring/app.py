@@ -28,7 +28,7 @@ from bot.adapters.redis.timers import RedisDeployQueue, RedisTimers
 from bot.adapters.redis.work import RedisWorkQueue
 from bot.config.settings import Settings
 from bot.core.events import Event
-from bot.core.people import AGENT, OPEN_MODE_NOTICE
+from bot.core.people import OPEN_MODE_NOTICE
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 from bot.runtime.clock import utcnow
@@ -55,10 +55,9 @@ from bot.wiring.channels import Parts, body_limits, make_channels, make_gate
 from bot.wiring.deployers import make_deployers
 from bot.wiring.sign_in import public_base, session_secret, sign_in_linker, sign_in_mailer
 
-if TYPE_CHECKING:  # the MCP SDK is imported only when /mcp or `python -m bot mcp` is served
+if TYPE_CHECKING:  # the MCP SDK is imported only when /mcp is served
     from mcp.server.mcpserver import MCPServer
 
-    from bot.core.people import Identity
 
 log = logging.getLogger(__name__)
 Chore = tuple[float, Callable[[], Awaitable[object]]]  # every so many seconds, this
@@ -347,21 +346,12 @@ def http_app(app: App, worker: bool = True, fast_launch: bool = True) -> ASGIApp
     return HttpLimits(web, auth, limits=http_limits(settings), hosts=settings.host_names())
 
 
-def mcp_server(app: App, token: str | None = None, token_id: str = "") -> MCPServer:
-    """The MCP server for agents (bot/adapters/channels/mcp.py): at /mcp on the web server (the front
-    door checks each request's token), or on stdio for the agent whose `token` `python -m bot
-    mcp` was given, checked again on every call so a revoked token stops at once."""
+def mcp_server(app: App) -> MCPServer:
+    """The MCP server for agents (bot/adapters/channels/mcp.py), at /mcp on the web server: the
+    front door checks each request's token."""
     from bot.adapters.channels.mcp import Tools, server
 
-    credentials = app.credentials or RedisCredentials(app.redis)
-
-    async def agent() -> Identity | None:
-        info = await credentials.verify(token or "")
-        who = app.service.directory.by_token(info.person, info.token_id) if info else None
-        return who if who is not None and who.via == AGENT else None
-
-    tools = Tools(app.service, app.environments, app.runner.deploying.deployers, app.kick, app.secrets,
-                  agent=agent if token is not None else None, token_id=token_id)
+    tools = Tools(app.service, app.environments, app.runner.deploying.deployers, app.kick, app.secrets)
     return server(tools)
 
 

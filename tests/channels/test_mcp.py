@@ -1,12 +1,14 @@
 """Agents over MCP, end to end: the official SDK's client drives deploybot's MCP server over
-Streamable HTTP (/mcp on the real web app, served by uvicorn) and over stdio (a spawned
-`python -m bot mcp`), against real Redis; people decide in Slack (the stand-in Slack Web API
-and signed interaction requests), and the fake deploy command keeps a ledger."""
+Streamable HTTP (/mcp on the real web app, served by uvicorn), and over stdio through a spawned
+`python -m bot mcp` (the bridge to /mcp, given the agent's token and the server's address
+only), against real Redis; people decide in Slack (the stand-in Slack Web API and signed
+interaction requests), and the fake deploy command keeps a ledger."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from redis.asyncio import Redis
 
 from bot.adapters.channels.slack_blocks import APPROVE, REJECT
@@ -177,7 +180,7 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
 
     thread = await app.service.get(thread_id)
     calls = [e.tool for e in thread.events if e.type == "tool_called"]
-    assert calls == ["request_deploy", "wait_for_thread", "wait_for_thread"]
+    assert calls == ["request_deploy", "wait_for_thread"]  # the first look is on record, not every look
     first = thread.events[0]
     assert (first.via, first.user, first.channel) == ("agent", "claude-code", "mcp")
     # The console's audit trail of the deploy names the agent, and whose it is.
@@ -185,6 +188,21 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
     [record] = [r for r in await app.environments.recent("production", 10) if r.deploy_id == result.deploy_id]
     assert audit(record, thread).asked_by == "claude-code (agent of alice)"
     assert audit(record, None).asked_by == "claude-code (agent of alice)"  # once the thread is gone
+
+
+async def test_reading_a_thread_again_and_again_grows_it_by_one_event(app, api, token):
+    async with http_agent(api, token) as agent:
+        asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
+                           reason="polls a lot")
+        thread_id = asked["thread_id"]
+        for _ in range(10):
+            await call(agent, "get_thread", thread_id=thread_id)
+            await call(agent, "wait_for_thread", thread_id=thread_id, timeout_s=0)
+        cancelled = await call(agent, "cancel_thread", thread_id=thread_id)
+    assert cancelled["status"] == "cancelled"
+    thread = await app.service.get(thread_id)
+    calls = [e.tool for e in thread.events if e.type == "tool_called"]
+    assert calls == ["request_deploy", "get_thread", "cancel_thread"]  # asking is recorded each time
 
 
 async def test_a_rejections_feedback_reaches_the_agent(app, api, token, slack, fake_slack, ledger):
@@ -291,61 +309,137 @@ async def test_strangers_get_401_before_anything_is_read(app, api, token):
     assert answer.status_code == 403 and "agent" in answer.json()["detail"]
 
 
-# --- stdio: `python -m bot mcp` as an agent's MCP client spawns it ------------------------------
+# --- stdio: `python -m bot mcp`, the bridge to /mcp an agent's MCP client spawns ---------------
 
 
-def stdio_params(settings, config: Path, token: str, tmp_path: Path) -> StdioServerParameters:
-    env = cluster.clean_env(
-        REDIS_URL=settings.redis_url, GIT_REPO=str(settings.git_repo), DEPLOY_COMMAND=settings.deploy_command,
-        DEPLOYBOT_CONFIG=str(config), DEPLOYBOT_TOKEN=token, DATA_DIR=str(tmp_path / "mcp-data"),
-        LOG_LEVEL="WARNING",
+def agent_env(tmp_path: Path, **setup: str) -> dict[str, str]:
+    """An agent's process: a PATH and a HOME of its own, and only what its MCP configuration
+    gives it (nothing of the team's: no Redis, no deploybot.toml)."""
+    home = tmp_path / "agent-home"
+    home.mkdir(exist_ok=True)
+    return {"PATH": os.environ["PATH"], "HOME": str(home), **setup}
+
+
+@pytest.fixture
+def agent_dir(tmp_path: Path) -> Path:
+    """Where the agent works: not deploybot's folder, no deploybot.toml in it."""
+    path = tmp_path / "agent-work"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def over_stdio(api, token, tmp_path) -> dict[str, str]:
+    """docs/agents.md's stdio setup: the agent's token and the server's address."""
+    return agent_env(tmp_path, DEPLOYBOT_TOKEN=token, DEPLOYBOT_URL=str(api.base_url).rstrip("/"))
+
+
+def bridge(env: dict[str, str], cwd: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"], env=env, cwd=str(cwd))
+
+
+async def started(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m bot mcp` with nothing on its stdin: what it says before any message. (In a
+    thread: the server it may ask runs on this test's event loop.)"""
+    return await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "bot", "mcp"], env=env, cwd=cwd, capture_output=True, text=True,
+        timeout=60, stdin=subprocess.DEVNULL,
     )
-    return StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"], env=env,
-                                 cwd=str(Path(__file__).resolve().parents[2]))
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
 
 
 async def test_over_stdio_an_agent_asks_and_sees_the_deploy_done(
-    app, api, token, settings, config, tmp_path, slack, fake_slack, ledger
+    app, api, over_stdio, agent_dir, slack, fake_slack, ledger
 ):
-    async with Client(stdio_params(settings, config, token, tmp_path)) as agent:
+    async with Client(bridge(over_stdio, agent_dir)) as agent:
         assert {t.name for t in (await agent.list_tools()).tools} == TOOLS
-        started = time.monotonic()
+        began = time.monotonic()
         await call(agent, "list_services")
-        print(f"\nstdio round trip of list_services: {(time.monotonic() - started) * 1000:.1f} ms")
+        print(f"\nstdio round trip of list_services: {(time.monotonic() - began) * 1000:.1f} ms")
         asked = await call(agent, "request_deploy", service="backend", tag="v1.2.3", environment="production",
                            reason="over stdio")
         assert asked["status"] == "waiting_for_approval", asked
-        message = await approval_message(fake_slack, asked["thread_id"])
+        thread_id = asked["thread_id"]
+        assert (await call(agent, "get_thread", thread_id=thread_id))["pending_approval"]["approval_id"]
+
+        progress: list[str | None] = []
+
+        async def heard(done: float, total: float | None, message: str | None) -> None:
+            progress.append(message)
+
+        still = await agent.call_tool("wait_for_thread", {"thread_id": thread_id, "timeout_s": 2.5},
+                                      progress_callback=heard)
+        assert still.structured_content["status"] == "waiting_for_approval"
+        assert progress == [f"thread {thread_id} is waiting_for_approval"]  # through the bridge
+
+        message = await approval_message(fake_slack, thread_id)
         await slack.click(APPROVE, message, BOB)
-        done = await call(agent, "wait_for_thread", thread_id=asked["thread_id"], timeout_s=30)
+        done = await call(agent, "wait_for_thread", thread_id=thread_id, timeout_s=30)
     assert done["status"] == "done" and done["deploy_result"]["ok"] is True
     assert len(ledger_lines(ledger)) == 1
+    assert not (agent_dir / ".deploybot").exists()  # it started no store of its own
 
 
-async def test_over_stdio_with_its_own_worker_nothing_else_is_needed(redis, settings, config, tmp_path, ledger):
-    # No server and no worker share this Redis: `mcp --worker` runs the thread itself.
-    _, token = await RedisCredentials(redis).create("agent:claude-code", "mcp")
-    params = stdio_params(settings, config, token, tmp_path)
-    params.args.append("--worker")
-    async with Client(params) as agent:
-        asked = await call(agent, "request_deploy", service="frontend", tag="v1.2.2", environment="staging",
-                           reason="staging needs no approval")
-        done = await call(agent, "wait_for_thread", thread_id=asked["thread_id"], timeout_s=30) \
-            if asked["status"] != "done" else asked
-        # A revoked token stops at once, mid-session.
-        [listed] = await RedisCredentials(redis).list("agent:claude-code")
-        await RedisCredentials(redis).revoke(listed.token_id)
-        assert "needs an agent's token" in await refused(agent, "list_services")
-    assert done["status"] == "done" and done["deploy_result"]["ok"] is True, done
-    assert [line.split()[-3:] for line in ledger_lines(ledger)] == [["frontend", "v1.2.2", "staging"]]
+async def test_over_stdio_a_revoked_token_stops_at_once(app, over_stdio, agent_dir):
+    async with Client(bridge(over_stdio, agent_dir)) as agent:
+        await call(agent, "list_services")
+        [listed] = await RedisCredentials(app.redis).list("agent:claude-code")
+        await RedisCredentials(app.redis).revoke(listed.token_id)
+        with pytest.raises(MCPError, match=r"refused DEPLOYBOT_TOKEN \(401\): this personal token is unknown"):
+            await agent.call_tool("list_services", {})
 
 
-def test_stdio_refuses_to_start_without_an_agents_token(settings, config, tmp_path):
-    params = stdio_params(settings, config, "dbt_0123456789abcdef_" + "x" * 43, tmp_path)
-    done = subprocess.run([params.command, *params.args], env=params.env, cwd=params.cwd, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+async def test_the_bridge_refuses_a_wrong_token_or_a_persons_in_one_line(app, api, over_stdio, agent_dir):
+    wrong = await started({**over_stdio, "DEPLOYBOT_TOKEN": "dbt_0123456789abcdef_" + "x" * 43}, agent_dir)
+    assert wrong.returncode == 2
+    said = one_line(wrong)
+    assert said.startswith(f"refused: the deploybot server at {str(api.base_url).rstrip('/')} refused "
+                           "DEPLOYBOT_TOKEN (401): "), said
+    assert "unknown or revoked" in said and "tokens create --agent NAME" in said
+
+    person = (await RedisCredentials(app.redis).create("bob", "laptop"))[1]
+    theirs = await started({**over_stdio, "DEPLOYBOT_TOKEN": person}, agent_dir)
+    assert theirs.returncode == 2 and "(403): the MCP endpoint needs an agent's token" in one_line(theirs)
+    assert person not in theirs.stderr
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("REDIS_URL", "{redis_url}"), ("redis_url", "{redis_url}"), ("REDIS_PASSWORD", "hunter2"),
+    ("REDIS_SENTINELS", "127.0.0.1:26379"), ("REDIS_SENTINEL_MASTER", "deploybot"),
+    ("REDIS_SENTINEL_PASSWORD", "hunter2"), ("REDIS_CLUSTER", "true"), ("DATA_DIR", "{data}"),
+])
+async def test_the_bridge_refuses_to_run_with_the_stores_credentials(
+    settings, config, over_stdio, agent_dir, tmp_path, variable, value
+):
+    # The team's setup handed to the agent, as docs/agents.md once showed it: the store and
+    # deploybot.toml. With these, the agent is the operator: it refuses, before any work.
+    value = value.format(redis_url=settings.redis_url, data=tmp_path / "data")
+    done = await started({**over_stdio, "DEPLOYBOT_CONFIG": str(config), variable: value}, agent_dir)
+    assert done.returncode == 2, done.stderr
+    said = one_line(done)
+    assert said.startswith(f"refused: {variable.upper()} is set") and "store" in said, said
+    assert "hunter2" not in said and settings.redis_url not in said
+    assert not (agent_dir / ".deploybot").exists()
+
+
+@pytest.mark.parametrize("unset, expected", [("DEPLOYBOT_TOKEN", "DEPLOYBOT_TOKEN"),
+                                             ("DEPLOYBOT_URL", "DEPLOYBOT_URL")])
+async def test_the_bridge_needs_its_token_and_the_servers_address(over_stdio, agent_dir, unset, expected):
+    done = await started({k: v for k, v in over_stdio.items() if k != unset}, agent_dir)
     assert done.returncode == 2
-    assert "needs an agent's token" in done.stderr
+    assert expected in one_line(done)
+
+
+async def test_the_bridge_says_plainly_when_the_server_is_not_there(over_stdio, agent_dir):
+    for url, code in (("deploybot.example.com", 2), (f"http://127.0.0.1:{cluster.free_port()}", 1)):
+        done = await started({**over_stdio, "DEPLOYBOT_URL": url}, agent_dir)
+        assert done.returncode == code, done.stderr
+        assert url in one_line(done)
 
 
 # --- the examples of docs/agents.md -------------------------------------------------------------
@@ -361,7 +455,7 @@ def test_the_docs_agent_configuration_and_client_snippets_work(tmp_path, monkeyp
     import re
 
     from bot.__main__ import parser
-    from bot.config.settings import Settings
+    from bot.config.settings import BridgeSettings, Settings
 
     readme = (DOCS / "people-and-approvals.md").read_text()
     people = re.search(r"```toml\n(# deploybot\.toml\n.*?)```", readme, re.S)[1]
@@ -379,12 +473,15 @@ def test_the_docs_agent_configuration_and_client_snippets_work(tmp_path, monkeyp
     stdio, http = (json.loads(block)["mcpServers"]["deploybot"] for block in re.findall(r"```json\n(.*?)```",
                                                                                          section, re.S))
     assert stdio["command"] == "python" and parser().parse_args(stdio["args"][2:]).command == "mcp"
-    assert set(stdio["env"]) <= {name.upper() for name in Settings.model_fields}
+    # The agent's process gets its token and the server's address: no store, no deploybot.toml.
+    assert set(stdio["env"]) == {"DEPLOYBOT_TOKEN", "DEPLOYBOT_URL"}
+    assert BridgeSettings.read(stdio["env"]).problem() is None
     assert http["url"].endswith("/mcp") and http["headers"]["Authorization"].startswith("Bearer dbt_")
 
 
 def test_tokens_are_created_for_agents_by_name(settings, config, tmp_path):
-    env = stdio_params(settings, config, "", tmp_path).env
+    env = cluster.clean_env(REDIS_URL=settings.redis_url, DEPLOYBOT_CONFIG=str(config),
+                            DATA_DIR=str(tmp_path / "data"), LOG_LEVEL="WARNING")
     run = [sys.executable, "-m", "bot", "tokens", "create", "--agent"]
     made = subprocess.run([*run, "claude-code"], env=env, capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr

@@ -5,10 +5,12 @@ the channels only pass the identity on."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from bot.core import authority
-from bot.core.events import ApprovalRequested, UserMessage
+from bot.core import agents, authority
+from bot.core.events import ApprovalRequested, ToolCalled, UserMessage
 from bot.core.people import AGENT, Agent, Directory, Person, Rules, Written
 from bot.core.policy import Policy
 from bot.core.thread import Thread
@@ -127,3 +129,31 @@ def test_people_see_which_agent_asked_and_whose_it_is():
     assert slack_blocks.fallback_text(request, "t").startswith(
         "Approval needed: claude-code (agent of alice) asks to deploy backend v1.2.3 (abc1234) to production")
     assert "*Asked by:* claude-code (agent of alice)" in str(slack_blocks.approval_request("t", request))
+
+
+def read(tool: str, by: str = "agent:claude-code") -> ToolCalled:
+    return ToolCalled(tool=tool, agent=by, at=NOW)
+
+
+def test_an_agent_s_read_of_a_thread_is_on_record_once():
+    thread = Thread("t", tuple(asked("t").events))
+    assert not agents.read_recorded(thread, "agent:claude-code")
+    # Asking is not reading: the first look after asking is recorded still.
+    assert not agents.read_recorded(thread.extended([read("request_deploy")]), "agent:claude-code")
+    for tool in ("get_thread", "wait_for_thread"):
+        looked = thread.extended([read(tool)])
+        assert agents.read_recorded(looked, "agent:claude-code")
+        assert not agents.read_recorded(looked, "agent:other")  # per agent
+
+
+async def test_a_read_is_recorded_once_however_many_processes_record_it_at_once(parts: Parts):
+    service = ThreadService(parts.store, policy(), parts.notifier, parts.clock)
+    thread = await service.launch("what's on staging?", AGENT_ID)
+
+    def recorded(t: Thread) -> bool:
+        return agents.read_recorded(t, "agent:claude-code")
+
+    await asyncio.gather(*(service.record_unless(thread.id, [read("get_thread")], recorded) for _ in range(5)))
+    await service.record_unless(thread.id, [read("wait_for_thread")], recorded)
+    calls = [e for e in (await service.get(thread.id)).events if isinstance(e, ToolCalled)]
+    assert [(e.tool, e.agent) for e in calls] == [("get_thread", "agent:claude-code")]

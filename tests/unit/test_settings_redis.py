@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from bot.adapters.redis.connect import RedisTarget, SentinelRedis
-from bot.config.settings import Settings, config_problems
+from bot.config.settings import STORE_SETTINGS, BridgeSettings, Settings, config_problems
 from bot.wiring import app as app_module
 from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 
@@ -84,3 +84,26 @@ def test_sentinel_never_starts_the_embedded_server(monkeypatch, tmp_path):
     cluster = Settings(_env_file=None, redis_cluster=True, redis_url="redis://127.0.0.1:1/0")
     assert type(app_module.redis_client(cluster)).__name__ == "RedisCluster"
     assert not (tmp_path / "redis.url").exists()
+
+
+def test_the_cli_names_the_store_it_looked_in_without_a_password(tmp_path):
+    url = Settings(_env_file=None, redis_url="redis://:hunter2@cache:6380/3").store_named()
+    assert url == "the store at redis://cache:6380/3 (REDIS_URL)"
+    sentinel = Settings(_env_file=None, redis_password="hunter2", **SENTINEL).store_named()
+    assert sentinel == "the store at main behind 10.0.0.1:26379,sentinel-2:26380,::1:26381 (REDIS_SENTINELS)"
+    embedded = Settings(_env_file=None, data_dir=tmp_path / "d").store_named()
+    assert embedded.startswith(f"the embedded store under {tmp_path / 'd'}: no REDIS_URL is set")
+
+
+def test_the_agents_bridge_refuses_every_setting_that_reaches_the_store():
+    # Derived from Settings, so a Redis setting added later is refused too.
+    assert {name.upper() for name in Settings.model_fields if "redis" in name} | {"DATA_DIR"} == set(STORE_SETTINGS)
+    agent = {"DEPLOYBOT_TOKEN": "dbt_x", "DEPLOYBOT_URL": "http://127.0.0.1:8000"}
+    assert BridgeSettings.read(agent).problem() is None
+    assert BridgeSettings.read({**agent, "REDIS_URL": ""}).problem() is None  # empty: unset
+    for name in STORE_SETTINGS:
+        said = BridgeSettings.read({**agent, name.lower(): "x"}).problem()
+        assert said is not None and said.startswith(f"{name} is set: an agent's process must not hold"), name
+    assert "DEPLOYBOT_URL is not set" in BridgeSettings.read({"DEPLOYBOT_TOKEN": "t"}).problem()
+    for url in ("127.0.0.1:8000", "ftp://h", "http://h/?x=1", "http://"):
+        assert BridgeSettings.read({**agent, "DEPLOYBOT_URL": url}).problem().startswith(f"DEPLOYBOT_URL={url} ")

@@ -24,7 +24,7 @@ from bot.core.events import Event
 from bot.core.people import CLI, Identity
 from bot.core.thread import Thread
 from bot.core.views import summary_json, thread_json
-from bot.runtime.service import Refused, ThreadService
+from bot.runtime.service import NotFound, Refused, ThreadService
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Terminal:
     service: ThreadService
     run: Callable[[str], Awaitable[Thread | None]]
     secrets: tuple[str, ...] = ()
+    store: str = ""  # where the store is, in words: said when a thread is not in it
 
 
 class PrintNotifier:
@@ -162,7 +163,18 @@ def _paused(thread: Thread, now: datetime | None = None) -> int:
 
 
 async def threads(term: Terminal, a: argparse.Namespace) -> int:
-    """`python -m bot threads ACTION`; the options are defined in bot/__main__.py."""
+    """`python -m bot threads ACTION`; the options are defined in bot/__main__.py. A thread
+    that is not there is said with the store looked in: run without the team's store (no
+    REDIS_URL), the CLI finds an empty one of its own folder, and that is worth knowing."""
+    try:
+        return await _threads(term, a)
+    except NotFound:
+        if not term.store or a.action == "list":
+            raise
+        raise NotFound(wording.no_thread_in(a.id, term.store)) from None
+
+
+async def _threads(term: Terminal, a: argparse.Namespace) -> int:
     match a.action:
         case "list":
             now = _now(term)

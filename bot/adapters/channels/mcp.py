@@ -1,14 +1,17 @@
 """MCP: AI agents (Claude Code, Cursor, any MCP client) ask for deploys; only people approve.
 
-The Model Context Protocol with the official SDK (`mcp`): over stdio (`python -m bot mcp`,
-acting as the agent whose token is DEPLOYBOT_TOKEN) and over Streamable HTTP at /mcp on
-the web server, where the front door (bot/adapters/http/front_door.py) has already turned the bearer
-token into an identity: anything but an agent's is refused here before a byte is read.
+The Model Context Protocol with the official SDK (`mcp`), over Streamable HTTP at /mcp on the
+web server, where the front door (bot/adapters/http/front_door.py) has already turned the bearer
+token into an identity: anything but an agent's is refused here before a byte is read. An
+agent whose client speaks only stdio runs `python -m bot mcp`, a bridge to this endpoint
+holding only its token (bot/adapters/channels/mcp_bridge.py): no agent holds the store's
+credentials, or it would be the operator.
 
 An agent asks exactly as a person would in chat: `request_deploy` launches a thread with
 the exact command ("deploy api v1.2.3 to production (why)"), so no model is needed and
 every rule (approval, locks, freezes, the re-check) applies; people decide in Slack, email
-or the console. Every tool call that touches a thread is recorded on it (`ToolCalled`).
+or the console. Every request and cancel is recorded on the thread it touches (`ToolCalled`),
+and an agent's first look at a thread (get_thread, wait_for_thread): looking again adds nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ PROGRESS_EVERY = 2.0  # seconds between progress notifications while wait_for_th
 POLL_EVERY = 0.25  # seconds between looks at a thread someone waits on
 SETTLE_WITHIN = 10.0  # request_deploy waits this long for the thread to reach its approval
 MAX_WAIT = 600.0
+UNAUTHORIZED = -32001  # the JSON-RPC error code of a refused token (the server-defined range)
 INSTRUCTIONS = (
     "deploybot ships services only when a person approves. Use request_deploy (or request_rollback) to ask; "
     "it returns the thread id, its status and who may approve. wait_for_thread returns when the status "
@@ -60,10 +64,6 @@ class Tools:
     deployers: Mapping[str, Deployer]
     kick: Callable[[str], Awaitable[None]]
     secrets: tuple[str, ...] = ()
-    # stdio: the one agent this process speaks for, checked again on every call (None: its
-    # token was revoked, or the agent left deploybot.toml), and its token's id
-    agent: Callable[[], Awaitable[Identity | None]] | None = None
-    token_id: str = ""
 
     def clock(self) -> datetime:
         return self.service.clock()
@@ -71,23 +71,34 @@ class Tools:
     # --- who is asking ---------------------------------------------------------------------
 
     async def who(self, ctx: Context | None) -> tuple[Identity, Agent]:
-        if self.agent is not None:
-            identity = await self.agent()
-        else:  # over HTTP: whoever the front door found for this very request
-            request = ctx.request_context.request if ctx is not None else None
-            identity = getattr(request, "scope", {}).get("state", {}).get("identity")
+        """Whoever the front door found for this very request."""
+        request = ctx.request_context.request if ctx is not None else None
+        identity = getattr(request, "scope", {}).get("state", {}).get("identity")
         agent = self.service.directory.agent_of(identity.principal) if identity is not None else None
         if identity is None or identity.via != AGENT or agent is None:
             raise ToolError(wording.mcp_needs_agent_token())
         return identity, agent
 
     async def note(self, thread_id: str, tool: str, agent: Agent, detail: str = "") -> None:
-        """Record the call on the thread it touches: the audit sees every tool call."""
-        event = ToolCalled(tool=tool, agent=agent.principal, evidence=self.token_id, detail=detail[:500])
+        """Record the call on the thread it touches: the audit sees every request."""
         try:
-            await self.service.record(thread_id, [event])
+            await self.service.record(thread_id, [self._called(tool, agent, detail)])
         except Refused as e:
             raise ToolError(e.message) from None
+
+    async def note_read(self, thread_id: str, tool: str, agent: Agent, detail: str = "") -> None:
+        """Record the agent's first look at the thread; a look again adds nothing, so an
+        agent polling a thread does not grow it by an event a call."""
+        try:
+            await self.service.record_unless(
+                thread_id, [self._called(tool, agent, detail)],
+                lambda thread: agents.read_recorded(thread, agent.principal),
+            )
+        except Refused as e:
+            raise ToolError(e.message) from None
+
+    def _called(self, tool: str, agent: Agent, detail: str) -> ToolCalled:
+        return ToolCalled(tool=tool, agent=agent.principal, detail=detail[:500])
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -136,14 +147,14 @@ class Tools:
 
     async def get_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
         _, agent = await self.who(ctx)
-        await self.note(thread_id, "get_thread", agent)
+        await self.note_read(thread_id, "get_thread", agent)
         return await self.thread(thread_id)
 
     async def wait_for_thread(self, thread_id: str, timeout_s: float, ctx: Context | None) -> ThreadInfo:
         """Until the status settles somewhere new (a deploy's brief `running` is passed
         over), or `timeout_s`; a progress notification every PROGRESS_EVERY seconds."""
         _, agent = await self.who(ctx)
-        await self.note(thread_id, "wait_for_thread", agent, f"timeout_s={timeout_s:g}")
+        await self.note_read(thread_id, "wait_for_thread", agent, f"timeout_s={timeout_s:g}")
         timeout_s = min(max(timeout_s, 0.0), MAX_WAIT)
         start = time.monotonic()
         first = (await self.thread(thread_id, False)).status
@@ -191,9 +202,8 @@ class Tools:
         if refused:
             raise ToolError(refused)
         origin = Origin(channel=CHANNEL, notify=agent.notify)
-        evidence = f"{tool} token {self.token_id}" if self.token_id else tool
         try:
-            thread = await self.service.launch(text, who, channel=CHANNEL, origin=origin, evidence=evidence)
+            thread = await self.service.launch(text, who, channel=CHANNEL, origin=origin, evidence=tool)
         except Refused as e:
             raise ToolError(e.message) from None
         await self.note(thread.id, tool, agent, reason)
@@ -294,8 +304,14 @@ class WithMcp:
         identity: Any = scope.get("state", {}).get("identity")
         if getattr(identity, "via", None) != AGENT:
             status = 403 if getattr(identity, "known", False) else 401
-            response = JSONResponse({"detail": wording.mcp_needs_agent_token()}, status_code=status,
+            response = JSONResponse(refusal(wording.mcp_needs_agent_token()), status_code=status,
                                     headers={"WWW-Authenticate": "Bearer", "Connection": "close"})
             await response(scope, receive, send)
             return
         await self.mcp(scope, receive, send)
+
+
+def refusal(text: str) -> dict[str, Any]:
+    """A refusal as the API words it (`detail`) and as a JSON-RPC error too: an MCP client
+    shows that error's message for the call it made, rather than a bare "401"."""
+    return {"detail": text, "jsonrpc": "2.0", "id": None, "error": {"code": UNAUTHORIZED, "message": text}}
