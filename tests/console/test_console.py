@@ -307,7 +307,7 @@ def test_a_non_approver_sees_no_buttons_and_a_forged_post_is_refused(context, co
     token = csrf(page)  # bob's own, valid token: the refusal is the policy's, not the CSRF check's
     for path in ("/console/environments/production/stop", "/console/stop"):
         r = context.request.post(f"{console.url}{path}", form={"csrf_token": token, "reason": "mine now"})
-        assert r.status == 403 and "bob may not lock" in r.text(), (path, r.status)
+        assert r.status == 403 and "bob may not stop or resume deploys" in r.text(), (path, r.status)
     r = context.request.post(f"{console.url}/console/environments/production/resume", form={"csrf_token": token})
     assert r.status == 403
     base = f"{console.url}/console/approvals/{thread_id}/{pending['approval_id']}"
