@@ -1,5 +1,6 @@
-"""People: one identity across Slack, email, the API and sign-in, and who may approve or lock.
-Pure: no I/O, no clock, no environment.
+"""People: one identity across Slack, email, the API and sign-in, and each environment's rules
+in principals. Pure: no I/O, no clock, no environment. What an identity may do under those
+rules is bot/core/authority.py's to answer.
 
 A person is a name with the Slack user ids and email addresses that are theirs (from
 deploybot.toml). Whatever reaches the bot (a Slack user id, an email sender, an API token, a
