@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import authority, outcomes, people, transcript, verification, wording
+from bot.core import authority, deploy_rules, outcomes, people, transcript, verification, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -423,7 +423,7 @@ def verifying(thread: Thread, viewer: Identity, policy: Policy) -> Verifying | N
                      authority.why_not(policy, viewer, authority.SkipVerification(started.environment)))
 
 
-BLOCKING = ("checks", "frozen", "promotion")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
+BLOCKING = deploy_rules.ANYWAY_KINDS  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
 
 
 @dataclass(frozen=True)
