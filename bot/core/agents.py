@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from bot.core import authority, views
+from bot.core import standing, views
 from bot.core.events import ApprovalRequested, DeployResult, HumanResponse, ToolCalled
 from bot.core.policy import Policy
 from bot.core.thread import Thread
@@ -107,9 +107,9 @@ def thread_info(thread: Thread, policy: Policy, now: datetime, transcript: str =
 
 
 def _pending(thread: Thread, request: ApprovalRequested, policy: Policy) -> PendingApproval:
-    deciders = authority.deciders(policy, thread, request)
+    found = standing.of(thread, request, policy)
     return PendingApproval(
         approval_id=request.approval_id, service=request.service, tag=request.tag,
-        environment=request.environment, asked_by=request.asker, expires_at=request.expires_at,
-        who_may_decide=[views.shown_decider(policy, p) for p in deciders],
+        environment=request.environment, asked_by=request.asker, expires_at=found.expires_at,
+        who_may_decide=[views.shown_decider(policy, p) for p in found.deciders or ()],
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from bot.core import authority, wording
+from bot.core import standing, wording
 from bot.core.events import ApprovalRequested, principal_of
 from bot.core.people import ANYONE
 from bot.core.policy import Policy
@@ -35,18 +35,17 @@ def _pending(thread: Thread, request: ApprovalRequested, policy: Policy | None) 
     """The request, with how far it got: approvals so far (one per person), how many it
     needs, whether (and to whom) it was escalated, and who may still decide (the authority's
     answer: never whoever asked, where they may not approve)."""
-    given = thread.approvals_for(request.approval_id)
-    escalation = thread.escalation(request.approval_id)
-    deciders = authority.deciders(policy, thread, request) if policy is not None else None
+    found = standing.of(thread, request, policy)
+    given = found.given
     return {
         **request.model_dump(mode="json"),
         "approvals": [{"by": principal_of(a), "via": a.via or a.channel, "at": a.at.isoformat()} for a in given],
-        "progress": wording.approval_progress([principal_of(a) for a in given], thread.required(request.approval_id)),
-        "escalated_to": escalation.to if escalation else [],
+        "progress": wording.approval_progress([principal_of(a) for a in given], found.required),
+        "escalated_to": list(found.escalated_to),
         # `required` is what it was asked under; the rules in force may ask more since.
-        "required_now": thread.required(request.approval_id),
-        **({"who_may_decide": [shown_decider(policy, p) for p in deciders]}
-           if policy is not None and deciders is not None else {}),
+        "required_now": found.required,
+        **({"who_may_decide": [shown_decider(policy, p) for p in found.deciders]}
+           if policy is not None and found.deciders is not None else {}),
     }
 
 

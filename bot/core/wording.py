@@ -1090,6 +1090,23 @@ def approval_needed(required: int, deciders: str) -> str:
     return f"needs {required} approvals from {deciders}" if required > 1 else f"needs an approval from {deciders}"
 
 
+def deploys_once_sent() -> str:
+    return "none needed: it deploys once sent"
+
+
+def refused_at_once() -> str:
+    """The preview's approval line when a deploy rule refuses the deploy: nobody would be asked."""
+    return "none asked: sending it now is refused at once (see below)"
+
+
+PREVIEW_STOPS = {"frozen": "Freeze", "promotion": "Promotion", "checks": "CI", "recheck": "Rollback"}
+
+
+def preview_stop(kind: str) -> str:
+    """What the preview calls a deploy rule that refuses the deploy, by the refusal's kind."""
+    return PREVIEW_STOPS.get(kind, "Refused")
+
+
 def reason_in_parentheses() -> str:
     return "a reason cannot hold ( or ): it is said in parentheses after the deploy command"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.core import commands, prompt, wording
+from bot.core import commands, deploy_rules, prompt, wording
 from bot.core.catalog import Catalog
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -89,7 +89,7 @@ def _blocked_deploy(thread: Thread, before: int) -> Deploy | None:
             outcome = thread.outcome(e)
             if getattr(e, "force", None) and isinstance(outcome, Error) and outcome.kind == "validation":
                 continue
-            return e if isinstance(outcome, Error) and outcome.kind in ("checks", "frozen", "promotion") else None
+            return e if isinstance(outcome, Error) and outcome.kind in deploy_rules.ANYWAY_KINDS else None
     return None
 
 

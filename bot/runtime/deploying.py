@@ -16,10 +16,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
-from bot.core import authority, people, verification, wording
+from bot.core import authority, deploy_rules, people, verification, wording
 from bot.core.control import Interrupted, RunDeploy
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -36,11 +36,11 @@ from bot.core.events import (
     RequestMoreInformation,
     UserMessage,
 )
-from bot.core.freeze_windows import Freeze, FreezeHit, active
+from bot.core.people import Identity
 from bot.core.policy import Policy, args_hash, lock_owner
 from bot.core.prompt import redact
 from bot.core.thread import NOBODY, Thread
-from bot.runtime import promoting
+from bot.runtime import gathering
 from bot.runtime.ports import (
     Deployer,
     DeployerError,
@@ -101,6 +101,7 @@ class Deploying:
     queue: DeployQueue | None = None  # approved deploys wait here for a lock (None: they fail)
     freezes: FreezeStore | None = None  # stop-the-line freezes people set
     wake: Callable[[str], Awaitable[None]] | None = None  # hands a thread to a worker
+    rules: tuple[deploy_rules.Rule, ...] = deploy_rules.RULES  # asked before asking and before deploying
 
 
     # --- before: asking for approval ------------------------------------------------
@@ -112,9 +113,9 @@ class Deploying:
         holder = await self.locks.holder(step.environment, step.service)  # don't ask for what cannot start
         if holder:
             return Error(kind="locked", step_id=step.id, message=wording.not_deploying(holder.describe()))
-        gated = await self._gate(thread, step, checked, await self.frozen(step.environment, now), now)
-        if gated:
-            return gated
+        refused = deploy_rules.first(await self.gather(step, checked, now, thread), self.rules)
+        if refused is not None:
+            return _refused(step, refused)
         instruction = thread.instruction_for(step.id)
         asking = thread.authority(instruction)
         # Whoever acts on the request asks: in a fork, the forker asks again what was asked then.
@@ -143,8 +144,7 @@ class Deploying:
     async def current(self, step: Deploy) -> DeployRecord | None:
         """What is deployed now for the step's service in its environment: its newest deploy
         there that succeeded."""
-        records = await self.history.recent(step.environment, 1000, service=step.service)
-        return next((r for r in records if r.ok), None)
+        return await gathering.current(self.history, step)
 
     async def change(self, step: Deploy, commit: str) -> Change:
         """What deploying `commit` changes against what is deployed there now."""
@@ -160,60 +160,10 @@ class Deploying:
         commits = found.added if found.ahead else found.removed
         return base.model_copy(update={"ahead": found.ahead, "behind": found.behind, "commits": list(commits)})
 
-    async def _gate(
-        self, thread: Thread, step: Deploy, commit: str, hit: FreezeHit | None, now: datetime
-    ) -> Error | None:
-        """What stops a deploy besides its approval and the lock: the freeze that holds
-        (`hit`), a commit that has not passed the environment before (the promotion order),
-        and, where the environment has required_checks, CI checks that are not all green. An
-        approver may deploy anyway (the step's `force`, given by `forced_by`): recorded and
-        flagged."""
-        if _field(step, "force"):
-            why = self._may_force(thread, step)
-            if why:
-                return Error(kind="validation", step_id=step.id, message=why)
-            # A stop-the-line set after the "deploy anyway" was said is not what it overrode.
-            later = [f for f in (hit.freezes if hit else ()) if f.kind == "stop-the-line" and _since(f) > step.at]
-            if hit is not None and later:
-                message = wording.frozen(step.environment, later[0].reason, hit.until, later[0].source)
-                return Error(kind="frozen", step_id=step.id, message=message)
-            return None
-        if hit is not None:
-            message = wording.frozen(step.environment, hit.reason, hit.until, hit.source)
-            return Error(kind="frozen", step_id=step.id, message=message)
-        unpromoted = await promoting.refused(step, commit, self.history, self.policy, now)
-        if unpromoted:
-            return Error(kind="promotion", step_id=step.id, message=unpromoted)
-        if step.environment not in self.policy.required_checks:
-            return None
-        try:
-            versions: Versions = self.deployers[step.service]
-            checks = await versions.checks(commit)
-        except DeployerError as e:
-            return Error(kind="checks", step_id=step.id, message=wording.checks_unreadable(commit, e))
-        if checks is None:  # a local repository: no CI to ask (docs/people-and-approvals.md)
-            return None
-        failing = sorted(c.name for c in checks if c.state == "failure")
-        pending = sorted(c.name for c in checks if c.state == "pending")
-        if failing or pending:
-            return Error(kind="checks", step_id=step.id, message=wording.checks_failing(commit, failing, pending))
-        return None
-
-    def _may_force(self, thread: Thread, step: Deploy) -> str | None:
-        """Why the step's "deploy anyway" does not hold: it must come from the newest
-        instruction before the step (the one that asked for it: what people say while its
-        approval waits changes nothing), by someone who may approve there."""
-        instruction = thread.instruction_for(step.id)
-        if instruction is None or instruction.principal != _field(step, "forced_by"):
-            return wording.nothing_to_force()
-        return authority.why_not(self.policy, thread.authority(instruction), authority.DeployAnyway(step.environment))
-
-    async def frozen(self, environment: str, now: datetime) -> FreezeHit | None:
-        """The freeze that holds for `environment` now: deploybot.toml's, or a stop-the-line."""
-        held = list(self.policy.freezes)
-        if self.freezes is not None:
-            held += await self.freezes.current()
-        return active(held, environment, now)
+    async def gather(self, step: Deploy, commit: str, now: datetime, thread: Thread | None = None,
+                     asking: Identity | None = None) -> deploy_rules.Facts:
+        """What the deploy rules read of deploying `commit` as `step` now (bot/runtime/gathering.py)."""
+        return await gathering.gather(self, step, commit, now, thread, asking)
 
     # --- the deploy ------------------------------------------------------------------
 
@@ -232,11 +182,9 @@ class Deploying:
             blocked: Error | DeployQueued | None = checked
         elif isinstance(checked, DeployStarted):
             blocked = await self._lock(thread, step, now, waits=action.decision is not None)
-            if blocked is None and (stale := await self._stale_rollback(step)):
-                # Looked at again under the lock: a deploy that finished while this one waited
-                # for it is what a rollback would now replace.
+            if blocked is None and (stale := await self._overtaken(step)):
                 await self.locks.release(step.environment, checked.deploy_id, step.service)
-                blocked = Error(kind="recheck", step_id=step.id, message=wording.not_deploying(stale))
+                blocked = stale
         else:
             blocked = None
         if blocked is not None:
@@ -295,9 +243,6 @@ class Deploying:
             why = self.policy.recheck(thread.id, step, request, action.decision, now)
             if why:
                 return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(why))
-        stale = await self._stale_rollback(step)
-        if stale:
-            return Error(kind="recheck", step_id=step.id, message=wording.not_deploying(stale))
         checked = await self._check(step, thread)
         if isinstance(checked, Error):
             return checked
@@ -307,36 +252,30 @@ class Deploying:
                 step_id=step.id,
                 message=wording.not_deploying(wording.tag_moved(step.tag, checked, request.commit)),
             )
-        hit = await self.frozen(step.environment, now)
-        if verification.automatic_rollback(thread, step) is not None:
-            # A failed verification's rollback goes past a freeze, a stop-the-line and CI: it puts
-            # back what ran before. Recorded (the deploy's `force`, by deploybot).
-            past = wording.rollback_past_freeze(hit.reason) if hit is not None else ""
+        facts = await self.gather(step, checked, now, thread)  # again, right before running
+        # A failed verification's rollback goes past a freeze, a stop-the-line and CI: it puts
+        # back what ran before. Recorded (the deploy's `force`, by deploybot).
+        automatic = verification.automatic_rollback(thread, step) is not None
+        refused = deploy_rules.first(facts, self.rules, automatic_rollback=automatic)
+        hit = facts.hit
+        if refused is None:
+            past = wording.rollback_past_freeze(hit.reason) if automatic and hit is not None else ""
             return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked,
                                  past_freeze=past)
-        gated = await self._gate(thread, step, checked, hit, now)  # again, right before running
-        if isinstance(gated, Error) and gated.kind == "frozen" and request and action.decision:
+        if refused.kind == "frozen" and request and action.decision:
             if hit is not None and hit.until is not None and hit.until < request.expires_at:
                 # Approved, and the freeze ends before the approval does: wait in line for it.
                 behind = wording.frozen_waits(step.environment, hit.reason, hit.until)
                 return await self._wait(thread, step, now, behind)
-        if gated:
-            return gated
-        return DeployStarted(step_id=step.id, deploy_id=deploy_id(thread.id, step.id), commit=checked)
+        return _refused(step, refused)
 
-    async def _stale_rollback(self, step: Deploy) -> str | None:
-        """Why a rollback must not run now: the deploy it rolls back is no longer what is on
-        (someone deployed since it was planned and approved), so it would replace a deploy
-        nobody asked it to, and mark faulty one that is not on. None when it is still on."""
-        rolled_back = _field(step, "rollback_of")
-        if rolled_back is None:
+    async def _overtaken(self, step: Deploy) -> Error | None:
+        """A rollback looked at again under the lock: a deploy that finished while this one
+        waited for it is what the rollback would now replace (deploy_rules.rollback_still_on)."""
+        if not _field(step, "rollback_of"):
             return None
-        current = await self.current(step)
-        if current is None or current.deploy_id == rolled_back:
-            return None
-        return wording.rollback_overtaken(
-            step.service, current.tag, step.environment, _field(step, "rollback_from") or "an older deploy"
-        )
+        refused = deploy_rules.overtaken(step, await self.current(step))
+        return _refused(step, refused) if refused is not None else None
 
     async def _lock(
         self, thread: Thread, step: Deploy, now: datetime, waits: bool = False
@@ -583,9 +522,9 @@ def audit_trail(thread: Thread, result: DeployResult, secrets: tuple[str, ...] =
     return trail
 
 
-def _since(freeze: Freeze) -> datetime:
-    since = getattr(freeze.window, "since", None)
-    return since if isinstance(since, datetime) else datetime.min.replace(tzinfo=UTC)
+def _refused(step: Deploy, refused: deploy_rules.Refusal) -> Error:
+    """A deploy rule's refusal, as the deploy path records it."""
+    return Error(kind=refused.kind, step_id=step.id, message=refused.message)
 
 
 def _field(step: Deploy, name: str) -> str | None:

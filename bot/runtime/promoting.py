@@ -1,6 +1,6 @@
-"""Promotion in order, over the deploy history: whether a deploy to a later environment may
-go (asked by the deploy path before asking for approval and again right before running), and
-which commit `promote SERVICE to ENV` deploys. The rule itself is bot/core/promotion.py."""
+"""Promotion in order, over the deploy history: which commit `promote SERVICE to ENV` deploys.
+The rule itself is bot/core/promotion.py; the deploy path asks it among the deploy rules
+(bot/core/deploy_rules.py `promotion_order`)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,10 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from bot.core import promotion, wording
-from bot.core.events import CommandResult, Deploy, DeployService, Event, Promote
+from bot.core.events import CommandResult, DeployService, Event, Promote
 from bot.core.policy import Policy
+from bot.runtime.gathering import HISTORY_LOOKED_AT
 from bot.runtime.ports import DeployerError, History, Versions
-
-HISTORY_LOOKED_AT = 1000  # of the previous environment's deploys of the service, newest first
-
-
-async def refused(step: Deploy, commit: str, history: History, policy: Policy, now: datetime) -> str | None:
-    """Why deploying `commit` as `step` breaks the promotion order, for people and the model
-    to read; None when it may go (rollbacks always may: they put back what was on)."""
-    rules = policy.promotion
-    previous = rules.previous(step.service, step.environment)
-    if previous is None or promotion.exempt(step):
-        return None
-    records = await history.recent(previous, HISTORY_LOOKED_AT, service=step.service)
-    soak, verify = rules.soak(step.service), rules.needs_verification(step.service, previous)
-    why = promotion.refusal(commit, previous, records, now, soak, verify)
-    if why is None:
-        return None
-    last_good = (why.newest.tag, why.newest.at) if why.newest is not None else None
-    return wording.not_promoted(step.tag, commit, previous, why.missing, soak, why.deployed_at, last_good, now)
 
 
 async def plan(step: Promote, history: History, deployers: Mapping[str, Versions], policy: Policy,

@@ -15,8 +15,10 @@ from bot.adapters.http.console import grid, mine, offering, routes
 from bot.adapters.http.console.deploy_form import Asked
 from bot.core.catalog import Catalog, Service
 from bot.core.events import ApprovalRequested, DeployService, UserMessage
+from bot.core.freeze_windows import one_off
 from bot.core.people import SESSION, Directory, Identity, Person, Written
 from bot.core.policy import Policy, Timing
+from bot.core.promotion import Order, Promotion
 from bot.core.thread import Thread
 from bot.runtime.deploying import Deploying
 from bot.runtime.ports import Check, DeployRecord, Lock
@@ -136,14 +138,15 @@ def test_the_form_refuses_what_the_deploy_path_would_and_previews_the_rest():
     asyncio.run(environments.record(replace(record("production", "backend", "v1.2.3", 10), commit="c" * 40)))
     asyncio.run(environments.acquire(Lock("production", "manual:bob", "incident", NOW), None))
     step = offering.step_for(parts, "backend", "v1.3.0", "production")
-    seen = asyncio.run(offering.preview(parts, step, asyncio.run(offering.commit_of(parts, step)), "", ASKER))
+    seen = asyncio.run(offering.preview(parts, step, asyncio.run(offering.commit_of(parts, step)), ASKER, NOW))
     assert seen.lines[0] == "from v1.2.3 (ccccccc) to eeeeeee: 2 commits ahead"
     assert seen.lines[1:] == ["commits added:", "eeeeeee <b>fix</b> login (dev)", "ddddddd release v1.3.0 (dev)"]
     assert (seen.ci, seen.approval) == ("pending", "needs an approval from alice")
     assert seen.held == "not deploying: production is locked by bob since 2026-11-27 12:00 UTC: incident"
     assert seen.command("release (day)") == "deploy backend v1.3.0 to production (release day)"
     staging = offering.step_for(parts, "backend", "v1.2.2", "staging")
-    later = asyncio.run(offering.preview(parts, staging, "b" * 40, "deploys to staging are frozen", ASKER))
+    parts.policy = replace(POLICY, freezes=(one_off("staging", NOW, NOW + timedelta(hours=1), reason="sale"),))
+    later = asyncio.run(offering.preview(parts, staging, "b" * 40, ASKER, NOW))
     assert later.approval == "needs 2 approvals from alice or bob" and later.frozen and not later.held
     assert later.lines == ["nothing deployed there yet; bbbbbbb would be the first"]
 
@@ -180,3 +183,17 @@ def test_the_deploy_form_says_what_to_do_without_services_or_tags():
     assert "No services yet" in html and "[services.NAME]" in html
     html = page("deploy_form.html", service="backend", services=("backend",), **values)
     assert "backend has no tags yet" in html and "git tag v1.0.0" in html and "No services yet" not in html
+
+
+def test_a_preview_shows_the_promotion_order_refusing_and_asks_for_no_approval_it_would_not_get():
+    """The preview asks the deploy path's own rules: a commit that never passed staging is
+    refused at once for production, so the page says that, not "needs an approval"."""
+    parts, _, _ = deploying()
+    parts.policy = replace(POLICY, promotion=Promotion(Order(("staging", "production"))))
+    step = offering.step_for(parts, "backend", "v1.3.0", "production")
+    seen = asyncio.run(offering.preview(parts, step, asyncio.run(offering.commit_of(parts, step)), ASKER, NOW))
+    html = page("deploy_form.html", asked=Asked(service="backend", environment="production", tag="v1.3.0"),
+                service="backend", services=("backend",), tags=[], tags_error="", current=None, preview=seen,
+                error="", environments=ENVIRONMENTS, may_deploy=True, max_note=300)
+    assert "v1.3.0 (eeeeeee) has not been deployed to staging" in html
+    assert "needs an approval" not in html

@@ -20,6 +20,7 @@ SAMPLES = {
     "comment": "Approved in deploybot by alice, bob.",  # the GitHub gate's
     "state": "approved",
     "conclusion": "cancelled",  # a workflow run's
+    "kind": "promotion",  # a deploy rule refusal's
     "link": "https://deploybot.example.com/console/threads/t1",
     "feedback": "not during the sale",
     "public_url": "https://deploybot.example.com",

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core import authority, people, transcript, wording
+from bot.core import people, standing, transcript, wording
 from bot.core.commands import is_approval
 from bot.core.events import Event
 from bot.core.people import CLI, Identity
@@ -136,7 +136,7 @@ async def _may_not_decide(term: Terminal, thread: Thread, user: str) -> str | No
     try:
         await term.service.check_decision(thread.id, request.approval_id, who(term, user), channel="cli")
     except Refused as e:
-        deciders = people.describe(authority.deciders(term.service.policy, thread, request))
+        deciders = people.describe(standing.of(thread, request, term.service.policy).deciders or ())
         return wording.not_yours_to_decide(e.message.rstrip("."), deciders)
     return None
 

@@ -63,7 +63,7 @@ from bot.adapters.channels.deliveries import Deliveries
 from bot.adapters.channels.email_auth import proven_by
 from bot.adapters.channels.email_decision import decision
 from bot.adapters.redis import keys as names
-from bot.core import authority, wording
+from bot.core import authority, standing, wording
 from bot.core.commands import is_approval
 from bot.core.events import (
     ApprovalEscalated,
@@ -650,21 +650,23 @@ class EmailChannel:
                 request = thread.pending_approval()
                 if request is None or request.approval_id != event.approval_id:
                     return
-                text = wording.reminder(_what(request), self._deciders(thread, request), request.expires_at)
-                await self._follow_up(thread, request, self._still_asked(thread, request), text, decide=True)
+                stands = standing.of(thread, request, self.policy)
+                text = wording.reminder(_what(request), describe(stands.deciders or ()), request.expires_at)
+                await self._follow_up(thread, request, self._still_asked(thread, stands), text, decide=True)
             case ApprovalEscalated():
-                request = thread.approval(event.approval_id)
-                if request is None or thread.decision_for(request.approval_id) or thread.expiry(request.approval_id):
+                found = standing.find(thread, event.approval_id)
+                if found is None or found.closed:
                     return
+                request = found.request
                 asked = self._approver_mail_addresses(thread, request)
                 new = [a for a in self._addresses(self._deciding(thread, request, event.to)) if a not in asked]
                 await self._ask(thread, request, new, wording.escalated_to_you(_what(request), request.expires_at))
             case HumanResponse(approve=True) if event.approval_id:
-                request = thread.approval(event.approval_id)
-                if request is None or thread.required(event.approval_id) <= 1 or thread.decision_for(event.approval_id):
+                found = standing.find(thread, event.approval_id)
+                if found is None or found.required <= 1 or found.decision is not None:
                     return
-                text = render.progress_text(thread, request)
-                await self._follow_up(thread, request, self._still_asked(thread, request), text, decide=True)
+                text = render.progress_text(found)
+                await self._follow_up(thread, found.request, self._still_asked(thread, found), text, decide=True)
             case ApprovalExpired():
                 request = thread.approval(event.approval_id)
                 if request is None:
@@ -716,19 +718,19 @@ class EmailChannel:
 
     def _asked(self, thread: Thread, request: ApprovalRequested) -> list[str]:
         """Every address that got an approval email for `request`."""
-        escalation = thread.escalation(request.approval_id)
-        escalated = self._addresses(self._deciding(thread, request, escalation.to if escalation else ()))
+        escalated_to = standing.of(thread, request).escalated_to
+        escalated = self._addresses(self._deciding(thread, request, escalated_to))
         return sorted({*self._approver_mail_addresses(thread, request), *escalated})
 
-    def _still_asked(self, thread: Thread, request: ApprovalRequested) -> list[str]:
+    def _still_asked(self, thread: Thread, found: standing.Standing) -> list[str]:
         """The addresses asked whose person has not approved yet (one of several)."""
-        approved = {principal_of(a) for a in thread.approvals_for(request.approval_id)}
+        approved = {principal_of(a) for a in found.given}
         directory = self.policy.directory
-        return [a for a in self._asked(thread, request) if directory.by_email(a).principal not in approved]
+        return [a for a in self._asked(thread, found.request) if directory.by_email(a).principal not in approved]
 
     def _deciders(self, thread: Thread, request: ApprovalRequested) -> str:
         """Who may still decide on `request`, in words."""
-        return describe(authority.deciders(self.policy, thread, request))
+        return describe(standing.of(thread, request, self.policy).deciders or ())
 
     async def _send(
         self, thread: Thread | None, to: str, build: Callable[[], EmailMessage | None], link: bool = True
@@ -776,14 +778,12 @@ class EmailChannel:
 def closed(thread: Thread, approval_id: str) -> str | None:
     """Why an approval can no longer be decided, for someone whose approval code lapsed:
     it was decided, or it expired (the code lapses when the request does)."""
-    decision = thread.decision_for(approval_id)
-    if decision is not None:
-        return wording.already_decided(bool(decision.approve), decision.user, decision.at)
-    expiry = thread.expiry(approval_id)
-    if expiry is not None:
-        return wording.expired_not_deployed(expiry.expires_at)
-    request = thread.approval(approval_id)
-    return wording.expired_not_deployed(request.expires_at) if request is not None else None
+    found = standing.find(thread, approval_id)
+    if found is None:
+        return None
+    if found.decision is not None:
+        return wording.already_decided(bool(found.decision.approve), found.decision.user, found.decision.at)
+    return wording.expired_not_deployed(found.expiry.expires_at if found.expiry is not None else found.expires_at)
 
 
 def _what(request: ApprovalRequested) -> str:

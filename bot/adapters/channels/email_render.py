@@ -19,7 +19,7 @@ import unicodedata
 from email.message import EmailMessage
 from email.utils import make_msgid
 
-from bot.core import wording
+from bot.core import standing, wording
 from bot.core.events import ApprovalRequested, Cancelled, Event, HumanResponse, LockTaken, SenderConfirmationRequested
 from bot.core.notices import notice
 from bot.core.thread import Thread
@@ -60,19 +60,19 @@ def text_for(thread: Thread, event: Event) -> str | None:
 
 def _approved(thread: Thread, request: ApprovalRequested, event: HumanResponse) -> str:
     """An approval: with several needed, how far the request got (a progress line)."""
-    required = thread.required(request.approval_id)  # under the rules in force, if they changed
+    found = standing.of(thread, request)
+    required = found.required  # under the rules in force, if they changed
     if required <= 1:
         return f"Approved by {decider(event)}."
-    given = [decider(a) for a in thread.approvals_for(request.approval_id)]
-    if thread.decision_for(request.approval_id) is None:
+    given = [decider(a) for a in found.given]
+    if found.decision is None:
         return wording.approved_by_so_far(decider(event), given, required)
     return wording.approved_by_all(decider(event), given, required)
 
 
-def progress_text(thread: Thread, request: ApprovalRequested) -> str:
+def progress_text(found: standing.Standing) -> str:
     """The progress line an approver gets in their approval email thread."""
-    given = [decider(a) for a in thread.approvals_for(request.approval_id)]
-    return wording.approval_still_open(given, thread.required(request.approval_id))
+    return wording.approval_still_open([decider(a) for a in found.given], found.required)
 
 
 def decider(decision: HumanResponse) -> str:

@@ -48,6 +48,7 @@ from bot.adapters import github_api, outbound
 from bot.adapters.channels.deliveries import Deliveries, Record
 from bot.adapters.channels.github_gate import Gated
 from bot.adapters.redis import keys
+from bot.core import standing
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
@@ -150,10 +151,10 @@ def _finished(thread: Thread, result: DeployResult) -> Update | None:
 
 
 def _rejected(thread: Thread, reply: HumanResponse, approval_id: str) -> Update | None:
-    request = thread.approval(approval_id)
-    decision = thread.decision_for(approval_id)
-    if request is None or decision is None or decision.id != reply.id:
+    found = standing.find(thread, approval_id)
+    if found is None or found.decision is None or found.decision.id != reply.id:
         return None  # not the rejection that closed it
+    request = found.request
     if reply.at > request.expires_at:  # a reply that closed an approval nobody decided
         why = "approval expired"
     else:
@@ -194,8 +195,8 @@ def _who(principal: str) -> str:
 
 def _closing_approval(thread: Thread, step_id: str) -> HumanResponse | None:
     request = thread.approval_for(step_id)
-    decision = thread.decision_for(request.approval_id) if request else None
-    return decision if decision is not None and decision.approve else None
+    found = standing.of(thread, request) if request is not None else None
+    return found.decision if found is not None and found.state == "approved" else None
 
 
 def _step(thread: Thread, step_id: str) -> Deploy | None:

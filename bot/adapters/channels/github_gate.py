@@ -49,7 +49,7 @@ from bot.adapters import outbound
 from bot.adapters.channels.deliveries import Deliveries
 from bot.adapters.github_api import AppAuth
 from bot.adapters.redis import keys
-from bot.core import wording
+from bot.core import standing, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
@@ -241,10 +241,10 @@ class GitHubGate:
         link = self.link(thread.id)
         match event:
             case HumanResponse(approval_id=str(approval_id), approve=False):
-                request, decision = thread.approval(approval_id), thread.decision_for(approval_id)
-                if request is None or decision is None or decision.id != event.id:
+                found = standing.find(thread, approval_id)
+                if found is None or found.decision is None or found.decision.id != event.id:
                     return None
-                if event.at > request.expires_at:
+                if event.at > found.expires_at:
                     return wording.gate_expired(link)
                 return wording.gate_rejected(principal_of(event), event.text, link)
             case ApprovalExpired():
@@ -281,7 +281,7 @@ class GitHubGate:
         request = thread.approval_for(step_id)
         if request is None:
             return None
-        given = thread.approvals_for(request.approval_id)
+        given = standing.of(thread, request).given
         return ", ".join(dict.fromkeys(a.person or a.user for a in given if a.approve))
 
     async def _follow(self, gated: Gated) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.channels import slack_blocks as blocks
 from bot.adapters.channels.slack.web import EVENT_TTL
 from bot.adapters.redis import keys as names
-from bot.core import authority, wording
+from bot.core import standing, wording
 from bot.core.events import (
     ApprovalEscalated,
     ApprovalExpired,
@@ -157,8 +157,9 @@ class SlackNotifier:
     async def _show_approval(self, thread: Thread, approval_id: str, channel: str, key: Callable[[str], str]) -> None:
         """Update the approval's message in this Slack thread, if it was posted, to show where it stands."""
         ts = await self.inbox.lookup(key(approval_id))
-        if ts and (shown := _approval_blocks(thread, approval_id)):
-            await self.web.chat_update(channel=channel, ts=ts, **shown)
+        found = standing.find(thread, approval_id)
+        if ts and found is not None:
+            await self.web.chat_update(channel=channel, ts=ts, **_approval_blocks(found, thread.id))
 
     # --- direct messages to whoever an approval is escalated to ----------------------------
 
@@ -168,29 +169,27 @@ class SlackNotifier:
         lapsed, or someone approves one of several, those messages are updated like the one
         in the thread."""
         if isinstance(event, ApprovalEscalated):
-            request = thread.approval(event.approval_id)
-            if request is None or thread.decision_for(request.approval_id) or thread.expiry(request.approval_id):
+            found = standing.find(thread, event.approval_id)
+            if found is None or found.closed:
                 return
+            request = found.request
             for user in self._slack_ids(event.to):
                 name = names.slack_dm_approval(request.approval_id, user)
                 if await self.inbox.lookup(name):
                     continue  # asked already (the event was published again)
                 posted = await self.web.chat_postMessage(
                     channel=user, text=blocks.fallback_text(request, thread.id),
-                    blocks=blocks.approval_request(
-                        thread.id, request, thread.approvals_for(request.approval_id), blocks.escalated_note(request)
-                    ),
+                    blocks=blocks.approval_request(thread.id, request, found.given, blocks.escalated_note(request)),
                 )
                 await self.inbox.link(name, f"{posted['channel']} {posted['ts']}")
         elif isinstance(event, HumanResponse | ApprovalExpired) and event.approval_id:
             if isinstance(event, HumanResponse) and event.approve is None:
                 return
-            escalation = thread.escalation(event.approval_id)
-            request = thread.approval(event.approval_id)
-            if escalation is None or request is None:
+            found = standing.find(thread, event.approval_id)
+            if found is None or found.escalation is None:
                 return
-            shown = _approval_blocks(thread, event.approval_id, blocks.escalated_note(request))
-            for user in self._slack_ids(escalation.to):
+            shown = _approval_blocks(found, thread.id, blocks.escalated_note(found.request))
+            for user in self._slack_ids(found.escalated_to):
                 where = await self.inbox.lookup(names.slack_dm_approval(event.approval_id, user))
                 if where and shown:
                     channel, _, ts = where.partition(" ")
@@ -212,27 +211,21 @@ class SlackNotifier:
 
     def _deciders(self, thread: Thread, request: ApprovalRequested) -> list[str]:
         assert self.policy is not None
-        return authority.deciders(self.policy, thread, request)
+        return list(standing.of(thread, request, self.policy).deciders or ())
 
 
-def _approval_blocks(thread: Thread, approval_id: str, note: str = "") -> dict[str, Any] | None:
+def _approval_blocks(found: standing.Standing, thread_id: str, note: str = "") -> dict[str, Any]:
     """What an approval message shows now (`text` and `blocks` for chat.update): decided,
     lapsed, or still open with the approvals it got so far (buttons kept; `note` on top)."""
-    request = thread.approval(approval_id)
-    if request is None:
-        return None
     # Shown against the rules in force (they may ask more than when it was asked).
-    request = request.model_copy(update={"required": thread.required(approval_id)})
-    approvals = thread.approvals_for(approval_id)
-    decision = thread.decision_for(approval_id)
-    expiry = thread.expiry(approval_id)
-    if decision is not None:
-        shown = blocks.decided(request, decision, thread.id, approvals)
-    elif expiry is not None:
-        shown = blocks.expired(request, expiry.expires_at, thread.id)
+    request = found.request.model_copy(update={"required": found.required})
+    if found.decision is not None:
+        shown = blocks.decided(request, found.decision, thread_id, found.given)
+    elif found.expiry is not None:
+        shown = blocks.expired(request, found.expiry.expires_at, thread_id)
     else:
-        shown = blocks.approval_request(thread.id, request, approvals, note)
-    return {"text": blocks.fallback_text(request, thread.id), "blocks": shown}
+        shown = blocks.approval_request(thread_id, request, found.given, note)
+    return {"text": blocks.fallback_text(request, thread_id), "blocks": shown}
 
 
 def _notify_approval(approval_id: str, channel: str) -> str:

@@ -12,6 +12,7 @@ from bot.adapters.http.console.board import BOARD_SCAN
 from bot.adapters.http.console.forms import back, text
 from bot.adapters.http.console.routes import PREFIX, Console
 from bot.adapters.http.shared import MAX_TEXT_CHARS
+from bot.core import standing
 
 DECIDED_SCAN = 50  # recent threads the approvals page looks through for decided approvals
 DECIDED_SHOWN = 50
@@ -58,5 +59,6 @@ async def _decide(console: Console, request: Request, thread_id: str, approval_i
     if not console.parts.llm_configured:
         notice = "rejected-no-model"
     if approve:
-        notice = "approved" if thread.decision_for(approval_id) is not None else "approved-partly"
+        decided = standing.find(thread, approval_id)
+        notice = "approved" if decided is not None and decided.decision is not None else "approved-partly"
     return back(fields, f"{PREFIX}/threads/{thread_id}", notice)

@@ -9,14 +9,13 @@ page, before anything is stored."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from bot.adapters.http.console import model, offering
-from bot.adapters.http.console.board import HISTORY_LIMIT, stopped_now
+from bot.adapters.http.console.board import HISTORY_LIMIT
 from bot.adapters.http.console.forms import back
 from bot.adapters.http.console.routes import PREFIX, Console, Viewer
 from bot.core import authority, commands, wording
@@ -135,6 +134,5 @@ async def _tags(deploying: Deploying, service: str | None, current: str) -> tupl
 async def _preview(console: Console, asked: Asked, who: Viewer) -> offering.Preview:
     deploying = console.parts.deploying
     step = offering.step_for(deploying, asked.service, asked.tag, asked.environment)
-    commit, stopped = await asyncio.gather(offering.commit_of(deploying, step), stopped_now(console))
-    hit = model.freezing([*console.policy.freezes, *stopped], step.environment, console.service.clock())
-    return await offering.preview(deploying, step, commit, hit.words if hit else "", who.identity)
+    commit = await offering.commit_of(deploying, step)
+    return await offering.preview(deploying, step, commit, who.identity, console.service.clock())

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import authority, outcomes, people, transcript, verification, wording
+from bot.core import authority, deploy_rules, outcomes, people, standing, transcript, verification, wording
 from bot.core.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -35,7 +35,7 @@ from bot.core.events import (
 from bot.core.freeze_windows import ALL, HORIZON, Freeze, FreezeHit, active, occurrences
 from bot.core.people import Identity
 from bot.core.policy import Policy, lock_owner
-from bot.core.thread import Thread
+from bot.core.thread import ApprovalRules, Thread
 from bot.runtime.deploying import audit_trail
 from bot.runtime.ports import DeployRecord, Lock
 
@@ -122,45 +122,35 @@ class Approval:
 
 def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -> list[Approval]:
     """Every approval request of `thread`, newest first."""
-    pending = thread.pending_approval(now)
-    open_one = thread.pending_approval()
     found = []
     for request in thread.of(ApprovalRequested):
-        made = thread.decision_for(request.approval_id)
-        escalation = thread.escalation(request.approval_id)
-        expiry = thread.expiry(request.approval_id) if made is None else None
-        approved = thread.approvals_for(request.approval_id)
-        given = tuple(e.person or e.user for e in approved)
-        is_pending = pending is not None and pending.approval_id == request.approval_id
+        stands = standing.of(thread, request, policy, now)
+        given = tuple(e.person or e.user for e in stands.given)
         why_not = authority.why_not(policy, viewer, authority.Decide(thread, request))
-        if why_not is None and any(principal_of(e) == viewer.principal for e in approved):
-            why_not = wording.already_approved_by_you(len(given), thread.required(request.approval_id))
-        closed = made is not None or expiry is not None
+        if why_not is None and any(principal_of(e) == viewer.principal for e in stands.given):
+            why_not = wording.already_approved_by_you(len(given), stands.required)
         found.append(Approval(
             thread_id=thread.id,
             request=request,
             asked=_asked_before(thread, request),
-            who_may_decide=describe_deciders(policy, request.environment, authority.deciders(policy, thread, request)),
+            who_may_decide=describe_deciders(policy, request.environment, list(stands.deciders or ())),
             why_not=why_not,
-            decided=decision(made) if made is not None else None,
-            pending=is_pending,
-            expired=expiry is not None or (
-                made is None and open_one is not None and open_one.approval_id == request.approval_id
-                and not is_pending),
+            decided=decision(stands.decision) if stands.decision is not None else None,
+            pending=stands.state == "open",
+            expired=stands.state == "expired",
             given=given,
-            escalation=escalation,
-            reminders=thread.reminded(request.approval_id),
-            expiry=expiry,
-            required=thread.required(request.approval_id),
-            rules_then=_rules_then(thread, request.approval_id) if closed else "",
+            escalation=stands.escalation,
+            reminders=stands.reminders,
+            expiry=stands.expiry,
+            required=stands.required,
+            rules_then=_rules_then(stands.rules) if stands.closed else "",
         ))
     return found[::-1]
 
 
-def _rules_then(thread: Thread, approval_id: str) -> str:
+def _rules_then(rules: ApprovalRules) -> str:
     """The rules a closed approval was decided under: those it was asked under, or the
     newer ones recorded with its decision (ApprovalRulesChanged), not today's."""
-    rules = thread.approval_rules(approval_id)
     return wording.rules_then(rules.required, names(rules.approvers or ()))
 
 
@@ -423,7 +413,7 @@ def verifying(thread: Thread, viewer: Identity, policy: Policy) -> Verifying | N
                      authority.why_not(policy, viewer, authority.SkipVerification(started.environment)))
 
 
-BLOCKING = ("checks", "frozen", "promotion")  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
+BLOCKING = deploy_rules.ANYWAY_KINDS  # what "deploy anyway" goes past (bot.runtime.agent._blocked_deploy)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """What the console's deploy form offers and shows before anything is asked: a service's tags,
 newest first, with their commit subjects and CI state where known, and the change preview of
 one of them against what is deployed in the environment now. Read through the deploy path's
-own parts (bot.runtime.deploying.Deploying: the service's Versions, its `change`), so the
-form previews exactly what the approval will show; the rules (policy, locks, freezes) are
-only read here, to say what will happen: the thread applies them.
+own parts (bot.runtime.deploying.Deploying: the service's Versions, its `change`, the facts
+it gathers and the deploy rules it asks), so the form previews exactly what the approval will
+show and every rule that would refuse it; they are only read here, to say what will happen:
+the thread applies them.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from bot.adapters.http.console import model
-from bot.core import authority, commands, wording
+from bot.core import authority, commands, deploy_rules, wording
 from bot.core.events import Change, DeployService, Error, GitTag
 from bot.core.people import Identity
 from bot.runtime.deploying import Deploying
@@ -110,11 +112,29 @@ class Preview:
     ci: CiState
     approval: str  # who must approve, "" where nobody must (an unprotected environment)
     held: str  # what the bot would say of the lock that stops it now, "" when none
-    frozen: str  # the freeze that would stop it now, "" when none
+    stops: tuple[deploy_rules.Refusal, ...] = ()  # every deploy rule that would refuse it now, in order
 
     @property
     def lines(self) -> list[str]:
         return wording.change_lines(self.change)
+
+    @property
+    def frozen(self) -> str:
+        """The freeze that would stop it now, "" when none."""
+        return next((s.message for s in self.stops if s.kind == "frozen"), "")
+
+    @property
+    def stopping(self) -> list[tuple[str, str, str]]:
+        """Each rule that refuses it, as the page lists them: its label, kind and words."""
+        return [(wording.preview_stop(s.kind), s.kind, s.message) for s in self.stops]
+
+    @property
+    def asks(self) -> str:
+        """What sending it would ask for: nobody where a rule refuses it at once (the thread
+        would say so, and ask no approval), else who must approve, if anyone."""
+        if self.stops:
+            return wording.refused_at_once()
+        return self.approval or wording.deploys_once_sent()
 
     def command(self, reason: str) -> str:
         """What sending it says, as the person: the exact chat command."""
@@ -151,19 +171,21 @@ async def commit_of(deploying: Deploying, step: DeployService) -> str:
     return found
 
 
-async def preview(deploying: Deploying, step: DeployService, commit: str, frozen: str, asking: Identity) -> Preview:
+async def preview(deploying: Deploying, step: DeployService, commit: str, asking: Identity, now: datetime) -> Preview:
     """The change `step` makes against what is deployed now, and what would stop or hold it
-    now (`frozen`: the freeze's words, read by the caller with the stops people set), for a
-    deploy `asking` asks for: who could approve it never includes them where they may not."""
+    at `now` (the lock, and every deploy rule that refuses it, from the facts the deploy path
+    gathers), for a deploy `asking` asks for: who could approve it never includes them where
+    they may not."""
     policy = deploying.policy
     approval = ""
     if policy.needs_approval(step.environment):
         deciders = authority.deciders_for(policy, step.environment, [asking])
         shown = model.describe_deciders(policy, step.environment, deciders)
         approval = wording.approval_needed(policy.timing_for(step.environment).required, shown)
-    change, ci, holder = await asyncio.gather(
+    change, ci, holder, facts = await asyncio.gather(
         deploying.change(step, commit), _ci(deploying.deployers[step.service], commit),
-        deploying.locks.holder(step.environment, step.service),
+        deploying.locks.holder(step.environment, step.service), deploying.gather(step, commit, now, asking=asking),
     )
     return Preview(step.service, step.tag, step.environment, commit, change, ci, approval,
-                   wording.not_deploying(holder.describe()) if holder else "", frozen)
+                   wording.not_deploying(holder.describe()) if holder else "",
+                   tuple(deploy_rules.every(facts, deploying.rules)))
