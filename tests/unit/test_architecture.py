@@ -1,19 +1,21 @@
 """Imports flow one way, and the layers are the folders of bot/:
 
     bot/__main__.py, bot/wiring  builds and starts everything (the composition root)
-    bot/config                   settings: the only reader of the environment (it may parse with
-                                 what the adapters export, e.g. a deploy command's argv)
+    bot/config                   settings: the only reader of the environment; it imports no adapter
+                                 (what it shares with them, e.g. a deploy command's argv, is in the core)
     bot/adapters/<edge>          each talks to one outside thing; edges never import each other
     bot/runtime                  sequences the rules over the ports
     bot/core                     the pure rules and words: no I/O, no clock, no environment
 
 Read from the source with `ast`, so it cannot drift; a module outside every layer fails, so a
-new one is placed on purpose. The same direction is also declared for import-linter in
+new one is placed on purpose. The tree is read and parsed once a
+session (`parsed`), not once a test. The same direction is also declared for import-linter in
 pyproject.toml (`lint-imports`, run by `make lint`)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 BOT = Path(__file__).resolve().parents[2] / "bot"
@@ -35,24 +37,43 @@ IO_LIBRARIES = {
 RUNTIME_IO = {"asyncio", "os", "socket", "time", "tenacity"}
 
 
+@functools.cache
+def parsed(root: Path) -> dict[str, tuple[Path, str, ast.Module]]:
+    """Every module under `root`, read and parsed once a session: its root-relative dotted
+    name (a package as `name.__init__`) -> its path, its source and its tree."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text()
+        found[".".join(path.relative_to(root).with_suffix("").parts)] = (path, source, ast.parse(source, str(path)))
+    return found
+
+
 def modules() -> dict[str, set[str]]:
     """bot-relative dotted module name -> the bot-relative dotted names it imports, and the
     first part of every outside import."""
+    return _imports(BOT)
+
+
+@functools.cache
+def _imports(root: Path) -> dict[str, set[str]]:
     found = {}
-    for path in BOT.rglob("*.py"):
-        rel = path.relative_to(BOT)
+    for name, (_, _, tree) in parsed(root).items():
         imports = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 imports |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
-                package = BOT.parent.joinpath(*node.module.split(".")).is_dir()
-                if package:  # `from bot.adapters.redis import keys` imports bot.adapters.redis.keys
-                    imports |= {f"{node.module}.{a.name}" for a in node.names}
-                else:
-                    imports.add(node.module)
-        found[".".join(rel.with_suffix("").parts)] = imports
+                # `from bot.adapters.redis import keys` imports bot.adapters.redis.keys;
+                # `from bot.core.wording import utc` imports bot.core.wording.
+                imports |= {_module(root, node.module, a.name) for a in node.names}
+        found[name] = imports
     return found
+
+
+def _module(root: Path, module: str, name: str) -> str:
+    """What `from module import name` imports: the submodule `name` when there is one."""
+    below = root.parent.joinpath(*module.split("."), name)
+    return f"{module}.{name}" if below.is_dir() or below.with_suffix(".py").is_file() else module
 
 
 def ours(imports: set[str]) -> set[str]:
@@ -131,15 +152,22 @@ def test_nothing_below_the_root_imports_it():
             assert not wrong, (name, wrong)
 
 
+def test_config_imports_no_adapter():
+    """Settings are read before any adapter exists, and handed to them by the root; what both
+    need (a deploy command's argv, where the data lives) sits in the core."""
+    for name, imports in modules().items():
+        if layer(name) == "config":
+            wrong = {i for i in ours(imports) if layer(i) == "adapters"}
+            assert not wrong, f"{name} imports {sorted(wrong)}: config imports no adapter"
+
+
 def test_only_settings_reads_the_environment():
     # The deploy command is given an allow-listed part of the bot's environment (deployers.command);
     # dry_run IS a deploy command, reading what it was given.
     allowed = {"config.settings", "adapters.deployers.command", "adapters.deployers.dry_run"}
-    for path in BOT.rglob("*.py"):
-        name = ".".join(path.relative_to(BOT).with_suffix("").parts)
+    for name, (_, source, _) in parsed(BOT).items():
         if layer(name) in SUPPORT or name in allowed:
             continue
-        source = path.read_text()
         assert "os.environ" not in source and "getenv" not in source, name
 
 
@@ -176,10 +204,10 @@ def long_functions(root: Path) -> list[str]:
     left out) longer than MAX_FUNCTION_LINES, from its `def` (decorators not counted) to its
     last line."""
     found = []
-    for path in sorted(root.rglob("*.py")):
+    for path, _, tree in parsed(root).values():
         if "baml_client" in path.relative_to(root).parts:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
