@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # only a type here: events imports people, which imports wording
-    from bot.core.events import Change, GitTag
+from bot.core.events import Change, GitTag  # the events import no wording (no import circle)
 
 
 def utc(at: datetime) -> str:

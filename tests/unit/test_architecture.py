@@ -8,7 +8,7 @@
     bot/core                     the pure rules and words: no I/O, no clock, no environment
 
 Read from the source with `ast`, so it cannot drift; a module outside every layer fails, so a
-new one is placed on purpose. The tree is read and parsed once a
+new one is placed on purpose; no import circle anywhere. The tree is read and parsed once a
 session (`parsed`), not once a test. The same direction is also declared for import-linter in
 pyproject.toml (`lint-imports`, run by `make lint`)."""
 
@@ -194,6 +194,100 @@ def test_a_wrong_import_is_caught(tmp_path):
             raise AssertionError("a core module importing an adapter was not caught")
     finally:
         globals()["BOT"] = saved
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules under `root` it imports (a package as `name.__init__`), relative
+    imports too, inside functions and `if TYPE_CHECKING:` too: a circle hidden in either is
+    still one. Generated code is left out: it is not ours to change."""
+    graph = {}
+    for name, (_, _, tree) in parsed(root).items():
+        if name.split(".")[0] in GENERATED:
+            continue
+        graph[name] = {m for node in ast.walk(tree) for m in _imported(root, name, node)} - {name}
+    return graph
+
+
+GENERATED = {"baml_client"}
+
+
+def _imported(root: Path, name: str, node: ast.AST) -> set[str]:
+    """The modules under `root` that one import statement in module `name` imports."""
+    if isinstance(node, ast.Import):
+        return {m for a in node.names if (m := _node(root, _ours(root, a.name)))}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    if node.level:  # relative: from the package `name` is in, one level up per extra dot
+        package = name.split(".")[:-1]
+        base = package[: len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+    else:
+        base = _ours(root, node.module or "")
+    if base is None:
+        return set()
+    return {m for a in node.names if (m := _node(root, [*base, a.name]) or _node(root, base))}
+
+
+def _ours(root: Path, dotted: str) -> list[str] | None:
+    """`bot.core.events` as ['core', 'events'] (root-relative); None for an outside module."""
+    parts = dotted.split(".")
+    return parts[1:] if parts[0] == root.name else None
+
+
+def _node(root: Path, parts: list[str] | None) -> str | None:
+    """The module `parts` names under `root` (a package as `name.__init__`), None when none."""
+    if parts is None:
+        return None
+    if parts and root.joinpath(*parts).with_suffix(".py").is_file():
+        return ".".join(parts)
+    return ".".join([*parts, "__init__"]) if root.joinpath(*parts, "__init__.py").is_file() else None
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle: the modules that reach each other through their imports, sorted."""
+    reach = {name: _reachable(graph, name) for name in graph}
+    found = {frozenset(m for m in reach[name] if name in reach[m]) for name in graph if name in reach[name]}
+    return sorted(sorted(circle) for circle in found)
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_no_import_circle():
+    assert circles(import_graph(BOT)) == [], "modules that import each other, directly or round a circle"
+
+
+def test_an_import_circle_is_caught(tmp_path):
+    """The check itself can fail: a circle through a package's face and a function's own
+    import is found, and one of relative imports; a module that only imports them is in none,
+    and generated code is left out."""
+    fake = tmp_path / "bot"
+    for folder in ("core/words", "adapters", "baml_client"):
+        (fake / folder).mkdir(parents=True)
+    files = {
+        "core/events.py": "from bot.core.people import Identity\n",
+        "core/people.py": "from bot.core import words\n",
+        "core/words/__init__.py": "from bot.core.words.asking import ask\n",
+        "core/words/asking.py": "def ask():\n    from bot.core.events import Event\n",
+        "core/chain.py": "import bot.core.events\nfrom bot.core.words import ask\n",
+        "adapters/a.py": "from . import b\n",
+        "adapters/b.py": "from .a import x\n",
+        "baml_client/__init__.py": "from . import gen\n",
+        "baml_client/gen.py": "from . import x\n",
+    }
+    for path, source in files.items():
+        (fake / path).write_text(source)
+    assert circles(import_graph(fake)) == [
+        ["adapters.a", "adapters.b"],
+        ["core.events", "core.people", "core.words.__init__", "core.words.asking"],
+    ]
 
 
 MAX_FUNCTION_LINES = 80  # a function longer than this is doing several things: split it
