@@ -17,8 +17,8 @@ from redis.asyncio import Redis
 
 from bot.adapters.redis import connect
 from bot.adapters.redis import embedded as embedded_redis
-from bot.adapters.redis.connect import RedisTarget
 from bot.config.settings import Settings
+from bot.core.redis_target import RedisTarget
 from bot.testing import cluster
 from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_llm import FakeLlm

@@ -12,11 +12,12 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from bot.adapters.redis.connect import RedisTarget, client
+from bot.adapters.redis.connect import client
 from bot.adapters.redis.threads import RedisThreadStore
 from bot.config.settings import Settings
 from bot.core.people import Identity
 from bot.core.policy import Policy
+from bot.core.redis_target import RedisTarget
 from bot.runtime.service import LOADS_AT_ONCE, ThreadService
 from bot.testing.cluster import clean_env
 from bot.wiring.app import App

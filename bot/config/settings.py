@@ -37,16 +37,16 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.adapters.deployers.command import DRY_RUN, command_argv
-from bot.adapters.redis.connect import RedisTarget
 from bot.config import settings_file
 from bot.config.settings_file import DeployerKind, FileConfig, FileError
 from bot.core import wording
 from bot.core.catalog import LEGACY_SERVICES, Catalog, Service
+from bot.core.deploy_command import DRY_RUN, command_argv
 from bot.core.gate import GateRule, service_for
 from bot.core.people import Directory
 from bot.core.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.core.prompt import CONTEXT_BUDGET, MIN_BUDGET
+from bot.core.redis_target import RedisTarget
 from bot.core.triggers import Schedule, Trigger, email_targets, slack_targets
 from bot.core.verification import VerifyPlan
 

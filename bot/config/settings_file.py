@@ -37,7 +37,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.adapters.deployers.command import command_argv
+from bot.core.deploy_command import command_argv
 from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
 from bot.core.gate import GateRule
 from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written

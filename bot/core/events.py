@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from bot.core.people import Identity
+from bot.core.identity import Identity
 
 
 def new_id() -> str:

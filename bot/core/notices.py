@@ -1,7 +1,7 @@
 """What the bot tells people in a chat or mail thread when an event is recorded. Pure.
 
 Channels add their own formatting (Slack emoji and mentions, email plain text); what is
-said, and when, is decided once, here (the words themselves are in wording.py).
+said, and when, is decided once, here (the words themselves are in bot/core/wording/).
 """
 
 from __future__ import annotations

@@ -32,22 +32,26 @@ from types import MappingProxyType
 
 from bot.core import wording
 
+# An identity and the ways one is seen live in bot/core/identity.py, which the events import
+# without importing people (and the wording people needs); its callers may import them here too.
+from bot.core.identity import (
+    AGENT,
+    API,
+    BOT_USER,
+    CLI,
+    EMAIL,
+    GITHUB,
+    NAME,
+    SESSION,
+    SLACK,
+    TOKEN,
+    Identity,
+)
+from bot.core.identity import ANONYMOUS as ANONYMOUS
+from bot.core.identity import SERVICE as SERVICE
+
 ANYONE = "*"
 GROUP = "group:"
-
-# How an identity was seen: its `via`.
-SLACK = "slack"
-EMAIL = "email"
-TOKEN = "token"  # a personal API token; evidence: the token id
-SESSION = "session"  # a signed-in web session; evidence: the session id
-NAME = "name"  # named by someone trusted (a test; the API in open mode); evidence: the name
-API = "api"  # named by the shared API token's `user`, which proves nothing; evidence: the name
-CLI = "cli"  # named with the CLI's --user (it runs where the bot's secrets are); evidence: the name
-GITHUB = "github"  # GitHub's word about its own user (a signed delivery); evidence: the login
-AGENT = "agent"  # an AI agent of deploybot.toml's [agents]; evidence: its name (its principal: agent:NAME)
-
-# The bot itself: never decides, locks or unlocks (events it records carry this user).
-BOT_USER = "deploybot"
 
 OPEN_MODE_NOTICE = (
     "no approvers are configured (no deploybot.toml, no APPROVERS or APPROVER_EMAILS): "
@@ -92,37 +96,6 @@ class Agent:
     def label(self) -> str:
         """How people see it: `claude-code (agent of alice)`."""
         return wording.agent_name(self.name, self.owner)
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who did something: `person` None means unknown (no powers but `*`)."""
-
-    person: str | None
-    via: str
-    evidence: str
-
-    @property
-    def known(self) -> bool:
-        return self.person is not None
-
-    @property
-    def principal(self) -> str:
-        """What rules compare: the person, else the raw channel id (`slack:U9`)."""
-        return self.person if self.person is not None else f"{self.via}:{self.evidence}"
-
-    @property
-    def label(self) -> str:
-        """How messages name them."""
-        return self.person if self.person is not None else self.evidence
-
-
-# The shared API_TOKEN: the bot's service identity. It may launch threads, read and send
-# free text; it never decides, locks, unlocks or bypasses anything.
-SERVICE = Identity(None, TOKEN, "api")
-# No credentials at all, on a path that asks for none (the web console, which shows a sign-in
-# page): nobody, with no powers.
-ANONYMOUS = Identity(None, "anonymous", "")
 
 
 class Directory:

@@ -78,7 +78,8 @@ async def test_a_reconnect_asks_the_sentinels_and_never_lands_on_the_old_master_
     """redis-py reconnects a dropped connection to the address it had (its issues #3874,
     #3560). If the old master is back by then, restarted and not yet made a replica, it takes
     writes that vanish when it becomes one: the chaos suite lost threads that way."""
-    from bot.adapters.redis.connect import RedisTarget, client
+    from bot.adapters.redis.connect import client
+    from bot.core.redis_target import RedisTarget
 
     redis = client(RedisTarget("sentinel", sentinels=tuple(
         ("127.0.0.1", s.port) for s in sentinels.sentinels), master=MASTER_NAME))

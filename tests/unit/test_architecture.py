@@ -1,19 +1,21 @@
 """Imports flow one way, and the layers are the folders of bot/:
 
     bot/__main__.py, bot/wiring  builds and starts everything (the composition root)
-    bot/config                   settings: the only reader of the environment (it may parse with
-                                 what the adapters export, e.g. a deploy command's argv)
+    bot/config                   settings: the only reader of the environment; it imports no adapter
+                                 (what it shares with them, e.g. a deploy command's argv, is in the core)
     bot/adapters/<edge>          each talks to one outside thing; edges never import each other
     bot/runtime                  sequences the rules over the ports
     bot/core                     the pure rules and words: no I/O, no clock, no environment
 
 Read from the source with `ast`, so it cannot drift; a module outside every layer fails, so a
-new one is placed on purpose. The same direction is also declared for import-linter in
+new one is placed on purpose; no import circle anywhere. The tree is read and parsed once a
+session (`parsed`), not once a test. The same direction is also declared for import-linter in
 pyproject.toml (`lint-imports`, run by `make lint`)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 BOT = Path(__file__).resolve().parents[2] / "bot"
@@ -35,24 +37,43 @@ IO_LIBRARIES = {
 RUNTIME_IO = {"asyncio", "os", "socket", "time", "tenacity"}
 
 
+@functools.cache
+def parsed(root: Path) -> dict[str, tuple[Path, str, ast.Module]]:
+    """Every module under `root`, read and parsed once a session: its root-relative dotted
+    name (a package as `name.__init__`) -> its path, its source and its tree."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text()
+        found[".".join(path.relative_to(root).with_suffix("").parts)] = (path, source, ast.parse(source, str(path)))
+    return found
+
+
 def modules() -> dict[str, set[str]]:
     """bot-relative dotted module name -> the bot-relative dotted names it imports, and the
     first part of every outside import."""
+    return _imports(BOT)
+
+
+@functools.cache
+def _imports(root: Path) -> dict[str, set[str]]:
     found = {}
-    for path in BOT.rglob("*.py"):
-        rel = path.relative_to(BOT)
+    for name, (_, _, tree) in parsed(root).items():
         imports = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 imports |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
-                package = BOT.parent.joinpath(*node.module.split(".")).is_dir()
-                if package:  # `from bot.adapters.redis import keys` imports bot.adapters.redis.keys
-                    imports |= {f"{node.module}.{a.name}" for a in node.names}
-                else:
-                    imports.add(node.module)
-        found[".".join(rel.with_suffix("").parts)] = imports
+                # `from bot.adapters.redis import keys` imports bot.adapters.redis.keys;
+                # `from bot.core.wording import utc` imports bot.core.wording.
+                imports |= {_module(root, node.module, a.name) for a in node.names}
+        found[name] = imports
     return found
+
+
+def _module(root: Path, module: str, name: str) -> str:
+    """What `from module import name` imports: the submodule `name` when there is one."""
+    below = root.parent.joinpath(*module.split("."), name)
+    return f"{module}.{name}" if below.is_dir() or below.with_suffix(".py").is_file() else module
 
 
 def ours(imports: set[str]) -> set[str]:
@@ -131,15 +152,22 @@ def test_nothing_below_the_root_imports_it():
             assert not wrong, (name, wrong)
 
 
+def test_config_imports_no_adapter():
+    """Settings are read before any adapter exists, and handed to them by the root; what both
+    need (a deploy command's argv, where the data lives) sits in the core."""
+    for name, imports in modules().items():
+        if layer(name) == "config":
+            wrong = {i for i in ours(imports) if layer(i) == "adapters"}
+            assert not wrong, f"{name} imports {sorted(wrong)}: config imports no adapter"
+
+
 def test_only_settings_reads_the_environment():
     # The deploy command is given an allow-listed part of the bot's environment (deployers.command);
     # dry_run IS a deploy command, reading what it was given.
     allowed = {"config.settings", "adapters.deployers.command", "adapters.deployers.dry_run"}
-    for path in BOT.rglob("*.py"):
-        name = ".".join(path.relative_to(BOT).with_suffix("").parts)
+    for name, (_, source, _) in parsed(BOT).items():
         if layer(name) in SUPPORT or name in allowed:
             continue
-        source = path.read_text()
         assert "os.environ" not in source and "getenv" not in source, name
 
 
@@ -168,6 +196,100 @@ def test_a_wrong_import_is_caught(tmp_path):
         globals()["BOT"] = saved
 
 
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules under `root` it imports (a package as `name.__init__`), relative
+    imports too, inside functions and `if TYPE_CHECKING:` too: a circle hidden in either is
+    still one. Generated code is left out: it is not ours to change."""
+    graph = {}
+    for name, (_, _, tree) in parsed(root).items():
+        if name.split(".")[0] in GENERATED:
+            continue
+        graph[name] = {m for node in ast.walk(tree) for m in _imported(root, name, node)} - {name}
+    return graph
+
+
+GENERATED = {"baml_client"}
+
+
+def _imported(root: Path, name: str, node: ast.AST) -> set[str]:
+    """The modules under `root` that one import statement in module `name` imports."""
+    if isinstance(node, ast.Import):
+        return {m for a in node.names if (m := _node(root, _ours(root, a.name)))}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    if node.level:  # relative: from the package `name` is in, one level up per extra dot
+        package = name.split(".")[:-1]
+        base = package[: len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+    else:
+        base = _ours(root, node.module or "")
+    if base is None:
+        return set()
+    return {m for a in node.names if (m := _node(root, [*base, a.name]) or _node(root, base))}
+
+
+def _ours(root: Path, dotted: str) -> list[str] | None:
+    """`bot.core.events` as ['core', 'events'] (root-relative); None for an outside module."""
+    parts = dotted.split(".")
+    return parts[1:] if parts[0] == root.name else None
+
+
+def _node(root: Path, parts: list[str] | None) -> str | None:
+    """The module `parts` names under `root` (a package as `name.__init__`), None when none."""
+    if parts is None:
+        return None
+    if parts and root.joinpath(*parts).with_suffix(".py").is_file():
+        return ".".join(parts)
+    return ".".join([*parts, "__init__"]) if root.joinpath(*parts, "__init__.py").is_file() else None
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle: the modules that reach each other through their imports, sorted."""
+    reach = {name: _reachable(graph, name) for name in graph}
+    found = {frozenset(m for m in reach[name] if name in reach[m]) for name in graph if name in reach[name]}
+    return sorted(sorted(circle) for circle in found)
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_no_import_circle():
+    assert circles(import_graph(BOT)) == [], "modules that import each other, directly or round a circle"
+
+
+def test_an_import_circle_is_caught(tmp_path):
+    """The check itself can fail: a circle through a package's face and a function's own
+    import is found, and one of relative imports; a module that only imports them is in none,
+    and generated code is left out."""
+    fake = tmp_path / "bot"
+    for folder in ("core/words", "adapters", "baml_client"):
+        (fake / folder).mkdir(parents=True)
+    files = {
+        "core/events.py": "from bot.core.people import Identity\n",
+        "core/people.py": "from bot.core import words\n",
+        "core/words/__init__.py": "from bot.core.words.asking import ask\n",
+        "core/words/asking.py": "def ask():\n    from bot.core.events import Event\n",
+        "core/chain.py": "import bot.core.events\nfrom bot.core.words import ask\n",
+        "adapters/a.py": "from . import b\n",
+        "adapters/b.py": "from .a import x\n",
+        "baml_client/__init__.py": "from . import gen\n",
+        "baml_client/gen.py": "from . import x\n",
+    }
+    for path, source in files.items():
+        (fake / path).write_text(source)
+    assert circles(import_graph(fake)) == [
+        ["adapters.a", "adapters.b"],
+        ["core.events", "core.people", "core.words.__init__", "core.words.asking"],
+    ]
+
+
 MAX_FUNCTION_LINES = 80  # a function longer than this is doing several things: split it
 
 
@@ -176,10 +298,10 @@ def long_functions(root: Path) -> list[str]:
     left out) longer than MAX_FUNCTION_LINES, from its `def` (decorators not counted) to its
     last line."""
     found = []
-    for path in sorted(root.rglob("*.py")):
+    for path, _, tree in parsed(root).values():
         if "baml_client" in path.relative_to(root).parts:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot.adapters.redis.connect import RedisTarget, SentinelRedis
+from bot.adapters.redis.connect import SentinelRedis
 from bot.config.settings import STORE_SETTINGS, BridgeSettings, Settings, config_problems
+from bot.core.redis_target import RedisTarget
 from bot.wiring import app as app_module
 from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 

@@ -1,17 +1,21 @@
-"""bot/core/wording.py: every sentence people read. Most sentences are pinned by the tests of the
-module that says them; these cover the module as a whole and the sentences nothing else pins."""
+"""bot/core/wording/: every sentence people read, a module per feature behind one face
+(`from bot.core import wording; wording.X(...)`). Most sentences are pinned by the tests of the
+module that says them; these cover the package as a whole and the sentences nothing else pins."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from bot.core import wording
 from bot.core.events import Change, CommitSummary, GitTag
 
 AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 
-# One sample per parameter name used in bot/core/wording.py; a new name needs a sample here.
+# One sample per parameter name used in bot/core/wording/; a new name needs a sample here.
 SAMPLES = {
     "ending": "deployed",
     "to_tag": "v1.0.3",
@@ -148,10 +152,31 @@ SAMPLES = {
 
 
 def public_functions():
-    return [
-        (name, f) for name, f in inspect.getmembers(wording, inspect.isfunction)
-        if not name.startswith("_") and f.__module__ == wording.__name__
-    ]
+    """Every sentence: the public functions of every module of the package."""
+    found = []
+    for info in pkgutil.iter_modules(wording.__path__, f"{wording.__name__}."):
+        module = importlib.import_module(info.name)
+        found += [(name, f) for name, f in inspect.getmembers(module, inspect.isfunction)
+                  if not name.startswith("_") and f.__module__ == module.__name__]
+    return found
+
+
+def test_every_sentence_is_on_the_one_face():
+    """Callers say `wording.X(...)` whichever module X is in: the face re-exports each one, and
+    no two modules name a sentence alike (the face would say only one of them)."""
+    functions = public_functions()
+    assert len(functions) > 200
+    names = [name for name, _ in functions]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+    for name, f in functions:
+        assert getattr(wording, name, None) is f, f"{f.__module__}: add {name} to its __all__"
+    own = [n for n, f in inspect.getmembers(wording, inspect.isfunction) if f.__module__ == wording.__name__]
+    assert own == [], "a sentence lives in the module of its feature, not in the face"
+
+
+def test_every_wording_module_is_short():
+    for path in sorted(Path(wording.__file__).parent.glob("*.py")):
+        assert len(path.read_text().splitlines()) < 300, f"{path.name}: split it by feature"
 
 
 def test_every_message_is_a_non_empty_sentence_without_stray_whitespace():

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
-import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -19,13 +17,11 @@ from pathlib import Path
 
 from bot.adapters.deployers import commit_times, git_refs
 from bot.adapters.deployers.pair import Pair
+from bot.core.deploy_command import DRY_RUN, command_argv
 from bot.core.events import CommitSummary, GitTag
 from bot.core.transcript import one_line
 from bot.runtime.ports import Check, Comparison, DeployerError, DeployOutcome, DeployRequest
 
-# Run by its path, not `-m`: the command does not get the bot's PYTHONPATH.
-DRY_RUN = (f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).with_name('dry_run.py')))} "
-           "{service} {tag} {environment}")
 OUTPUT_LINES = 20
 _FIELDS = "%(refname:short)%09%(objectname)%09%(*objectname)%09%(creatordate:iso-strict)"
 # One commit a line: sha, author, subject, each ended by NUL (which neither can hold).
@@ -34,26 +30,6 @@ SUBJECT_CHARS = 200  # a commit subject shown in a change preview, at most
 AUTHOR_CHARS = 80
 # What any program needs to run as the bot's user; nothing here holds a secret.
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR")
-
-
-def command_argv(command: str, what: str = "DEPLOY_COMMAND") -> list[str]:
-    """A deploy command (`what` names the setting) as argv, or a ValueError saying what is
-    wrong with it: checked when the settings are read, so a typo such as {env} is caught at
-    start, not at the first deploy."""
-    try:
-        argv = shlex.split(command)
-    except ValueError as e:  # "No closing quotation"
-        raise ValueError(f"{what} cannot be split into arguments: {e}") from None
-    if not argv:
-        raise ValueError(f"{what} is empty")
-    try:
-        for arg in argv:
-            arg.format(service="", tag="", environment="", commit="")
-    except (KeyError, IndexError, ValueError) as e:
-        raise ValueError(
-            f"{what} may use {{service}}, {{tag}}, {{environment}}, {{commit}} only: {e!r}"
-        ) from None
-    return argv
 
 
 class GitVersions:

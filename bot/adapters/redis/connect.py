@@ -1,5 +1,6 @@
 """The one place a Redis client is made: a single server, Sentinel or Cluster, from a
-`RedisTarget` (built by bot/config/settings.py from REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER...).
+`RedisTarget` (bot/core/redis_target.py: built by bot/config/settings.py from REDIS_URL,
+REDIS_SENTINELS, REDIS_CLUSTER...).
 
 Every mode gets the same retry policy: a command whose connection broke (a restart, a
 failover) is resent for about 3 s; the stores recognise their own first send. Through
@@ -15,8 +16,7 @@ stores need no union type for it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -26,29 +26,7 @@ from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-Mode = Literal["single", "sentinel", "cluster"]
-
-
-@dataclass(frozen=True)
-class RedisTarget:
-    """Where the data lives. `single`: `url` (None: the embedded server, resolved by the
-    caller before connecting). `sentinel`: the Sentinels' addresses and the master's name.
-    `cluster`: `url` names any node; the client finds the rest."""
-
-    mode: Mode = "single"
-    url: str | None = field(default=None, repr=False)  # may hold a password
-    sentinels: tuple[tuple[str, int], ...] = ()
-    master: str | None = None
-    password: str | None = field(default=None, repr=False)  # the data servers' (REDIS_PASSWORD)
-    sentinel_password: str | None = field(default=None, repr=False)  # the Sentinels' own
-    wait_ms: int = 500  # WAIT for a replica after a write that must survive a failover; 0: never
-
-    @property
-    def waits(self) -> bool:
-        """Whether writes that must survive a failover WAIT for a replica. Not on a cluster:
-        WAIT must follow the write on the same connection, which a cluster client does not
-        promise (docs/operations.md: Redis)."""
-        return self.mode != "cluster" and self.wait_ms > 0
+from bot.core.redis_target import RedisTarget
 
 
 def _retry() -> dict[str, Any]:

@@ -1,0 +1,65 @@
+"""The web console: what a destructive button will do, said before it does it; the deploy
+form and matrix (bot/adapters/http/console/deploy_form.py, matrix.py)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "PREVIEW_STOPS", "approval_needed", "confirm_cancel", "confirm_rollback", "confirm_stop", "confirm_take",
+    "deploy_needs_a_tag", "deploys_once_sent", "preview_stop", "reason_asks", "reason_in_parentheses",
+    "refused_at_once", "tags_unreadable",
+]
+
+
+def confirm_rollback(service: str, environment: str, from_tag: str, to_tag: str) -> str:
+    return (f"Roll back {service} in {environment} from {from_tag} to {to_tag}? A new thread asks for approval "
+            "where it must, and the service stays locked there afterwards.")
+
+
+def confirm_cancel() -> str:
+    return "Cancel this thread? Nothing more happens in it: a deploy waiting here is dropped. It cannot be undone."
+
+
+def confirm_stop(where: str) -> str:
+    return f"Stop every deploy to {where}? None starts until someone resumes them (or until the time given)."
+
+
+def confirm_take(target: str, holder: str) -> str:
+    return f"Take the lock on {target} from {holder}? {holder} is told, with your reason."
+
+
+def approval_needed(required: int, deciders: str) -> str:
+    """Who must approve a deploy the console's form would ask for: "needs 2 approvals from alice or erin"."""
+    return f"needs {required} approvals from {deciders}" if required > 1 else f"needs an approval from {deciders}"
+
+
+def deploys_once_sent() -> str:
+    return "none needed: it deploys once sent"
+
+
+def refused_at_once() -> str:
+    """The preview's approval line when a deploy rule refuses the deploy: nobody would be asked."""
+    return "none asked: sending it now is refused at once (see below)"
+
+
+PREVIEW_STOPS = {"frozen": "Freeze", "promotion": "Promotion", "checks": "CI", "recheck": "Rollback"}
+
+
+def preview_stop(kind: str) -> str:
+    """What the preview calls a deploy rule that refuses the deploy, by the refusal's kind."""
+    return PREVIEW_STOPS.get(kind, "Refused")
+
+
+def reason_in_parentheses() -> str:
+    return "a reason cannot hold ( or ): it is said in parentheses after the deploy command"
+
+
+def reason_asks() -> str:
+    return "a reason cannot hold a question mark: a question is never taken as a command"
+
+
+def deploy_needs_a_tag() -> str:
+    return "choose a tag to deploy"
+
+
+def tags_unreadable(service: str, error: object) -> str:
+    return f"the tags of {service} could not be read: {error}"
