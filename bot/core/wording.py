@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from bot.core.tokens import PERSONAL_TOKEN_PREFIX
+
 if TYPE_CHECKING:  # only a type here: events imports people, which imports wording
     from bot.core.events import Change, GitTag
 
@@ -954,7 +956,7 @@ def agent_unknown_service(service: str, services: Iterable[str]) -> str:
 
 def mcp_needs_agent_token() -> str:
     return (
-        "the MCP endpoint needs an agent's token (Authorization: Bearer dbt_...): "
+        f"the MCP endpoint needs an agent's token (Authorization: Bearer {PERSONAL_TOKEN_PREFIX}...): "
         "`python -m bot tokens create --agent NAME`"
     )
 
