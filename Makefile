@@ -51,14 +51,18 @@ lint: install  ## ruff: errors, imports, bugbear, pyupgrade, async pitfalls
 types: install  ## mypy: strict on the pure core, checked everywhere else
 	$(BIN)/mypy bot
 
-bench: install  ## print the benchmark figures recorded in docs/benchmarks.md
+bench: install  ## every benchmark at full size, as docs/benchmarks.md records them (slow)
 	$(BIN)/python bench/step_overhead.py
 	$(BIN)/python bench/slack_ack.py
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/growth.py
+	$(BIN)/python bench/console_render.py
+	$(BIN)/python bench/context_tokens.py
+	$(BIN)/python bench/hostile.py
 	$(BIN)/python bench/mcp_roundtrip.py
 	$(BIN)/python bench/delivery_metrics.py
 	$(BIN)/python bench/verify_rollback.py
+	$(BIN)/python bench/gate_latency.py
 	$(BIN)/python bench/run_cost.py
 
 bench-quick: install  ## every benchmark in quick mode (small counts, seconds each): run by make test, so none rots
@@ -72,6 +76,7 @@ bench-quick: install  ## every benchmark in quick mode (small counts, seconds ea
 	$(BIN)/python bench/mcp_roundtrip.py --quick
 	$(BIN)/python bench/delivery_metrics.py --quick
 	$(BIN)/python bench/verify_rollback.py --quick
+	$(BIN)/python bench/gate_latency.py --quick
 	$(BIN)/python bench/run_cost.py --quick
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import sys
@@ -169,4 +170,7 @@ async def main(threads: int = THREADS, rounds: int = ROUNDS) -> None:
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="200 threads and 5 rounds instead of 10,000 and 200")
+    # Before the app is built: the MCP SDK's server sets the root logger to INFO when nothing
+    # has configured it, and httpx then logs a line per request.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     asyncio.run(main(200, 5) if p.parse_args().quick else main())

@@ -63,7 +63,6 @@ async def timed(client: httpx.AsyncClient, path: str, rounds: int) -> tuple[floa
 
 
 async def main(deploys: int = DEPLOYS, rounds: int = ROUNDS) -> None:
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     tmp = Path(tempfile.mkdtemp(prefix="metrics-bench-"))
     url = os.environ.get("REDIS_URL") or embedded_redis.ensure_running(tmp / "redis")
     try:
@@ -95,4 +94,7 @@ async def main(deploys: int = DEPLOYS, rounds: int = ROUNDS) -> None:
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="2,000 deploys and 3 rounds instead of 100,000 and 5")
+    # Before the app is built: the MCP SDK's server sets the root logger to INFO when nothing
+    # has configured it, and httpx then logs a line per request.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     asyncio.run(main(2_000, 3) if p.parse_args().quick else main())

@@ -2,7 +2,7 @@
 real `python -m bot serve` (web and worker) on its own embedded Redis, the GitHub and Slack
 stand-ins (bot/testing), signed deliveries posted one after another.
 
-    python bench/gate_latency.py [--deliveries 30]
+    python bench/gate_latency.py [--deliveries 30] [--quick]
 
 Each delivery is timed from the POST to /github/webhook until the Slack stand-in has the
 approval request of its run (the rule's notify channel): signature, thread, the deploy path's
@@ -127,4 +127,6 @@ def main(deliveries: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deliveries", type=int, default=30)
-    main(parser.parse_args().deliveries)
+    parser.add_argument("--quick", action="store_true", help="3 deliveries: a smoke run")
+    args = parser.parse_args()
+    main(3 if args.quick else args.deliveries)

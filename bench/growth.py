@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import sys
@@ -314,7 +315,7 @@ async def compaction(app: App, size: int, grown: int) -> dict[str, float]:
     return out
 
 
-async def main(sizes: tuple[int, ...] = SIZES) -> None:
+async def main(sizes: tuple[int, ...] = SIZES, verdict: bool = True) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="growth-bench-"))
     url = os.environ.get("REDIS_URL") or embedded_redis.ensure_running(tmp / "redis")
     try:
@@ -346,8 +347,9 @@ async def main(sizes: tuple[int, ...] = SIZES) -> None:
         for kind, label in (("api", "a trivial API thread"), ("slack", "a Slack production deploy, email approver")):
             print(f"  {label}: its own keys {small[f'{kind}_keys']:,.0f} B -> {small[f'{kind}_keys_compacted']:,.0f} B "
                   f"compacted (MEMORY USAGE)")
-        print(f"goal: each time at {sizes[1]:,} within 1.2× of the time at {sizes[0]:,}: "
-              f"{'met' if worst <= 1.2 else 'NOT met'} (worst {worst:.2f}×)")
+        if verdict:  # not for a quick run: its sizes are too small for the goal to mean anything
+            print(f"goal: each time at {sizes[1]:,} within 1.2× of the time at {sizes[0]:,}: "
+                  f"{'met' if worst <= 1.2 else 'NOT met'} (worst {worst:.2f}×)")
     finally:
         if not os.environ.get("REDIS_URL"):
             embedded_redis.stop(tmp / "redis")
@@ -355,5 +357,8 @@ async def main(sizes: tuple[int, ...] = SIZES) -> None:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="100 and 1,000 threads instead of GROWTH_SIZES")
-    asyncio.run(main((100, 1000) if p.parse_args().quick else SIZES))
+    p.add_argument("--quick", action="store_true", help="100 and 1,000 threads instead of GROWTH_SIZES, no goal")
+    # Before the app is built: the MCP SDK's server sets the root logger to INFO when nothing
+    # has configured it, and httpx then logs a line per request.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    asyncio.run(main((100, 1000), verdict=False) if p.parse_args().quick else main(SIZES))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import statistics
 import sys
 import tempfile
@@ -78,7 +79,8 @@ async def one_run(settings: Settings, exporter: Exporter, prometheus: Prometheus
         exporter.ratio = 0.001
         await asyncio.to_thread(prometheus.wait_for, lambda v: v < 0.05)
         worker.start()
-        thread = await app.service.launch("deploy backend v1.2.3 to staging", "bench", channel="api")
+        thread = await app.service.launch("deploy backend v1.2.3 to staging", app.service.unproven("bench"),
+                                          channel="api")
         await app.queue.push(thread.id)
         await poll(lambda: _verifying(app, thread.id))
         await asyncio.sleep(1.5)  # a round or two with everything holding
@@ -132,4 +134,7 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one run: a smoke run")
     args = parser.parse_args()
+    # Before the app is built: the MCP SDK's server sets the root logger to INFO when nothing
+    # has configured it, and httpx then logs a line per request.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     asyncio.run(main(1 if args.quick else args.runs))

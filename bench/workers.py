@@ -187,7 +187,8 @@ async def scaling(redis: Redis, store: RedisThreadStore, env: dict[str, str], wo
         first.kill()
 
 
-async def takeover(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, trials: int) -> None:
+async def takeover(redis: Redis, store: RedisThreadStore, env: dict[str, str], workdir: Path, trials: int,
+                   verdict: bool = True) -> None:
     print(f"\n3. SIGKILL of the worker holding a thread -> another worker holds it ({trials} trials)")
     workers = [cluster.worker(env, workdir / f"takeover-{i}.log") for i in range(2)]
     times = []
@@ -206,7 +207,8 @@ async def takeover(redis: Redis, store: RedisThreadStore, env: dict[str, str], w
             workers[victim] = cluster.worker(env, workdir / f"takeover-{victim}.log")
             await until(partial(drained, redis), 0.01)
         print(f"   seconds: {[round(t, 2) for t in times]}")
-        print(f"   median {statistics.median(times):.2f} s, max {max(times):.2f} s (goal: <= 5 s)")
+        goal = " (goal: <= 5 s)" if verdict else ""  # none for a quick run: one kill proves nothing
+        print(f"   median {statistics.median(times):.2f} s, max {max(times):.2f} s{goal}")
     finally:
         for w in workers:
             w.kill()
@@ -234,7 +236,8 @@ async def main(quick: bool, only: str | None) -> None:
             if only in (None, "scaling"):
                 await scaling(redis, store, env_for(server.url, llm_url, workdir, 16), workdir, 1 if quick else 3)
             if only in (None, "takeover"):
-                await takeover(redis, store, env_for(server.url, llm_url, workdir, 4), workdir, 1 if quick else 10)
+                await takeover(redis, store, env_for(server.url, llm_url, workdir, 4), workdir, 1 if quick else 10,
+                               verdict=not quick)
         finally:
             await redis.aclose()
             llm.kill()

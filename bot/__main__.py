@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from bot.adapters.redis import embedded as embedded_redis
 from bot.config.settings import Settings, config_problems
 from bot.core import commands, wording
+from bot.core.tokens import PERSONAL_TOKEN_PREFIX
 from bot.runtime.service import Refused
 from bot.wiring import children
 
@@ -122,9 +123,8 @@ def _freezes(sub: Commands) -> None:
 
 
 def _credentials_commands(sub: Commands) -> None:
-    tokens = sub.add_parser("tokens", help="personal API tokens (Authorization: Bearer dbt_...)").add_subparsers(
-        dest="action", required=True
-    )
+    said = f"personal API tokens (Authorization: Bearer {PERSONAL_TOKEN_PREFIX}...)"
+    tokens = sub.add_parser("tokens", help=said).add_subparsers(dest="action", required=True)
     create = tokens.add_parser("create", help="a new token for a person of deploybot.toml, printed once")
     create.add_argument("person", nargs="?")
     create.add_argument("--agent", help="a token for this agent of deploybot.toml's [agents] instead of a person")

@@ -22,7 +22,7 @@ def use(app, deployer) -> None:
 
 
 async def start(app, text="deploy the latest backend to production"):
-    return await app.service.launch(text, "alice")
+    return await app.service.launch(text, app.service.unproven("alice"))
 
 
 async def test_garbage_from_the_model_is_an_error_event_the_model_sees(app, fake_llm):
@@ -64,7 +64,7 @@ async def test_a_bug_marks_the_thread_failed_instead_of_killing_the_process(app,
     # Once the bug is fixed, resuming re-runs the read-only step that never got its result.
     use(app, CommandDeployer(git_repo))
     fake_llm.script(reply(intent="done_for_now", message="ok"))
-    await app.service.respond(thread.id, "try again", "alice")
+    await app.service.respond(thread.id, "try again", app.service.unproven("alice"))
     resumed = await app.runner.run(thread.id)
     assert resumed.status() == "done"
     assert [e.type for e in resumed.events[-3:]] == ["human_response", "list_git_tags_result", "done_for_now"]
@@ -160,7 +160,7 @@ async def test_what_arrives_while_a_runner_holds_the_thread_is_not_missed(app, f
     fake_llm.delay = 0.5
     first = asyncio.create_task(app.runner.run(thread.id))
     await eventually(lambda: fake_llm.prompts)  # the runner holds the lease and waits for the model
-    await app.service.respond(thread.id, "and what about frontend?", "alice")
+    await app.service.respond(thread.id, "and what about frontend?", app.service.unproven("alice"))
     assert await app.runner.run(thread.id) is None  # this kick finds the thread busy...
     done = await first  # ...and the holder answers the message anyway
     assert [e.type for e in done.events] == ["user_message", "human_response", "done_for_now"]

@@ -100,7 +100,7 @@ async def test_a_finished_thread_goes_with_its_keys_an_active_one_stays_the_audi
 async def test_a_late_reply_brings_a_finished_thread_back_and_it_is_kept(app):
     thread = await app.store.create(Origin(), [UserMessage(text="hi", user="a"), DoneForNow(message="ok")])
     await eventually(lambda: app.store.finished(RETENTION, 10), message="never finished for THREAD_RETENTION")
-    await app.service.respond(thread.id, "one more thing", "alice")  # indexed as running again
+    await app.service.respond(thread.id, "one more thing", app.service.unproven("alice"))  # indexed as running again
     report = await app.collector.collect()
     assert report.threads == [] and (await app.store.load(thread.id)).version == 3
 

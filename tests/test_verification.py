@@ -118,7 +118,7 @@ async def workers(app: App) -> AsyncIterator[list[Worker]]:
 
 
 async def launch(app: App, text: str) -> str:
-    thread = await app.service.launch(text, "alice", channel="api")
+    thread = await app.service.launch(text, app.service.unproven("alice"), channel="api")
     await app.queue.push(thread.id)
     return thread.id
 
@@ -211,7 +211,8 @@ async def _rollback(app: App, thread_id: str) -> DeployResult | None:
 
 async def test_a_failing_http_check_in_production_proposes_the_rollback_for_approval(app, workers, healthy, ledger):
     await baseline(app, "production")
-    thread = await app.service.launch("deploy backend v1.2.3 to production", "alice", channel="api")
+    alice = app.service.unproven("alice")
+    thread = await app.service.launch("deploy backend v1.2.3 to production", alice, channel="api")
     workers.append(worker(app, "w1"))
     workers[0].start()
     await app.queue.push(thread.id)

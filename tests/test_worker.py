@@ -20,7 +20,7 @@ def worker(app, name: str, concurrency: int = 4) -> Worker:
 
 
 async def launch(app, text: str) -> str:
-    thread = await app.service.launch(text, "alice", channel="api")
+    thread = await app.service.launch(text, app.service.unproven("alice"), channel="api")
     await app.queue.push(thread.id)
     return thread.id
 
@@ -112,7 +112,8 @@ async def test_a_deploy_in_progress_finishes_and_is_recorded_when_its_worker_sto
 
 async def test_a_thread_recorded_but_never_handed_over_is_found_by_a_worker(app, workers, fake_llm):
     fake_llm.script(reply(intent="done_for_now", message="found you"))
-    thread = await app.service.launch("hello", "alice", channel="api")  # the process died before the push
+    # the process died before the push
+    thread = await app.service.launch("hello", app.service.unproven("alice"), channel="api")
     workers.append(worker(app, "w1"))
     workers[0].start()
     await workers[0].idle()

@@ -50,7 +50,7 @@ class GitHub:
             base_url=api_url.rstrip("/"), timeout=timeout, follow_redirects=False, headers=headers(token),
         )
         # URL -> (ETag, the answer it came with): a conditional GET answered 304 reuses the
-        # answer, costing GitHub nothing from the rate limit and us no parsing of a list (issue 29).
+        # answer, costing GitHub nothing from the rate limit and us no parsing of a list.
         self._seen: dict[str, tuple[str, httpx.Response]] = {}
 
     @property

@@ -283,7 +283,7 @@ _EVER_DUE = (*DEPLOY_STEPS, ApprovalRequested, SenderConfirmationRequested, Veri
 def ever_due(thread: Thread) -> bool:
     """Whether the thread could ever have had a due time: False for the read-only runs ("list
     tags", "what's on"), so a run of one need not clear a timer it never had (a Redis round
-    trip per run, issue 29). A stale timer would only cost a run that finds nothing to do."""
+    trip per run). A stale timer would only cost a run that finds nothing to do."""
     return any(isinstance(e, _EVER_DUE) for e in thread.events)
 
 

@@ -65,7 +65,7 @@ NOBODY = Identity(None, "", "")  # no one: no powers
 
 def _once(question: Callable[[Thread], A]) -> Callable[[Thread], A]:
     """A question of the events alone, answered once per Thread: its events never change, and a
-    run asks the same ones many times while it decides (issue 29: CPU per run). The answer is
+    run asks the same ones many times while it decides (CPU per run). The answer is
     kept in the instance's __dict__, which a frozen dataclass lets us write and which neither
     its fields, its equality nor its repr include."""
     key = f"_once_{question.__name__}"

@@ -567,7 +567,7 @@ async def keep_renewing(renew: Callable[[], Awaitable[bool]], ttl_ms: int, what:
 
 class Renewal:
     """keep_renewing(), started only when the first renewal is due: a run that ends sooner
-    (nearly every run) never makes a task for it (issue 29). `cancel()` as a task's."""
+    (nearly every run) never makes a task for it: less CPU per run. `cancel()` as a task's."""
 
     def __init__(self, renew: Callable[[], Awaitable[bool]], ttl_ms: int, what: str) -> None:
         self._task: asyncio.Task[None] | None = None

@@ -69,7 +69,7 @@ from bot.runtime.retry import retrying
 from bot.runtime.verifying import Verifying
 
 # Decisions a run may hold back and store with what follows them in one append (one Redis
-# round trip instead of three for "list tags", issue 29): listing tags only reads, and a
+# round trip instead of three for "list tags"): listing tags only reads, and a
 # closing message ends the run. Only those an exact command decided (no model): a crash, or
 # someone writing meanwhile (the append is refused, and the run decides again from what is
 # stored), costs nothing but deciding them again; a model's answer is stored at once. Every
@@ -325,8 +325,8 @@ class RunJournal:
 
     async def pause(self, thread: Thread) -> Thread:
         """Store what was held as the run pauses. When pausing leaves nothing else behind
-        (Runner.leaves_nothing), the lease is let go in the same write (ThreadStore.finish,
-        issue 29) and `released` is the thread as let go; a lost race raises as flush() does,
+        (Runner.leaves_nothing), the lease is let go in the same write (ThreadStore.finish:
+        one round trip) and `released` is the thread as let go; a lost race raises as flush() does,
         the lease still held."""
         if not self.held or not self.runner.leaves_nothing(thread):
             return await self.flush(thread)

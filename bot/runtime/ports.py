@@ -43,7 +43,7 @@ class ThreadStore(Protocol):
     ) -> Thread:
         """A new thread; with `thread_id`, raises ThreadExists if that id is taken.
         `handoff`: the thread is also pushed on that queue, once it is stored (a worker that
-        takes it finds it), in the same round trip where the store can (issue 29). A create
+        takes it finds it), in the same round trip where the store can. A create
         of an id that was taken may push it anyway: a worker then finds nothing new to do."""
         ...
 
@@ -79,8 +79,8 @@ class ThreadStore(Protocol):
 
     async def finish(self, thread: Thread, events: Sequence[Event], owner: str) -> Thread:
         """append(thread, events, holder=owner), then release() of the result, in one round
-        trip where the store can (the last events of a run that leaves nothing else behind,
-        issue 29). Raises as append() does, and then keeps the lease (the run decides again
+        trip where the store can (the last events of a run that leaves nothing else behind).
+        Raises as append() does, and then keeps the lease (the run decides again
         from what is stored); else returns what release() returns."""
         ...
 

@@ -68,9 +68,6 @@ class Invalid(Refused):
     """The request itself is malformed."""
 
 
-Who = Identity | str  # a str: TEMPORARY, while channels still pass raw users (see `identify`)
-
-
 def said_by(who: Identity, evidence: str = "") -> dict[str, str | None]:
     """The fields an event records about who did it: `user` as channels always stored it
     (the Slack user id, the address; by the API or a token, the name), the person, how they
@@ -93,17 +90,6 @@ class ThreadService:
         `by_name`) and pass the Identity in."""
         return self.policy.directory
 
-    def identify(self, who: Who, channel: str = "api") -> Identity:
-        """An identity as it is. TEMPORARY, for callers still passing a raw user: a Slack
-        user id on Slack, an address by email, else a name nothing proves (`unproven`)."""
-        if isinstance(who, Identity):
-            return who
-        if channel == SLACK:
-            return self.directory.by_slack(who)
-        if channel == EMAIL:
-            return self.directory.by_email(who)
-        return self.unproven(who)
-
     def unproven(self, name: str) -> Identity:
         """Someone named by what proves nothing (the shared API token's `user`): a pipeline
         or a bot, someone unknown (`api:<name>`) with no powers but `*`. Naming a person of
@@ -119,7 +105,7 @@ class ThreadService:
     async def launch(
         self,
         text: str,
-        who: Who,
+        who: Identity,
         channel: str = "api",
         origin: Origin | None = None,
         thread_id: str | None = None,
@@ -134,9 +120,8 @@ class ThreadService:
         so the caller need not kick it."""
         if not text.strip():
             raise Invalid(wording.empty_message())
-        identity = self.identify(who, channel)
-        await self._within_limits(identity)
-        message = UserMessage(text=text, channel=channel, **said_by(identity, evidence))
+        await self._within_limits(who)
+        message = UserMessage(text=text, channel=channel, **said_by(who, evidence))
         events = stamped([message, *then], self.clock())
         thread = await self.store.create(origin or Origin(channel=channel), events, thread_id, handoff)
         for event in events:
@@ -224,7 +209,7 @@ class ThreadService:
         self,
         thread_id: str,
         text: str,
-        who: Who,
+        who: Identity,
         approval_id: str | None = None,
         approve: bool | None = None,
         channel: str = "api",
@@ -232,13 +217,12 @@ class ThreadService:
     ) -> Thread:
         """Free text, or with `approve` a decision on `approval_id`, from `who`: the policy
         decides by the person, whichever channel they answer by."""
-        identity = self.identify(who, channel)
 
         def events(thread: Thread) -> list[Event]:
             # A decision follows the rules in force now: recorded with it when they are not
             # those the request follows (the settings changed since it was asked).
             rules = self._rules_now(thread, approval_id) if approve is not None else []
-            return [*rules, self._response(thread.extended(rules), text, identity, approval_id, approve, channel,
+            return [*rules, self._response(thread.extended(rules), text, who, approval_id, approve, channel,
                                            evidence)]
 
         return await self._append_all(thread_id, events)
@@ -253,16 +237,14 @@ class ThreadService:
         changed = self.policy.rules_changed(thread, pending)
         return [changed] if changed is not None else []
 
-    async def cancel(self, thread_id: str, who: Who, reason: str = "", channel: str = "api") -> Thread:
-        identity = self.identify(who, channel)
-
+    async def cancel(self, thread_id: str, who: Identity, reason: str = "") -> Thread:
         def event(thread: Thread) -> Event:
             if thread.cancelled():
                 raise WrongState(wording.already_cancelled())
             if thread.status(self.clock()) in FINISHED:  # its outcome stays what it was
                 raise WrongState(wording.nothing_to_cancel(outcomes.outcome(thread).words))
-            self._may(identity, authority.Cancel(thread))
-            return Cancelled(reason=reason, **said_by(identity))
+            self._may(who, authority.Cancel(thread))
+            return Cancelled(reason=reason, **said_by(who))
 
         return await self._append(thread_id, event)
 
@@ -285,14 +267,13 @@ class ThreadService:
 
         return await self._append_all(thread_id, events)
 
-    async def fork(self, thread_id: str, at: int, who: Who) -> Thread:
+    async def fork(self, thread_id: str, at: int, who: Identity) -> Thread:
         """A new thread holding `thread_id`'s first `at` events, asked for by `who`: its copied
         instructions act with their authority (Thread.authority), and it counts as one more
         thread they started."""
-        identity = self.identify(who)
         thread = await self.get(thread_id)
-        self._may(identity, authority.Fork(thread))
-        await self._within_limits(identity)
+        self._may(who, authority.Fork(thread))
+        await self._within_limits(who)
         if not 1 <= at <= thread.version:
             raise Invalid(wording.fork_out_of_range(thread.version))
         cut = Thread(thread.id, thread.events[:at])
@@ -302,7 +283,7 @@ class ThreadService:
             raise Invalid(wording.fork_mid_deploy())
         # A fork is an experiment driven from the API or CLI: it never posts into the chat
         # thread it came from.
-        origin = Origin(channel="api", forked_from=thread_id, forked_at=at, forked_by=Forker.of(identity, self.clock()))
+        origin = Origin(channel="api", forked_from=thread_id, forked_at=at, forked_by=Forker.of(who, self.clock()))
         return await self.store.create(origin, thread.events[:at])
 
     async def _append(self, thread_id: str, make: Callable[[Thread], Event]) -> Thread:
@@ -349,10 +330,9 @@ class ThreadService:
                 thread = await self.store.refresh(thread)
         raise RuntimeError(f"thread {thread_id}: could not record after {RECORD_ATTEMPTS} conflicts")
 
-    async def check_decision(self, thread_id: str, approval_id: str, who: Who, channel: str = "api") -> None:
+    async def check_decision(self, thread_id: str, approval_id: str, who: Identity) -> None:
         """Raise what deciding would raise, without deciding (e.g. before asking for feedback)."""
-        identity = self.identify(who, channel)
-        self._decision(await self.get(thread_id), "", identity, approval_id, False, "check")
+        self._decision(await self.get(thread_id), "", who, approval_id, False, "check")
 
     async def _publish(self, thread: Thread, event: Event) -> None:
         if self.notifier is None:

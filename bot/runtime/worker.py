@@ -68,7 +68,7 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._handed_back: list[tuple[str, list[str]]] = []
         # Entries whose runs finished, acknowledged with the next take (one round trip for
-        # both, issue 29); kept meanwhile like the entries of running jobs.
+        # both); kept meanwhile like the entries of running jobs.
         self._finished: list[str] = []
 
     def start(self) -> None:

@@ -245,7 +245,7 @@ class FakeGitHub:
 
     def _conditional(self, method: str, headers: Any, answer: Answer) -> Answer:
         """As GitHub: every GET answer carries an ETag (of its body and links), and a GET whose
-        If-None-Match names the current one is a 304 with no body (issue 29 counts them)."""
+        If-None-Match names the current one is a 304 with no body (counted in `not_modified`)."""
         status, payload, extra = answer
         if method != "GET" or status != 200:
             return answer

@@ -1,5 +1,5 @@
 """The event loop of `python -m bot`'s processes, and child processes (git, deploy commands)
-watched without a thread each (issue 29).
+watched without a thread each.
 
 uvloop (libuv) where it is installed (a dependency on Linux and macOS): the same asyncio API at
 less CPU per run and per request (measured with bench/run_cost.py: about a tenth of the

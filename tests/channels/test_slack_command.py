@@ -103,7 +103,7 @@ async def test_help_and_status_are_answered_privately_without_a_thread(app, slac
     assert "deploy backend v1.2.3 to production" in status["text"] and "waiting for approval" in status["text"]
     assert fake_slack.matching("chat.postMessage", text="status") == []  # never posted in the channel
     # What was asked elsewhere (the API, email, another channel) is not this channel's business.
-    await app.service.launch("deploy frontend v1.2.1 to production: private", "mallory")
+    await app.service.launch("deploy frontend v1.2.1 to production: private", app.service.unproven("mallory"))
     await command(slack, fake_slack, "status")
     status = (await fake_slack.wait_for("response", 4))[-1]
     assert "private" not in status["text"] and "deploy backend v1.2.3" in status["text"]

@@ -29,7 +29,7 @@ def term(parts: Parts, service, runner) -> cli.Terminal:
 
 async def test_nothing_printed_holds_a_control_character(parts, service, term, capsys):
     parts.model.script(DoneForNow(message=f"done {ESC}"))
-    thread = await service.launch(f"hello {ESC}\nsecond line", f"mallory{ESC}")
+    thread = await service.launch(f"hello {ESC}\nsecond line", service.unproven(f"mallory{ESC}"))
     await term.run(thread.id)
     capsys.readouterr()
 

@@ -52,6 +52,14 @@ def test_a_form_is_read_only_with_its_csrf_token():
     assert unreadable.value.status == 400
 
 
+def test_csrf_tokens_are_signed_the_new_way():
+    """Without sign-in support the key is made when the process starts, so no token signed
+    the old way (a hex HMAC) outlives the restart that brings this code: none is read."""
+    old = "9f22e43716b0228c9a156d629d15a7751c1639ce1cb3d081ce83e2a20adae743"  # b"k" * 32, browser:1
+    assert csrf_token(b"k" * 32, "browser:1") != old
+    assert len(csrf_token(b"k" * 32, "browser:1")) >= 43  # 256 bits, as before
+
+
 def test_csrf_tokens_differ_per_owner_and_per_key():
     assert csrf_token(b"k" * 32, "browser:1") == csrf_token(b"k" * 32, "browser:1")
     assert csrf_token(b"k" * 32, "browser:1") != csrf_token(b"k" * 32, "browser:2")

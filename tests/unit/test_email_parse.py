@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 
 import pytest
@@ -25,7 +25,8 @@ from bot.adapters.channels.email_parse import (
 )
 from bot.adapters.channels.email_render import MAX_MESSAGE_ID
 from bot.adapters.channels.email_reply_rules import _dated_address, new_text
-from bot.adapters.channels.email_tokens import TokenError, check_token, make_token
+from bot.adapters.channels.email_tokens import APPROVAL, CONFIRMATION, TokenError, check_token, make_token
+from bot.adapters.channels.email_tokens import TOKEN as CODE_SHAPE
 from bot.core.commands import is_approval
 from bot.runtime.clock import utcnow
 
@@ -249,6 +250,44 @@ def test_tokens_are_bound_to_approval_address_and_expiry():
         check_token("s3cret", tampered, "bob@example.com", now)
     with pytest.raises(TokenError, match="expired"):
         check_token("s3cret", token, "bob@example.com", now + timedelta(hours=2))
+
+
+# Codes as deploybot signed them before itsdangerous (a hand-written HMAC), for approval
+# 0123456789abcdef, bob@example.com, expiring at 1893456000, under the secret "s3cret".
+OLD_APPROVAL_CODE = "0123456789abcdef.1893456000.b0f31184c4d8b8ed"
+OLD_CONFIRMATION_CODE = "0123456789abcdef.1893456000.3d5216a35be4450b"
+BEFORE_IT_EXPIRES = datetime.fromtimestamp(1_893_456_000 - 60, UTC)
+
+
+def test_a_code_mailed_the_old_way_still_decides_until_it_expires():
+    assert check_token("s3cret", OLD_APPROVAL_CODE, "Bob@Example.com", BEFORE_IT_EXPIRES) == "0123456789abcdef"
+    assert check_token("s3cret", OLD_CONFIRMATION_CODE, "bob@example.com", BEFORE_IT_EXPIRES,
+                       CONFIRMATION) == "0123456789abcdef"
+    refused = [
+        ("s3cret", OLD_APPROVAL_CODE[:-1] + "0", "bob@example.com", APPROVAL),  # a changed signature
+        ("s3cret", OLD_APPROVAL_CODE.replace(".1893456000.", ".1893456001."), "bob@example.com", APPROVAL),
+        ("s3cret", OLD_APPROVAL_CODE.upper(), "bob@example.com", APPROVAL),  # hex as it was mailed, lower case
+        ("s3cret", OLD_APPROVAL_CODE, "mallory@example.com", APPROVAL),
+        ("other-secret", OLD_APPROVAL_CODE, "bob@example.com", APPROVAL),
+        ("s3cret", OLD_APPROVAL_CODE, "bob@example.com", CONFIRMATION),  # an approval code confirms no sender
+        ("s3cret", OLD_CONFIRMATION_CODE, "bob@example.com", APPROVAL),
+    ]
+    for secret, code, address, kind in refused:
+        with pytest.raises(TokenError, match="not valid for this sender"):
+            check_token(secret, code, address, BEFORE_IT_EXPIRES, kind)
+    with pytest.raises(TokenError, match="expired"):
+        check_token("s3cret", OLD_APPROVAL_CODE, "bob@example.com", BEFORE_IT_EXPIRES + timedelta(minutes=2))
+
+
+def test_new_codes_are_signed_the_new_way_and_still_fit_a_reply_to_local_part():
+    expires = datetime.fromtimestamp(1_893_456_000, UTC)
+    for kind, old in ((APPROVAL, OLD_APPROVAL_CODE), (CONFIRMATION, OLD_CONFIRMATION_CODE)):
+        code = make_token("s3cret", "0123456789abcdef", "bob@example.com", expires, kind)
+        assert code != old and re.fullmatch(CODE_SHAPE, code) and len(code) == len(old)
+        assert check_token("s3cret", code, "bob@example.com", BEFORE_IT_EXPIRES, kind) == "0123456789abcdef"
+        with pytest.raises(TokenError, match="not valid for this sender"):
+            check_token("s3cret", code, "bob@example.com", BEFORE_IT_EXPIRES,
+                        CONFIRMATION if kind == APPROVAL else APPROVAL)
 
 
 def test_an_encoded_newline_in_the_subject_is_folded_away():

@@ -210,16 +210,16 @@ async def test_in_open_mode_anyone_locks_and_unlocks_as_before():
     assert (await command(parts, service, "unlock production --force: done", STRANGER)).startswith("Unlocked")
 
 
-# --- callers still passing raw users (temporary) -------------------------------------------
+# --- a raw user, read as its channel reads it ------------------------------------------------
 
 
 async def test_a_raw_user_is_read_by_its_channel_and_a_bare_name_is_nobody_unless_open(parts, service):
-    thread = await service.launch("hello", "UALICE", channel="slack")
+    thread = await service.launch("hello", service.directory.by_slack("UALICE"), channel="slack")
     assert thread.events[0].person == "alice"
-    assert service.identify("bob@example.com", "email").person == "bob"
-    assert service.identify("ci-pipeline", "api") == Identity(None, "api", "ci-pipeline")
+    assert service.directory.by_email("bob@example.com").person == "bob"
+    assert service.unproven("ci-pipeline") == Identity(None, "api", "ci-pipeline")
     for person in ("bob", "bob@example.com", "UBOB"):  # a person is never named by what proves nothing
         with pytest.raises(Forbidden, match="use your personal token"):
-            service.identify(person, "api")
+            service.unproven(person)
     open_service = ThreadService(parts.store, Policy(), None, parts.clock)
-    assert open_service.identify("bob", "api").person == "bob"
+    assert open_service.unproven("bob").person == "bob"

@@ -134,7 +134,7 @@ async def _may_not_decide(term: Terminal, thread: Thread, user: str) -> str | No
     if request is None:
         return None
     try:
-        await term.service.check_decision(thread.id, request.approval_id, who(term, user), channel="cli")
+        await term.service.check_decision(thread.id, request.approval_id, who(term, user))
     except Refused as e:
         deciders = people.describe(standing.of(thread, request, term.service.policy).deciders or ())
         return wording.not_yours_to_decide(e.message.rstrip("."), deciders)

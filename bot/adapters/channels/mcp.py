@@ -218,7 +218,7 @@ class Tools:
     async def cancel_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
         who, agent = await self.who(ctx)
         try:  # the authority decides whether this agent may (only a thread it started)
-            await self.service.cancel(thread_id, who, f"cancelled by {agent.name} (cancel_thread)", channel=CHANNEL)
+            await self.service.cancel(thread_id, who, f"cancelled by {agent.name} (cancel_thread)")
         except Refused as e:
             raise ToolError(e.message) from None
         await self.note(thread_id, "cancel_thread", agent)

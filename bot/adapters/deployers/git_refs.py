@@ -1,4 +1,4 @@
-"""When a local repository's tags may have changed, without running git (issue 29).
+"""When a local repository's tags may have changed, without running git.
 
 Listing tags costs a `git` process; a worker listed them on every run. Git writes a tag by
 creating or renaming a file under refs/tags (a directory's mtime changes), by rewriting
@@ -25,7 +25,7 @@ def signature(common_dir: Path) -> Signature | None:
     """The stat of every file and directory a tag's change touches in `common_dir` (a
     repository's common git directory); None when it cannot be trusted (too recent, or a
     file could not be read): then the caller lists the tags again. Paths are plain strings:
-    this runs on every run, and pathlib's objects cost more than the stats (issue 29)."""
+    this runs on every run, and pathlib's objects cost more than the stats."""
     entries: list[tuple[str, int, int, int]] = []
     try:
         for path in _watched(os.fspath(common_dir)):

@@ -28,8 +28,9 @@ from starlette.requests import cookie_parser
 from starlette.types import Scope
 
 from bot.adapters.http.sessions import Session, Sessions
-from bot.adapters.http.shared import MAX_ADDRESS, PERSONAL_TOKEN_PREFIX, SAFE_METHODS, SESSION_COOKIE, Refusal
+from bot.adapters.http.shared import MAX_ADDRESS, SAFE_METHODS, SESSION_COOKIE, Refusal
 from bot.core.people import ANONYMOUS, SERVICE, SESSION, Directory, Identity, normalize_email
+from bot.core.tokens import PERSONAL_TOKEN_PREFIX
 
 log = logging.getLogger(__name__)
 

@@ -3,23 +3,28 @@ is ended, with nothing stored for a live one; and each session's CSRF token."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
-import json
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
+from itsdangerous import BadData, Signer, URLSafeSerializer
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+COOKIE_SALT = b"deploybot.session-cookie"
+CSRF_SALT = b"deploybot.csrf-token"
+# HMAC-SHA256 under a key derived from the secret and the salt (HMAC again): each salt gives
+# its own key, so a cookie's signature never stands for a CSRF token, nor the other way.
+_SIGNING: dict[str, Any] = {"key_derivation": "hmac", "digest_method": hashlib.sha256}
 
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+# Compatibility, read only: how cookies and CSRF tokens were signed before itsdangerous (the
+# same HMACs, written by hand, under these labels). A session signed so still reads until it
+# expires (its expiry is in the cookie, checked as always); nothing new is signed so. Remove
+# once SESSION_TTL has passed since the release that signs the new way.
+_OLD_COOKIE_SALT = b"deploybot session cookie v1"
+_OLD_CSRF_SALT = b"deploybot csrf token v1"
 
 
 @dataclass(frozen=True)
@@ -34,13 +39,13 @@ class Session:
 
 
 class Sessions:
-    """Sessions as signed cookies: `<payload>.<signature>`, the payload (session id, person,
-    expiry) in base64url JSON, the signature an HMAC-SHA256 of it. Nothing is stored for a
-    live session; signing out records the id (credentials.end_session).
+    """Sessions as signed cookies (itsdangerous): `<payload>.<signature>`, the payload
+    (session id, person, expiry) as base64url JSON. Nothing is stored for a live session;
+    signing out records the id (credentials.end_session).
 
     The secret is read on first use (`secret` may be a callable: the root's reads or
     creates the file under DATA_DIR only when a session is issued or read). Cookie and
-    CSRF keys are derived from it separately, so neither value can stand for the other."""
+    CSRF tokens are signed with a salt each, so neither value can stand for the other."""
 
     def __init__(self, secret: bytes | Callable[[], bytes], ttl: int, clock: Callable[[], float] = time.time) -> None:
         self._secret = secret
@@ -48,39 +53,53 @@ class Sessions:
         self.clock = clock
 
     @cached_property
-    def _keys(self) -> tuple[bytes, bytes]:
+    def _key(self) -> bytes:
         secret = self._secret() if callable(self._secret) else self._secret
         if len(secret) < 16:
             raise ValueError("SESSION_SECRET is too short: use at least 16 bytes (32 random bytes is good)")
-        derive = lambda label: hmac.new(secret, label, hashlib.sha256).digest()  # noqa: E731
-        return derive(b"deploybot session cookie v1"), derive(b"deploybot csrf token v1")
+        return secret
+
+    @cached_property
+    def _cookies(self) -> tuple[URLSafeSerializer, URLSafeSerializer]:
+        """What signs new cookies, then what still reads old ones."""
+        new = URLSafeSerializer(self._key, salt=COOKIE_SALT, signer_kwargs=_SIGNING)
+        return new, URLSafeSerializer(self._key, salt=_OLD_COOKIE_SALT, signer_kwargs=_SIGNING)
+
+    @cached_property
+    def _csrf_signers(self) -> tuple[Signer, Signer]:
+        """What signs new CSRF tokens, then what still checks old ones."""
+        return Signer(self._key, salt=CSRF_SALT, **_SIGNING), Signer(self._key, salt=_OLD_CSRF_SALT, **_SIGNING)
 
     def issue(self, person: str) -> tuple[Session, str]:
         """A new session for `person`, valid `ttl` seconds, and its cookie's value."""
         session = Session(secrets.token_hex(16), person, int(self.clock()) + self.ttl)
-        payload = _b64(json.dumps([session.id, session.person, session.expires], separators=(",", ":")).encode())
-        return session, f"{payload}.{self._sign(payload)}"
+        return session, self._cookies[0].dumps([session.id, session.person, session.expires])
 
     def read(self, value: str) -> Session | None:
         """The session of a cookie we signed that has not expired; anything else: None."""
-        payload, dot, signature = value.partition(".")
-        if not dot or len(value) > 4096 or not hmac.compare_digest(self._sign(payload).encode(), signature.encode()):
+        payload = self._payload(value) if len(value) <= 4096 else None
+        if not (isinstance(payload, list) and len(payload) == 3):
             return None
-        try:
-            sid, person, expires = json.loads(_unb64(payload))
-        except (ValueError, TypeError):
-            return None
+        sid, person, expires = payload
         if not (isinstance(sid, str) and isinstance(person, str) and isinstance(expires, int)):
             return None
         return Session(sid, person, expires) if expires > self.clock() else None
 
+    def _payload(self, value: str) -> Any:
+        """What a cookie signed the new way, or the old, holds; None when neither signed it."""
+        for reader in self._cookies:
+            try:
+                return reader.loads(value)
+            except BadData:
+                continue
+        return None
+
     def csrf(self, session: Session) -> str:
         """The session's CSRF token: derived from its id, so nothing is stored."""
-        return _b64(hmac.new(self._keys[1], session.id.encode(), hashlib.sha256).digest())
+        return self._csrf_signers[0].get_signature(session.id).decode()
 
     def csrf_matches(self, session: Session, offered: str) -> bool:
-        return hmac.compare_digest(self.csrf(session).encode(), offered.encode())
-
-    def _sign(self, payload: str) -> str:
-        return _b64(hmac.new(self._keys[0], payload.encode(), hashlib.sha256).digest())
-
+        # compared as text, as offered: base64's decoder would also take a token with stray
+        # characters in it, or with other spare bits at its end
+        expected = (signer.get_signature(session.id) for signer in self._csrf_signers)
+        return any(secrets.compare_digest(token, offered.encode("utf-8", "replace")) for token in expected)

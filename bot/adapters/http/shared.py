@@ -22,8 +22,6 @@ SESSION_COOKIE = "deploybot_session"  # set by a sign-in link, read by the front
 BROWSER_COOKIE = "deploybot_browser"
 MAX_TEXT_CHARS = 20_000  # what a person may write in one go (a message, feedback, a reason)
 MAX_ADDRESS = 320  # RFC 5321's longest address: longer input is nobody's
-# A personal API token (bot/adapters/redis/credentials.py: TOKEN_PREFIX, with its separator).
-PERSONAL_TOKEN_PREFIX = "dbt_"
 
 # A request that asks to change nothing: no CSRF token asked, another origin's page may ask.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -47,11 +47,12 @@ from redis.typing import EncodableT, FieldT
 from bot.adapters.redis import scripts
 from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.replies import text
+from bot.core.tokens import PERSONAL_TOKEN_PREFIX
 from bot.runtime.clock import utcnow
 
-TOKEN_PREFIX = "dbt"
-_TOKEN = re.compile(rf"^{TOKEN_PREFIX}_([0-9a-f]{{16}})_([A-Za-z0-9_-]{{43}})_([A-Za-z0-9_-]{{11}})$")
-_LEGACY = re.compile(rf"^{TOKEN_PREFIX}_([0-9a-f]{{16}})_([A-Za-z0-9_-]{{43}})$")  # before checksums
+_PREFIX = re.escape(PERSONAL_TOKEN_PREFIX)
+_TOKEN = re.compile(rf"^{_PREFIX}([0-9a-f]{{16}})_([A-Za-z0-9_-]{{43}})_([A-Za-z0-9_-]{{11}})$")
+_LEGACY = re.compile(rf"^{_PREFIX}([0-9a-f]{{16}})_([A-Za-z0-9_-]{{43}})$")  # before checksums
 MISSES = 1024  # recent tokens with a good checksum that are not stored (revoked): no second lookup
 LOOKUPS = 8  # token lookups in Redis at once, in one process
 
@@ -119,7 +120,7 @@ class RedisCredentials:
         if not person.strip() or not name.strip():
             raise ValueError("a token needs a person and a name")
         token_id = secrets.token_hex(8)
-        body = f"{TOKEN_PREFIX}_{token_id}_{secrets.token_urlsafe(32)}"
+        body = f"{PERSONAL_TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
         token = f"{body}_{_checksum(await self._checksum_key(), body)}"
         fields: dict[FieldT, EncodableT] = {
             "hash": _digest(token), "person": person, "name": name.strip(),

@@ -152,7 +152,7 @@ return 'removed'
 # The status index, one slot. KEYS: the `indexed` hash, the to-compact set, then one sorted
 # set per status. ARGV: thread id, version, status, score (now), whether the status is a
 # finished one ('1'/'0'), then the statuses of the sorted sets in KEYS' order, as one
-# space-separated argument (one to encode, not one per status: issue 29).
+# space-separated argument (one to encode, not one per status).
 # Returns 1, or 0 when the index already has a newer version.
 _INDEX = """
 local byname = {}
@@ -187,7 +187,7 @@ def _function(name: str, source: str) -> str:
 
 # On one server (not a cluster) a thread's keys, the recency index, the status index and the
 # work stream are all in reach of one script: creating and releasing are then one EVALSHA
-# each instead of a pipeline of three or four commands (issue 29). On a cluster they are
+# each instead of a pipeline of three or four commands. On a cluster they are
 # other slots, so the pipeline stays.
 # KEYS: meta, events, packed, recent, the work stream, then _INDEX's keys. ARGV: _INDEX's
 # six, whether to push the thread on the stream ('1'/'0'), then _CREATE's. Returns _CREATE's.

@@ -46,7 +46,7 @@ class RedisWorkQueue:
         return redis is self.redis and not isinstance(redis, RedisCluster)
 
     async def take(self, worker: str, count: int, block_ms: int, done: Sequence[str] = ()) -> list[Work]:
-        if done:  # one round trip: acknowledge and delete what is done, then read (issue 29)
+        if done:  # one round trip: acknowledge and delete what is done, then read
             reply = await self._grouped(lambda: self._done_then_read(worker, count, block_ms, done))
         else:
             reply = await self._grouped(

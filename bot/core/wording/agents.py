@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from bot.core.tokens import PERSONAL_TOKEN_PREFIX
+
 __all__ = [
     "agent_asks_to_deploy", "agent_cannot", "agent_environment_not_allowed", "agent_name", "agent_not_its_thread",
     "agent_too_many_open", "agent_too_many_per_hour", "agent_unknown_service", "bridge_bad_url",
@@ -52,7 +54,7 @@ def agent_unknown_service(service: str, services: Iterable[str]) -> str:
 
 def mcp_needs_agent_token() -> str:
     return (
-        "the MCP endpoint needs an agent's token (Authorization: Bearer dbt_...): "
+        f"the MCP endpoint needs an agent's token (Authorization: Bearer {PERSONAL_TOKEN_PREFIX}...): "
         "`python -m bot tokens create --agent NAME`"
     )
 

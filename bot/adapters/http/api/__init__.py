@@ -22,7 +22,7 @@ def create_app(parts: Parts, worker: bool = True, sign_in: SignIn | None = None)
     web = FastAPI(title="deploybot", lifespan=_lifespan(parts, worker))
     web.state.parts, web.state.sign_in = parts, sign_in  # what the routes' dependencies give them
     errors.install(web)
-    web.include_router(threads.router)  # first: the busiest routes are matched first (issue 29)
+    web.include_router(threads.router)  # first: the busiest routes are matched first
     web.include_router(deploys.router)
     web.include_router(health.router)
     web.include_router(metrics.router)  # GET /metrics/delivery

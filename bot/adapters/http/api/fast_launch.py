@@ -1,4 +1,4 @@
-"""POST /threads, the plain case, answered without the framework (issue 29: CPU per request).
+"""POST /threads, the plain case, answered without the framework (CPU per request).
 
 Pipelines, webhooks and agents start threads here all day; FastAPI's route (api/threads.py)
 spends more CPU on its layers than the launch itself. `FastLaunch` sits inside the front

@@ -47,7 +47,7 @@ router = APIRouter(prefix="/threads", dependencies=[Depends(authorized), Depends
 # The busiest route (pipelines and bots start threads here): it reads the parts itself, hands
 # the thread to a worker in the round trip that stores it (ThreadStore.create), and
 # answers with its own response: FastAPI solves no dependency of its own for it and does not
-# validate and re-serialise the answer (issue 29: CPU per request).
+# validate and re-serialise the answer (CPU per request).
 @router.post("", status_code=201, response_class=JSONResponse, responses={201: {"description": "the new thread's id"}})
 async def launch(request: Request, body: LaunchBody) -> JSONResponse:
     a: Parts = await the_parts(request)

@@ -28,7 +28,7 @@ MAX_LIMIT = 200  # ?limit= on /threads and /deploys
 
 
 # The dependencies are async on purpose: FastAPI runs a plain `def` dependency in its thread
-# pool, a hop to another thread and back on every request (issue 29).
+# pool, a hop to another thread and back on every request.
 async def the_parts(request: Request) -> Parts:
     """The app's parts (create_app keeps them in the app's state): a dependency of every route."""
     return request.app.state.parts  # type: ignore[no-any-return]
@@ -44,7 +44,7 @@ async def authorized(request: Request) -> None:
     # (FastAPI reads and parses the body before it solves dependencies); this one stays
     # so a route is never open because the app was served without that wrapper. The header
     # is read here, not declared as a Header parameter: FastAPI would validate it on every
-    # request of every route only for this fallback (issue 29).
+    # request of every route only for this fallback.
     if "identity" in request.scope.get("state", {}):
         return  # bot.adapters.http.front_door checked it
     token = (await the_parts(request)).api_token

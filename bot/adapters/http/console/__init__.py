@@ -33,6 +33,6 @@ def mount(web: FastAPI, parts: Parts, signing_in: SignIn | None = None) -> None:
     for page in (board, approvals, threads, thread, deploys, environments, sign_in, live):
         web.include_router(page.router(console))
     web.include_router(metrics_page.router(console))  # /console/metrics
-    for page in (matrix, deploy_form):  # deploying from the console (issue 24)
+    for page in (matrix, deploy_form):  # deploying from the console
         web.include_router(page.router(console))
     web.include_router(static.router())

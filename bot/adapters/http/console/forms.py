@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi.responses import RedirectResponse
+from itsdangerous import Signer
 
 from bot.adapters.http.shared import http_status
 from bot.runtime.service import Refused
@@ -43,8 +44,11 @@ def refusal_page(refusal: Refused) -> Page:
 
 def csrf_token(key: bytes, owner: str) -> str:
     """A CSRF token for `owner` (a session's or a browser's id) when the app has no sign-in
-    support to derive one (bot.adapters.http.front_door.Auth.csrf): an HMAC under the app's key."""
-    return hmac.new(key, owner.encode(), hashlib.sha256).hexdigest()
+    support to derive one (bot.adapters.http.front_door.Auth.csrf): signed with the app's key,
+    which is made when the process starts, so no token outlives it (and none signed before
+    itsdangerous needs reading)."""
+    signer = Signer(key, salt=b"deploybot.console-form", key_derivation="hmac", digest_method=hashlib.sha256)
+    return signer.get_signature(owner).decode()
 
 
 def browser_id(given: str, state: dict[str, Any]) -> str:

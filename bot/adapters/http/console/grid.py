@@ -12,7 +12,8 @@ from bot.core.policy import Policy
 from bot.runtime.ports import DeployRecord, Lock
 
 # A cell's states, in the order they are shown (the first is the cell's headline). "verifying"
-# is the hook for issue 27 (a deploy watched after it ran): give `cells` a `verifying` map.
+# is the hook for a deploy watched after it ran: give `cells` a `verifying` map (the
+# board passes none yet).
 STATES = ("running", "verifying", "waiting for approval", "locked", "frozen", "failed", "deployed")
 
 
@@ -62,7 +63,7 @@ def cells(
     """Every service of the catalog against `environments` (in the order shown): `histories`,
     each environment's newest deploys, newest first; `locks` held there (whole or per service);
     `frozen`, the environments a freeze holds now; `busy`, by (service, environment);
-    `verifying` (issue 27), the thread verifying a deploy, by (service, environment)."""
+    `verifying`, the thread verifying a deploy, by (service, environment)."""
     stopped = set(frozen)
     rows = []
     for service in policy.catalog.names:

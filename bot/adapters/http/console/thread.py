@@ -79,7 +79,7 @@ async def cancel(console: Console, request: Request, thread_id: str) -> Response
     who = console.viewer(request)
     fields = await console.form(request, who)
     why = text(fields, "reason", MAX_TEXT_CHARS)
-    await console.service.cancel(thread_id, who.identity, why, channel="console")
+    await console.service.cancel(thread_id, who.identity, why)
     await console.parts.kick(thread_id)  # its run lets go of what it held: a place in line, a timer
     return back(fields, f"{PREFIX}/threads/{thread_id}", "cancelled")
 
