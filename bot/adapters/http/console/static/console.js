@@ -43,6 +43,8 @@
         if (html === null) return;
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("live");
         if (!fresh) return;
+        // Someone began typing while the page was fetched: keep what they typed, update later.
+        if (busy()) { pending = true; return; }
         var open = {};
         live.querySelectorAll("details[open]").forEach(function (d) { if (d.parentElement.id) open[d.parentElement.id] = true; });
         live.innerHTML = fresh.innerHTML;
