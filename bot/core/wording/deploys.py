@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 from bot.core.events import GitTag
 
 __all__ = [
-    "deploy_command_not_started", "deploy_could_not_run", "deploy_failed", "deploy_failed_saying", "deployed", "deployer_broke", "done",
-    "interrupted_deploy", "invalid_tag", "listing_tags_failed", "newest_tags", "no_such_tag", "no_tags",
-    "not_deploying", "stopped", "tag_lookup_failed", "tag_moved", "unknown_environment", "what_at_commit",
-    "what_to_deploy",
+    "deploy_command_not_started", "deploy_could_not_run", "deploy_failed", "deploy_failed_saying", "deployed",
+    "deployer_broke", "done", "interrupted_deploy", "invalid_tag", "listing_tags_failed", "newest_tags",
+    "no_such_tag", "no_tags", "not_deploying", "stopped", "tag_lookup_failed", "tag_moved", "unknown_environment",
+    "what_at_commit", "what_to_deploy",
 ]
 
 
