@@ -114,13 +114,19 @@ async def test_exact_command_needs_no_llm(app, fake_llm, ledger):
     assert fake_llm.prompts == []
 
 
-async def test_free_text_without_llm_says_how_to_configure_one(app, fake_llm):
+async def test_free_text_without_llm_ends_with_how_to_go_on(app, fake_llm, ledger):
     app.runner.llm = None
     thread = await app.runner.run((await start(app)).id)
-    assert thread.status() == "waiting_for_human"
+    # Nothing can act on a reply either, so the thread ends with the answer instead of waiting.
+    assert thread.status() == "done" and thread.events[-1].type == "done_for_now"
     message = thread.events[-1].message
     assert "LLM_PROVIDER" in message and "deploy backend v1.2.3 to production" in message
+    assert "say one here" in message
     assert fake_llm.prompts == []
+    # An exact command said in the same thread goes on from there.
+    await app.service.respond(thread.id, "deploy frontend v1.2.2 to staging", app.service.unproven("alice"))
+    ran = await app.runner.run(thread.id)
+    assert ran.status() == "done" and ran.events[-1].message == "Deployed frontend v1.2.2 to staging."
 
 
 async def test_exact_command_list_tags_summarises(app):

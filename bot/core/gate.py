@@ -65,20 +65,28 @@ class Requested:
 
 def requested(payload: Mapping[str, Any]) -> Requested | str:
     """The delivery's request, or why it is not one deploybot can answer (a missing or
-    malformed field: GitHub's shape is checked, never trusted to be well formed)."""
+    malformed field: GitHub's shape is checked, never trusted to be well formed).
+
+    As GitHub's schema has it, the commit is the delivery's own `sha` and `ref`, and
+    `deployment` may hold only its id and environment, or be null; older deliveries carried
+    the commit in `deployment` only, which is read where the top level lacks it. The creator is
+    the deployment's, else the delivery's `sender`."""
     if payload.get("action") != "requested":
         return "not a request (action is not 'requested')"
     try:
         repository = str(payload["repository"]["full_name"])
         environment = str(payload["environment"])
-        deployment = payload["deployment"]
-        sha, ref = str(deployment["sha"]).lower(), str(deployment.get("ref") or "")
-        creator = str((deployment.get("creator") or {}).get("login") or "")
+        deployment = payload.get("deployment") or {}
+        if not isinstance(deployment, Mapping):
+            raise TypeError("deployment")
+        sha = str(payload.get("sha") or deployment["sha"]).lower()
+        ref = str(payload.get("ref") or deployment.get("ref") or "")
+        creator = str(_login(deployment.get("creator")) or _login(payload.get("sender")))
         callback = str(payload["deployment_callback_url"])
         installation = int(payload["installation"]["id"])
         deployment_id = int(deployment.get("id") or 0)
     except (KeyError, TypeError, ValueError):
-        return "missing repository, environment, deployment, deployment_callback_url or installation"
+        return "missing repository, environment, sha, deployment_callback_url or installation"
     path = re.sub(r"\Ahttps?://[^/]+", "", callback)
     path = re.sub(r"\A/api/v3", "", path)  # GitHub Enterprise Server's API lives under /api/v3
     m = _CALLBACK.fullmatch(path)
@@ -88,6 +96,11 @@ def requested(payload: Mapping[str, Any]) -> Requested | str:
         return "a malformed environment or creator"
     return Requested(repository, environment, sha, ref[:255], creator, path, callback, installation, int(m[2]),
                      deployment_id)
+
+
+def _login(user: object) -> str:
+    """A GitHub user object's login ("" when there is none)."""
+    return str(user.get("login") or "") if isinstance(user, Mapping) else ""
 
 
 def rule_for(rules: Iterable[GateRule], repository: str, github_environment: str) -> GateRule | None:

@@ -53,3 +53,6 @@ SERVICE = Identity(None, TOKEN, "api")
 # No credentials at all, on a path that asks for none (the web console, which shows a sign-in
 # page): nobody, with no powers.
 ANONYMOUS = Identity(None, "anonymous", "")
+# The bot acting on its own (a rollback after a failed verification): what its lock is held by.
+# `_is_someone` in bot/core/authority.py keeps it from deciding, locking or unlocking anything.
+THE_BOT = Identity(BOT_USER, "bot", BOT_USER)

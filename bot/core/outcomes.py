@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from bot.core import wording
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
@@ -30,14 +31,16 @@ Kind = Literal[
     "deployed", "rejected", "failed", "cancelled", "expired", "refused", "waiting", "running", "done",
     # Kept for what happens after a deploy (its verification, a rollback that marks it faulty):
     "verifying", "verified", "faulty",
+    "rolled_back",  # a deploy failed its verification and the bot put the one before back
 ]
 # How each reads, and its colour's class (console.css .outcome-*): one place, so every list agrees.
 WORDS: dict[Kind, str] = {
     "deployed": "deployed", "rejected": "rejected", "failed": "failed", "cancelled": "cancelled",
     "expired": "expired", "refused": "refused", "waiting": "waiting", "running": "running", "done": "answered",
-    "verifying": "verifying", "verified": "verified", "faulty": "faulty",
+    "verifying": "verifying", "verified": "verified", "faulty": "faulty", "rolled_back": "rolled back",
 }
-REFUSALS = ("locked", "frozen", "checks", "recheck", "validation")  # Error kinds: the rules said no
+# Error kinds: the rules said no (nothing was deployed), never a failure of something that ran.
+REFUSALS = ("locked", "frozen", "checks", "recheck", "validation", "promotion")
 WAITING_FOR = {
     "waiting_for_approval": "for approval", "waiting_for_lock": "in line for a lock or a freeze",
     "waiting_for_human": "for a reply", "waiting_for_sender": "for the sender to confirm",
@@ -93,6 +96,9 @@ def _closed(thread: Thread, deploy: Step, closed: Event) -> Outcome:
     a deploy that succeeded, from its verification's verdict where it had one)."""
     what = _what(deploy)
     if isinstance(closed, DeployResult):
+        rolled_back = _after_failed_verification(thread, closed)
+        if rolled_back is not None:
+            return rolled_back
         request = thread.approval_for(deploy.id)
         by = closed.approved_by or (request.asker if request else "")
         verdict = next((e for e in thread.of(VerificationEnded) if e.deploy_id == closed.deploy_id), None)
@@ -107,6 +113,21 @@ def _closed(thread: Thread, deploy: Step, closed: Event) -> Outcome:
         kind: Kind = "refused" if closed.kind in REFUSALS else "failed"
         return Outcome(kind, what, at=closed.at)
     return Outcome("done", what, at=closed.at)
+
+
+def _after_failed_verification(thread: Thread, rollback: DeployResult) -> Outcome | None:
+    """What a rollback the bot ran because a deploy failed its verification reads as: that
+    deploy failed verification and what it rolled back to (never "deployed" by deploybot, as if
+    someone had asked for it)."""
+    if not rollback.rollback_of:
+        return None
+    failed = next((e for e in thread.of(VerificationEnded)
+                   if e.deploy_id == rollback.rollback_of and e.outcome == "failed"), None)
+    faulty = next((e for e in thread.of(DeployResult) if e.deploy_id == rollback.rollback_of), None)
+    if failed is None or faulty is None:
+        return None
+    detail = wording.failed_verification_rolled_back(faulty.tag, rollback.tag, rollback.environment, rollback.ok)
+    return Outcome("rolled_back" if rollback.ok else "failed", detail, at=rollback.at)
 
 
 def _refused_command(thread: Thread) -> Outcome | None:

@@ -21,7 +21,6 @@ from bot.core.events import (
     Event,
     GitTagsResult,
     HumanResponse,
-    RequestMoreInformation,
 )
 from bot.core.thread import Instruction, Thread
 from bot.runtime.ports import LlmError, NextStepModel
@@ -47,7 +46,9 @@ async def decide(
         said = thread.events[instruction.position] if instruction else None
         if isinstance(said, HumanResponse) and said.approve is False:
             return DoneForNow(message=wording.rejected(said.user, said.text), source="bot")
-        return RequestMoreInformation(message=wording.no_llm(commands.examples(catalog)), source="bot")
+        # Nothing here can understand free text, so the thread ends with the answer (and how to
+        # go on) instead of waiting for a reply nobody could act on either.
+        return DoneForNow(message=wording.no_llm(commands.examples(catalog)), source="bot")
     try:
         step = await llm.next_step(prompt.render(thread, secrets, budget))
     except LlmError as e:

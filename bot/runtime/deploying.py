@@ -36,6 +36,7 @@ from bot.core.events import (
     RequestMoreInformation,
     UserMessage,
 )
+from bot.core.identity import THE_BOT
 from bot.core.people import Identity
 from bot.core.policy import Policy, args_hash, lock_owner
 from bot.core.prompt import redact
@@ -44,6 +45,7 @@ from bot.runtime import gathering
 from bot.runtime.ports import (
     Deployer,
     DeployerError,
+    DeployOutcome,
     DeployQueue,
     DeployRecord,
     DeployRequest,
@@ -394,7 +396,9 @@ class Deploying:
         if result.environment in self.policy.no_lock_after_rollback:
             return False
         who = thread.authority(thread.instruction_for(step.id))
-        if who == NOBODY:  # an old fork replaying someone's request: no lock in their name
+        if verification.automatic_rollback(thread, step) is not None:
+            who = THE_BOT  # nobody asked for it: the bot rolled back, and its lock says so
+        elif who == NOBODY:  # an old fork replaying someone's request: no lock in their name
             return False
         reason = wording.rolled_back_lock_reason(_field(step, "rollback_from") or "?", who.label)
         lock = Lock(result.environment, lock_owner(who), reason, result.at, result.service, thread.id)
@@ -410,10 +414,16 @@ class Deploying:
             runner: DeployRunner = self.deployers[step.service]
             outcome = await runner.deploy(request)
         except DeployerError as e:
-            return Error(kind="deployer", step_id=step.id, message=wording.deploy_could_not_run(e))
+            # It never ran (its command was not found, the workflow could not be dispatched): a
+            # failed deploy like any other, so the history, the metrics and the lists all say so.
+            said = DeployOutcome(False, None, wording.deploy_could_not_run(e))
+            return self._result(step, started, approvers, said)
         except Exception as e:  # a bug in a deployer: it may have started something, so say so
             log.exception("deploy %s: the deployer failed", started.deploy_id)
             return Error(kind="deployer", step_id=step.id, message=wording.deployer_broke(e))
+        return self._result(step, started, approvers, outcome)
+
+    def _result(self, step: Deploy, started: DeployStarted, approvers: str | None, outcome: DeployOutcome) -> Event:
         return DeployResult(
             step_id=step.id,
             deploy_id=started.deploy_id,
@@ -471,15 +481,16 @@ class Deploying:
 
 
 def _approvers(thread: Thread, action: RunDeploy | Interrupted) -> str | None:
-    """Who approved, as the channels named them: everyone whose approval counted where it
-    took several (N-of-M), else the one decision."""
+    """Who approved: everyone whose approval counted where it took several (N-of-M), else the
+    one decision; each by their person's name (one person, one name, whichever channel they
+    decided by), or as their channel named them when nobody knows who they are."""
     if action.request is None or action.decision is None:
         return None
     given = thread.approvals_for(action.request.approval_id)
     required = thread.required(action.request.approval_id)
     if required > 1 and given:
-        return ", ".join(a.user for a in given[:required])
-    return action.decision.user
+        return ", ".join(a.person or a.user for a in given[:required])
+    return action.decision.person or action.decision.user
 
 
 OUTPUT_TAIL_LINES = 20  # of a deploy's output, kept in its history record

@@ -435,3 +435,34 @@ async def test_an_environment_that_needs_no_approval_is_answered_saying_so(api, 
     assert "approver" not in comment and "staging needs no approval in deploybot" in comment, comment
     github.finish_deployment(payload["deployment"]["id"], "success")
     await settle(api, thread_id)
+
+
+def as_github_sends(payload: dict, deployment: bool = True) -> dict:
+    """The stand-in's delivery in the shape GitHub's schema gives it (as
+    tests/fixtures/github/deployment_protection_rule.requested.json): the commit at the top, the
+    deployment with its id and environment only, or no deployment at all."""
+    full = payload["deployment"]
+    return {**payload, "sha": full["sha"], "ref": full["ref"],
+            "deployment": {"id": full["id"], "environment": full["environment"]} if deployment else None}
+
+
+async def test_github_s_own_delivery_shape_is_answered_and_its_job_followed(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, as_github_sends(payload))
+    await eventually(lambda: len(github.callbacks) == 1)
+    assert github.callbacks[0]["state"] == "approved"
+    github.finish_deployment(payload["deployment"]["id"], "success")
+    done = await settle(api, thread_id)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert result["ok"] and result["commit"] == SHA
+
+
+async def test_a_delivery_naming_no_deployment_is_followed_by_its_run(api, app, github):
+    payload = github.protection_rule("staging", SHA)
+    thread_id = await started(api, as_github_sends(payload, deployment=False))
+    await eventually(lambda: len(github.callbacks) == 1)
+    github.finish_deployment(payload["deployment"]["id"], "success")  # its run ends with it, a success
+    done = await settle(api, thread_id)
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert result["ok"] and "the run's conclusion is the outcome" in result["output"]
+    assert await app.environments.holder("staging", "app") is None

@@ -171,6 +171,10 @@ async def test_an_agent_asks_a_person_approves_in_slack_and_the_agent_sees_it_do
         assert done["deploy_result"]["ok"] is True
         assert (done["deploy_result"]["service"], done["deploy_result"]["tag"]) == ("backend", "v1.2.3")
         assert len(ledger_lines(ledger)) == 1
+        # It is finished: waiting on it again answers at once, however long the agent would wait.
+        began = time.monotonic()
+        again = await call(agent, "wait_for_thread", thread_id=thread_id, timeout_s=60)
+        assert again["status"] == "done" and time.monotonic() - began < 30
 
         on = (await call(agent, "whats_on", environment="production"))["result"]
         assert [(d["service"], d["tag"]) for d in on] == [("backend", "v1.2.3")]

@@ -103,6 +103,15 @@ async def test_missing_command_and_timeout(tmp_path):
     assert not outcome.ok and "timed out" in outcome.output
 
 
+async def test_a_relative_command_not_in_the_repository_says_where_it_was_looked_for(tmp_path):
+    repo = tmp_path / "api"
+    repo.mkdir()
+    with pytest.raises(DeployerError) as raised:
+        await CommandDeployer(repo, "./deploy.sh {service} {tag} {environment} {commit}").deploy(REQUEST)
+    said = str(raised.value)
+    assert f"'./deploy.sh' in {repo}" in said and "runs in the service's repository" in said
+
+
 async def test_the_deploy_command_gets_an_allow_listed_environment_not_the_bots(tmp_path, monkeypatch):
     bots = {"REDIS_URL": "redis://:hunter2-redis-pass@cache.internal:6379/0", "SLACK_BOT_TOKEN": "xoxb-1-secret",
             "FOO": "bar", "DEPLOY_COMMAND": "deploy.sh", "PYTHONPATH": "/srv/bot"}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -45,6 +48,25 @@ def test_a_request_is_read_and_anything_malformed_is_refused():
                 payload(deployment={"sha": "not-a-sha", "creator": {"login": "octocat"}}),
                 payload(installation=None), payload(environment="")):
         assert isinstance(requested(bad), str), bad
+
+
+DELIVERY = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "deployment_protection_rule.requested.json"
+
+
+def test_github_s_own_shape_is_read_the_commit_at_the_top_and_a_deployment_with_only_its_id_or_none():
+    """A `deployment_protection_rule` delivery as GitHub's schema has it (tests/fixtures/github):
+    the commit is the delivery's `sha` and `ref`, the deployment holds its id and environment."""
+    delivery = json.loads(DELIVERY.read_text())
+    request = requested(delivery)
+    assert not isinstance(request, str), request
+    assert (request.sha, request.ref, request.creator, request.deployment_id, request.run_id) == (
+        "2b8d6bd6bd9eb5b2a0a2ba56b9e49b0d8a51e1c7", "refs/heads/main", "octocat", 1234567890, 9123456780)
+    assert (request.repository, request.github_environment, request.installation) == ("acme/app", "production",
+                                                                                      55555555)
+    without = requested({**delivery, "deployment": None})  # GitHub may send none at all
+    assert not isinstance(without, str) and (without.sha, without.deployment_id) == (request.sha, 0)
+    assert isinstance(requested({**delivery, "sha": None, "deployment": None}), str)  # no commit anywhere
+    assert isinstance(requested({**delivery, "deployment": "7"}), str)
 
 
 def test_a_field_ending_in_a_newline_is_malformed():

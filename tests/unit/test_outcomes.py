@@ -86,6 +86,12 @@ def test_cancelled_expired_and_refused():
     assert outcome(thread(ASKED, STEP, frozen, DoneForNow(message="Frozen.", at=at(4))), NOW).kind == "refused"
     failing = Error(kind="checks", step_id=STEP.id, message="CI failed", at=at(3))
     assert outcome(thread(ASKED, STEP, failing, DoneForNow(message="CI.", at=at(4))), NOW).kind == "refused"
+    # Nothing was deployed: the promotion order (a commit that never passed staging, or was
+    # marked faulty there) and the re-check before the deploy refuse, they do not fail.
+    unpromoted = Error(kind="promotion", step_id=STEP.id, message="not in staging yet", at=at(3))
+    assert outcome(thread(ASKED, STEP, unpromoted, DoneForNow(message="No.", at=at(4))), NOW).kind == "refused"
+    rechecked = Error(kind="recheck", step_id=STEP.id, message="the tag moved", at=at(3))
+    assert outcome(thread(ASKED, STEP, rechecked, DoneForNow(message="No.", at=at(4))), NOW).kind == "refused"
 
     lock = LockEnvironment(environment="production", reason="mine", at=at(1))
     taken = CommandResult(step_id=lock.id, ok=False, text="production is locked by bob", at=at(2))

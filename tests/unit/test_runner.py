@@ -20,7 +20,7 @@ from bot.core.events import (
 from bot.core.thread import Origin, Thread
 from bot.runtime.ports import DeployerError, DeployOutcome, DeployRequest, LlmError, Lock
 from bot.testing.memory import Crash
-from tests.unit.conftest import NOW, TAGS, Parts, die, make_runner, who
+from tests.unit.conftest import NOW, PEOPLE, TAGS, Parts, die, make_runner, who
 
 ASK = "ship the newest backend please"  # free text: the model decides (not an exact command)
 
@@ -140,13 +140,17 @@ async def test_a_failed_deploy_is_a_result_not_an_error(parts, runner):
     assert thread.status() == "done" and len(parts.deployer.deploys) == 1
 
 
-async def test_a_deployer_that_cannot_run_is_an_error_event(parts, runner):
+async def test_a_deploy_that_could_not_run_is_a_failed_deploy_in_the_history(parts, runner):
     parts.deployer.script(DeployerError("workflow not found"))
     parts.model.script(DeployBackend(tag="v1.2.2", environment="staging"), DoneForNow(message="could not"))
     thread = await runner.run((await launch(parts)).id)
-    assert types(thread)[2:4] == ["deploy_started", "error"]
-    assert "workflow not found" in thread.events[3].message
+    assert types(thread)[2:4] == ["deploy_started", "deploy_result"]
+    result = thread.events[3]
+    assert not result.ok and result.exit_code is None and "workflow not found" in result.output
     assert await parts.environments.holder("staging") is None
+    # Failed everywhere: the history (so the metrics and the deploys page) has it as one.
+    [record] = await parts.environments.recent("staging", 10)
+    assert (record.ok, record.tag, record.deploy_id) == (False, "v1.2.2", result.deploy_id)
 
 
 async def test_unknown_tags_and_environments_are_validation_errors_the_model_sees(parts, runner):
@@ -192,6 +196,18 @@ async def test_approve_deploys_exactly_once_with_the_approved_commit(parts, runn
     assert await parts.environments.holder("production") is None  # released once recorded
     [record] = await parts.environments.recent("production", 10)
     assert record.approved_by == "bob" and record.deploy_id == result.deploy_id
+
+
+async def test_who_approved_is_their_person_s_name_whichever_channel_they_decided_by(parts, runner, service):
+    thread = await paused_for_approval(parts, runner)
+    request = thread.pending_approval()
+    carol = PEOPLE.by_email("Carol <carol@example.com>")  # her approval code's address, not her name
+    await service.respond(thread.id, "", carol, approval_id=request.approval_id, approve=True)
+    parts.model.script(DoneForNow(message="deployed"))
+    done = await runner.run(thread.id)
+    result = next(e for e in done.events if isinstance(e, DeployResult))
+    [record] = await parts.environments.recent("production", 10)
+    assert result.approved_by == "carol" and record.approved_by == "carol"
 
 
 async def test_reject_closes_the_step_and_the_model_replans_with_the_feedback(parts, runner, service):
@@ -371,8 +387,8 @@ async def test_error_messages_are_redacted_before_they_are_recorded(parts):
     parts.deployer.script(DeployerError("push refused: postgres://app:hunter2-the-db-password@db/app"))
     parts.model.script(DeployBackend(tag="v1.2.2", environment="staging"), DoneForNow(message="no"))
     thread = await runner.run((await launch(parts)).id)
-    error = next(e for e in thread.events if isinstance(e, Error))
-    assert "hunter2" not in error.message and "[redacted]" in error.message
+    result = next(e for e in thread.events if isinstance(e, DeployResult))
+    assert "hunter2" not in result.output and "[redacted]" in result.output
 
 
 # --- a read-only run's last write ------------------------------------------------------

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.core import verification
+from bot.core import outcomes, verification
 from bot.core.commands import verify_command
 from bot.core.control import CheckNow, EndVerification, Stop, next_action, next_due
 from bot.core.events import (
@@ -228,6 +228,14 @@ async def test_on_failure_rollback_rolls_back_at_once_past_a_stop_the_line_and_r
     assert [r.tag for r in parts.deployer.requests] == ["v1.2.3", "v1.2.2"]
     newest = (await parts.environments.recent("production", 1))[0]
     assert newest.rollback_of == deploy_id and "HTTP 503" in newest.proposal_reason and newest.proposed_by == "bot"
+    # The thread reads as what happened, and the lock it leaves is the bot's, not alice's (who
+    # asked for the deploy, not for the rollback) nor bob's (who approved the deploy).
+    came = outcomes.outcome(thread)
+    assert (came.kind, came.detail, came.by) == (
+        "rolled_back", "v1.2.3 failed verification in production; rolled back to v1.2.2", "")
+    lock = await parts.environments.holder("production", "backend")
+    assert lock is not None and lock.owner == "manual:deploybot" and lock.by().startswith("by deploybot since")
+    assert "by deploybot" in lock.reason
 
 
 async def test_an_unanswerable_check_fails_after_its_grace_never_before_and_a_resume_goes_on_where_it_was():

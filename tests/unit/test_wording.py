@@ -19,6 +19,7 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 SAMPLES = {
     "ending": "deployed",
     "to_tag": "v1.0.3",
+    "back_to": "v1.0.2",
     "gave_feedback": False,
     "model": False,
     "comment": "Approved in deploybot by alice, bob.",  # the GitHub gate's

@@ -288,7 +288,7 @@ class GitHubGate:
         """Whether the job deployed, and how it ended, for people: polled until it ends, or
         for follow_seconds at most, so that a job that never reports does not hold the lock
         for longer: an unknown outcome, never a success."""
-        if not gated.deployment_id:
+        if not gated.deployment_id and not gated.run_id:
             return False, wording.gate_no_deployment()
         deadline = time.monotonic() + self.follow_seconds
         while (ended := await self._ended(gated)) is None:
@@ -301,6 +301,9 @@ class GitHubGate:
         """How the job ended, if it did: as its deployment reported; else, once its workflow
         run completed (cancelled, or a job that died before it reported), an unknown outcome.
         The deployment is read again after the run: it may have reported as the run ended."""
+        if not gated.deployment_id:  # GitHub named no deployment: the run's end is the job's
+            conclusion = await self._run_ended(gated)
+            return None if conclusion is None else (conclusion == "success", wording.gate_run_finished(conclusion))
         state = await self._deployment_ended(gated)
         if state is None and (conclusion := await self._run_ended(gated)) is not None:
             state = await self._deployment_ended(gated)

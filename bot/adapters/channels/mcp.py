@@ -34,7 +34,7 @@ from bot.core import agents, authority, commands, transcript, wording
 from bot.core.agents import DeployedInfo, ServiceInfo, TagInfo, ThreadInfo
 from bot.core.events import DeployService, ToolCalled
 from bot.core.people import AGENT, Agent, Identity
-from bot.core.thread import Origin, Thread
+from bot.core.thread import FINISHED, Origin, Thread
 from bot.runtime.ports import Deployer, History
 from bot.runtime.service import Refused, ThreadService
 
@@ -152,12 +152,15 @@ class Tools:
 
     async def wait_for_thread(self, thread_id: str, timeout_s: float, ctx: Context | None) -> ThreadInfo:
         """Until the status settles somewhere new (a deploy's brief `running` is passed
-        over), or `timeout_s`; a progress notification every PROGRESS_EVERY seconds."""
+        over), or `timeout_s`; a progress notification every PROGRESS_EVERY seconds. A thread
+        that is finished (done, failed, cancelled) is answered at once: nothing will change."""
         _, agent = await self.who(ctx)
         await self.note_read(thread_id, "wait_for_thread", agent, f"timeout_s={timeout_s:g}")
         timeout_s = min(max(timeout_s, 0.0), MAX_WAIT)
         start = time.monotonic()
         first = (await self.thread(thread_id, False)).status
+        if first in FINISHED:
+            return await self.thread(thread_id)
         said = start
         while True:
             now_info = await self.thread(thread_id, False)

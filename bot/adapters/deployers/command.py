@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bot.adapters.deployers import commit_times, git_refs
 from bot.adapters.deployers.pair import Pair
+from bot.core import wording
 from bot.core.deploy_command import DRY_RUN, command_argv
 from bot.core.events import CommitSummary, GitTag
 from bot.core.transcript import one_line
@@ -166,7 +167,8 @@ class CommandRunner:
                 stderr=asyncio.subprocess.STDOUT,
             )
         except OSError as e:
-            raise DeployerError(f"could not start the deploy command {argv[0]!r}: {e.strerror or e}") from e
+            why = e.strerror or str(e)
+            raise DeployerError(wording.deploy_command_not_started(argv[0], str(self.repo), why)) from e
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), self.timeout)
         except TimeoutError:

@@ -12,7 +12,7 @@ __all__ = [
 def no_llm(examples: Iterable[str]) -> str:
     return (
         "I can only follow exact commands because no LLM is configured. "
-        "Try: " + "; ".join(f'"{c}"' for c in examples) + ". "
+        "Try: " + "; ".join(f'"{c}"' for c in examples) + " (say one here, or in a new thread). "
         "To let me understand free text, set LLM_PROVIDER (openai, anthropic or openai-generic), "
         "LLM_MODEL and LLM_API_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY), "
         "plus LLM_BASE_URL for an OpenAI-compatible server."

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 from bot.core.events import GitTag
 
 __all__ = [
-    "deploy_could_not_run", "deploy_failed", "deploy_failed_saying", "deployed", "deployer_broke", "done",
-    "interrupted_deploy", "invalid_tag", "listing_tags_failed", "newest_tags", "no_such_tag", "no_tags",
-    "not_deploying", "stopped", "tag_lookup_failed", "tag_moved", "unknown_environment", "what_at_commit",
-    "what_to_deploy",
+    "deploy_command_not_started", "deploy_could_not_run", "deploy_failed", "deploy_failed_saying", "deployed",
+    "deployer_broke", "done", "interrupted_deploy", "invalid_tag", "listing_tags_failed", "newest_tags",
+    "no_such_tag", "no_tags", "not_deploying", "stopped", "tag_lookup_failed", "tag_moved", "unknown_environment",
+    "what_at_commit", "what_to_deploy",
 ]
 
 
@@ -60,6 +60,14 @@ def not_deploying(why: str) -> str:
 
 def tag_moved(tag: str, commit: str, approved_commit: str) -> str:
     return f"tag {tag} now points to {commit[:7]}, but {approved_commit[:7]} was approved"
+
+
+def deploy_command_not_started(command: str, where: str, why: str) -> str:
+    """The deploy command is run in the service's repository: a relative path is looked up there."""
+    return (
+        f"could not start the deploy command {command!r} in {where}: {why} (the command runs in the service's "
+        "repository, so a relative path like ./deploy.sh must be there; or give an absolute path)"
+    )
 
 
 def deploy_could_not_run(error: object) -> str:

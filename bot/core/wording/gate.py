@@ -8,7 +8,7 @@ from bot.core.wording.metrics import span
 __all__ = [
     "GATE_COMMENT_MAX", "gate_answered", "gate_approved", "gate_cancelled", "gate_comment", "gate_deployment_ended",
     "gate_expired", "gate_link", "gate_no_deployment", "gate_not_deploying", "gate_not_reported", "gate_rejected",
-    "gate_run_ended", "gate_unknown",
+    "gate_run_ended", "gate_run_finished", "gate_unknown",
 ]
 
 
@@ -38,6 +38,11 @@ def gate_deployment_ended(state: str) -> str:
 def gate_run_ended(conclusion: str) -> str:
     return (f"The workflow run ended ({conclusion}) without its deployment reporting an outcome: "
             "whether anything was deployed is unknown. Look at the run.")
+
+
+def gate_run_finished(conclusion: str) -> str:
+    """A gated job GitHub named no deployment for: its workflow run's conclusion is its outcome."""
+    return f"The workflow run ended: {conclusion} (GitHub named no deployment: the run's conclusion is the outcome)"
 
 
 def gate_not_reported(seconds: float) -> str:

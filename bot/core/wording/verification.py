@@ -9,10 +9,10 @@ from bot.core.wording.dates import utc
 
 __all__ = [
     "automatic_rollback_reason", "check_line", "check_not_in_time", "check_too_big", "check_unreachable",
-    "http_check_answered", "http_check_status", "http_check_without", "may_not_skip_verification", "query_failed",
-    "query_not_a_number", "query_not_finite", "query_refused", "query_without_result", "rollback_past_freeze",
-    "verification_failed", "verification_rollback_proposed", "verification_skipped", "verified", "verify_now_refused",
-    "verifying",
+    "failed_verification_rolled_back", "http_check_answered", "http_check_status", "http_check_without",
+    "may_not_skip_verification", "query_failed", "query_not_a_number", "query_not_finite", "query_refused",
+    "query_without_result", "rollback_past_freeze", "verification_failed", "verification_rollback_proposed",
+    "verification_skipped", "verified", "verify_now_refused", "verifying",
 ]
 
 
@@ -108,3 +108,10 @@ def rollback_past_freeze(reason: str) -> str:
 
 def verification_rollback_proposed() -> str:
     return "A rollback is proposed: it needs an approval."
+
+
+def failed_verification_rolled_back(tag: str, back_to: str, environment: str, ok: bool) -> str:
+    """A thread whose deploy failed its verification, after the bot's rollback ran."""
+    if ok:
+        return f"{tag} failed verification in {environment}; rolled back to {back_to}"
+    return f"{tag} failed verification in {environment}; the rollback to {back_to} failed too"
