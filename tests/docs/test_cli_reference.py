@@ -65,6 +65,7 @@ def run(doc_env, app_repo):
     return bot
 
 
+@pytest.mark.timeout(300)  # some 25 processes, each a Python start: slow on a loaded machine, not stuck
 def test_every_command_runs_once(run):
     for command in ("serve", "worker"):
         assert "usage: python -m bot " + command in run(command, "--help")

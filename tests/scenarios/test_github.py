@@ -104,12 +104,15 @@ async def test_an_approval_that_expired_before_the_deploy_started_is_not_used(ap
     assert github.dispatches == []
 
 
-async def test_github_errors_become_error_events_the_human_sees(api, github):
+async def test_github_refusing_the_run_is_a_failed_deploy_the_human_sees(api, github):
+    """Nothing ran, yet it is a failed deploy everywhere (the thread, the history), with why."""
     github.fail("POST", r"/dispatches$", 403, {"message": "Resource not accessible by integration"})
     done = await approve(api, await ask(api))
-    error = next(e for e in done["events"] if e["type"] == "error")
-    assert error["kind"] == "deployer" and "needs actions:write" in error["message"]
+    result = next(e for e in done["events"] if e["type"] == "deploy_result")
+    assert not result["ok"] and result["exit_code"] is None and "needs actions:write" in result["output"]
     assert done["status"] == "done" and "needs actions:write" in done["events"][-1]["message"]
+    history = (await api.get("/deploys", params={"environment": "production"})).json()["deploys"]
+    assert [(d["tag"], d["ok"]) for d in history] == [("v1.2.3", False)]
 
 
 def test_sigkill_after_dispatch_resumes_the_same_run(redis, servers, server_env, github, tmp_path):
