@@ -205,7 +205,7 @@ def test_roll_back_asks_first_and_a_phone_sees_approve_under_a_long_preview(cont
 
 def test_sign_in_offers_only_what_works_and_a_bad_link_leads_back(context, console: Console):
     page = context.new_page()
-    page.goto(f"{console.url}/console/")
+    page.goto(f"{console.url}/console/deploys")  # signed out: the page asked for is remembered
     expect(page.get_by_role("heading", name="Sign in to deploybot")).to_be_visible()
     expect(page.locator(".ways")).to_contain_text("python -m bot login-link NAME")
     # no email channel here, and no Slack: neither is offered
@@ -223,7 +223,8 @@ def test_sign_in_offers_only_what_works_and_a_bad_link_leads_back(context, conso
     used = console.link("alice")
     page.goto(used)
     page.get_by_role("button", name="Sign in as alice").click()
-    expect(page).to_have_url(re.compile(r"/console/$"))
+    expect(page).to_have_url(re.compile(r"/console/deploys$"))  # back to the page asked for
+    expect(page.get_by_role("heading", name="Deploys")).to_be_visible()
     page.context.clear_cookies()
     page.goto(used)  # a link works once
     cannot_be_used(page)
