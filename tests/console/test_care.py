@@ -109,6 +109,9 @@ def test_outcomes_one_name_and_finished_threads(context, console: Console):
     # a finished thread keeps its outcome: no Respond, no Cancel
     for thread_id, words in ((deployed, "deployed"), (rejected, "rejected"), (cancelled, "cancelled")):
         page.goto(f"{console.url}/console/threads/{thread_id}")
+        # the heading names what the thread deploys, then which thread it is
+        expect(page.get_by_role("heading", level=1)).to_have_text(f"backend v1.2.3 to production thread {thread_id}")
+        expect(page).to_have_title(f"backend v1.2.3 to production · Thread {thread_id} · deploybot")
         expect(page.locator(".thread-meta .outcome-badge")).to_have_text(words)
         expect(page.get_by_label("Message")).to_have_count(0)
         expect(page.locator("summary", has_text="Cancel")).to_have_count(0)
