@@ -19,7 +19,7 @@ from bot.adapters.http.api.auth_routes import EMAIL_LINK_SENT, LINK_FROM_ELSEWHE
 from bot.adapters.http.auth import Auth
 from bot.adapters.http.origins import CROSS_ORIGIN
 from bot.adapters.http.sessions import Sessions
-from bot.adapters.http.shared import SESSION_COOKIE
+from bot.adapters.http.shared import RETURN_COOKIE, SESSION_COOKIE
 from bot.wiring.app import App, sign_in_linker
 from tests.conftest import free_port
 from tests.helpers import eventually, ledger_lines, reply
@@ -128,8 +128,9 @@ async def test_an_outsider_gets_no_link_and_cannot_deploy(outsider, api, mailbox
     assert (unknown.status_code, unknown.json()) == (202, {"detail": EMAIL_LINK_SENT})
     # the console's form too (its answer is the same redirect for anyone)
     for given in (f"alice@acme.test, {ATTACKER}", "nobody@acme.test"):
-        r = await outsider.post("/console/sign-in", data={"email": given}, headers=origin(outsider))
-        assert (r.status_code, r.headers["location"]) == (303, "/console/?notice=link")
+        async with httpx.AsyncClient(base_url=outsider.base_url) as browser:  # a browser each
+            r = await browser.post("/console/sign-in", data={"email": given}, headers=origin(browser))
+            assert (r.status_code, r.headers["location"]) == (303, "/console/?notice=link")
 
     # A plain request does mail carol, at the address deploybot.toml holds: the mail works.
     await outsider.post("/auth/email-link", json={"email": "CAROL@acme.test"})
@@ -211,6 +212,42 @@ async def test_a_get_uses_nothing_and_the_pages_form_signs_in(outsider, app: App
     async with httpx.AsyncClient(base_url=outsider.base_url) as other:
         r = await other.post("/auth/link", data={"code": code}, headers=origin(other))
         assert r.status_code == 400 and "This sign-in link cannot be used" in r.text
+
+
+async def test_signing_in_goes_back_to_the_page_asked_for_and_only_to_a_console_page(outsider, app: App):
+    """The sign-in page remembers the console page a signed-out browser asked for; signing in
+    there goes back to it. A cookie set by anyone else never sends the browser off the console."""
+    asked = await outsider.get("/console/deploys?environment=production", headers={"Accept": "text/html"})
+    assert asked.status_code == 401 and "Sign in to deploybot" in asked.text
+    assert outsider.cookies[RETURN_COOKIE].strip('"') == "/console/deploys?environment=production"
+    code = await app.credentials.issue_link("bob", 600)
+    r = await outsider.post("/auth/link", data={"code": code}, headers=origin(outsider))
+    assert (r.status_code, r.headers["location"]) == (303, "/console/deploys?environment=production")
+    assert RETURN_COOKIE not in outsider.cookies  # used once
+
+    for hostile in ("//evil.test/", "/console//evil.test", "https://evil.test/console/",
+                    "/console/\\evil.test", "/elsewhere", "/console/ with space", "/console/" + "a" * 600):
+        async with httpx.AsyncClient(base_url=outsider.base_url) as browser:
+            browser.cookies.set(RETURN_COOKIE, hostile)
+            code = await app.credentials.issue_link("bob", 600)
+            r = await browser.post("/auth/link", data={"code": code}, headers=origin(browser))
+            assert (r.status_code, r.headers["location"]) == (303, "/console/"), hostile
+
+
+async def test_asking_again_for_a_link_from_one_browser_says_one_was_sent(outsider, mailbox):
+    """The console's form, twice within a minute from one browser: the second answer says a link
+    was asked for moments ago (whatever address was typed: it tells nothing of whose it is)."""
+    first = await outsider.post("/console/sign-in", data={"email": "bob@acme.test"}, headers=origin(outsider))
+    assert first.status_code == 303 and first.headers["location"] == "/console/?notice=link"
+    again = await outsider.post("/console/sign-in", data={"email": "nobody@acme.test"}, headers=origin(outsider))
+    assert again.headers["location"] == "/console/?notice=link-recent"
+    page = await outsider.get(again.headers["location"])
+    assert "A link was asked for from this browser less than a minute ago" in page.text
+    await eventually(lambda: len(mailbox.to("bob@acme.test")) == 1)
+    async with httpx.AsyncClient(base_url=outsider.base_url) as another_browser:
+        r = await another_browser.post("/console/sign-in", data={"email": "bob@acme.test"},
+                                       headers=origin(another_browser))
+        assert r.headers["location"] == "/console/?notice=link"
 
 
 async def test_an_api_client_posts_the_code_as_json(outsider, app: App):

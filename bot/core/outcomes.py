@@ -87,6 +87,17 @@ def outcome(thread: Thread, now: datetime | None = None) -> Outcome:
     return Outcome("done", at=_last_at(thread))
 
 
+def about(thread: Thread) -> str:
+    """What the thread deploys, for its heading: "api v1.3.0 to production" (its last deploy
+    step: a rollback's or a promotion's too); "" before it has one."""
+    deploy = _last_deploy(thread)
+    if deploy is None:
+        return ""
+    named = " ".join(p for p in (getattr(deploy, "service", ""), getattr(deploy, "tag", "")) if p)
+    environment = getattr(deploy, "environment", "")
+    return f"{named} to {environment}" if environment else named
+
+
 def _what(deploy: Step | None) -> str:
     return f"{getattr(deploy, 'tag', '')} to {getattr(deploy, 'environment', '')}" if deploy else ""
 

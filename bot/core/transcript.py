@@ -60,6 +60,7 @@ from bot.core.events import (
     VerificationStarted,
     entry_for,
 )
+from bot.core.outcomes import REFUSALS
 from bot.core.prompt import redact
 from bot.core.thread import Thread
 
@@ -149,15 +150,17 @@ def markdown(thread: Thread, secrets: tuple[str, ...] = (), now: datetime | None
 
 
 def says_again(thread: Thread, event: Event) -> bool:
-    """Whether `event` is the bot's closing word on an exact command that only says again
-    what the command's result, just before it, said ("There is nothing to roll api in
-    production back to…"): chat shows only the closing word, a page of every event shows
-    the result once."""
+    """Whether `event` is the bot's closing word that only says again what the event just
+    before it said: a command's result ("There is nothing to roll api in production back
+    to…"), or the refusal that stopped a deploy ("Stopped: " and the refusal's own words).
+    Chat shows only the closing word; a page of every event shows it once."""
     if not isinstance(event, DoneForNow) or event.source != "command":
         return False
     index = next((i for i, e in enumerate(thread.events) if e.id == event.id), 0)
     before = (e for e in reversed(thread.events[:index]) if not isinstance(e, DeliveryFailed | ToolCalled))
     previous = next(before, None)
+    if isinstance(previous, Error):
+        return event.message == wording.stopped(previous.message)
     return isinstance(previous, CommandResult) and previous.text == event.message
 
 
@@ -348,7 +351,8 @@ def _deploy_result(e: DeployResult, s: _Style) -> str:
 
 
 def _error(e: Error, s: _Style) -> str:
-    return f"error ({e.kind}): {s.text(e.message)}"
+    said = "refused" if e.kind in REFUSALS else "error"  # a rule said no: nothing went wrong
+    return f"{said} ({e.kind}): {s.text(e.message)}"
 
 
 def _github_answered(e: GitHubAnswered, s: _Style) -> str:

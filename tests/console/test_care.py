@@ -109,6 +109,9 @@ def test_outcomes_one_name_and_finished_threads(context, console: Console):
     # a finished thread keeps its outcome: no Respond, no Cancel
     for thread_id, words in ((deployed, "deployed"), (rejected, "rejected"), (cancelled, "cancelled")):
         page.goto(f"{console.url}/console/threads/{thread_id}")
+        # the heading names what the thread deploys, then which thread it is
+        expect(page.get_by_role("heading", level=1)).to_have_text(f"backend v1.2.3 to production thread {thread_id}")
+        expect(page).to_have_title(f"backend v1.2.3 to production · Thread {thread_id} · deploybot")
         expect(page.locator(".thread-meta .outcome-badge")).to_have_text(words)
         expect(page.get_by_label("Message")).to_have_count(0)
         expect(page.locator("summary", has_text="Cancel")).to_have_count(0)
@@ -205,7 +208,7 @@ def test_roll_back_asks_first_and_a_phone_sees_approve_under_a_long_preview(cont
 
 def test_sign_in_offers_only_what_works_and_a_bad_link_leads_back(context, console: Console):
     page = context.new_page()
-    page.goto(f"{console.url}/console/")
+    page.goto(f"{console.url}/console/deploys")  # signed out: the page asked for is remembered
     expect(page.get_by_role("heading", name="Sign in to deploybot")).to_be_visible()
     expect(page.locator(".ways")).to_contain_text("python -m bot login-link NAME")
     # no email channel here, and no Slack: neither is offered
@@ -223,7 +226,8 @@ def test_sign_in_offers_only_what_works_and_a_bad_link_leads_back(context, conso
     used = console.link("alice")
     page.goto(used)
     page.get_by_role("button", name="Sign in as alice").click()
-    expect(page).to_have_url(re.compile(r"/console/$"))
+    expect(page).to_have_url(re.compile(r"/console/deploys$"))  # back to the page asked for
+    expect(page.get_by_role("heading", name="Deploys")).to_be_visible()
     page.context.clear_cookies()
     page.goto(used)  # a link works once
     cannot_be_used(page)

@@ -204,3 +204,24 @@ def test_a_refused_form_says_why_and_stores_nothing(context, console: Console):
     thread_id = r.headers["location"].split("/threads/")[1].split("?")[0]
     said = console.thread(thread_id)["events"][0]
     assert (said["person"], said["text"]) == ("alice", "deploy backend v1.2.2 to development")
+
+
+def test_a_tag_is_found_by_name_and_enter_in_the_reason_still_previews(context, console: Console):
+    page = signed_in(context, console, "alice")
+    page.goto(f"{console.url}/console/deploy?service=backend&environment=development")
+    page.locator("#d-reason").fill("an older one")
+    page.get_by_role("searchbox", name="Find a tag").fill("2.2")
+    page.get_by_role("searchbox", name="Find a tag").press("Enter")  # its own form: finds, previews nothing
+    expect(page.locator("fieldset.tags legend")).to_contain_text("names holding “2.2”")
+    assert [o.get_attribute("value") for o in page.get_by_role("radio").all()] == ["v1.2.2"]
+    expect(page.locator("section.preview")).to_have_count(0)
+    expect(page.locator("#d-reason")).to_have_value("an older one")  # what was typed stays
+    page.locator("#d-reason").press("Enter")  # the deploy form's own: previews the tag found
+    expect(page.locator("section.preview")).to_contain_text("Deploy backend v1.2.2 to development?")
+
+    page.get_by_role("searchbox", name="Find a tag").fill("<b>9.9</b>")
+    page.get_by_role("button", name="Find", exact=True).click()
+    expect(page.locator(".empty-state")).to_have_text("No tag of backend holds “<b>9.9</b>”.")
+    expect(page.get_by_role("radio")).to_have_count(0)
+    page.set_viewport_size(PHONE)
+    fits(page)

@@ -17,6 +17,7 @@ import pytest
 from bot.adapters.deployers import git_refs
 from bot.adapters.deployers.command import BASE_ENV, CommandDeployer
 from bot.runtime.ports import DeployerError, DeployRequest
+from bot.testing.cluster import make_repo
 from bot.wiring.children import watch_children_without_threads
 
 REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
@@ -39,6 +40,17 @@ async def test_tags_newest_first_with_their_commits(git_repo):
     assert tags[0].commit == head == tags[1].commit  # the annotated tag is peeled to its commit
     assert await deployer.resolve("v1.3.0") == head
     assert await deployer.resolve("v9.9.9") is None
+
+
+async def test_tags_made_in_one_second_come_in_version_order(tmp_path):
+    """A release script tags several in one second: git alone lists them by name (v1.10.0
+    below v1.9.0, and "the latest" would be v1.9.0); newest first breaks the tie by version."""
+    repo = make_repo(tmp_path / "repo", ["v1.8.0"])
+    same_second = {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
+                   "GIT_COMMITTER_DATE": "2026-11-20T09:00:00Z"}
+    for name in ("v1.9.0", "v1.10.0", "v1.9.1"):
+        await asyncio.to_thread(git, repo, "tag", "-a", name, "-m", name, **same_second)
+    assert [t.name for t in await CommandDeployer(repo).list_tags()] == ["v1.10.0", "v1.9.1", "v1.9.0", "v1.8.0"]
 
 
 async def test_tags_are_listed_again_only_when_a_tag_changed(git_repo, monkeypatch):

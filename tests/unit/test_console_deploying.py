@@ -116,6 +116,22 @@ def test_the_form_offers_tags_newest_first_with_subjects_ci_and_what_is_there():
     assert offering.ci_state([]) == "none" and offering.ci_state(None) == "none"
 
 
+def test_the_form_finds_a_tag_beyond_the_newest_it_shows():
+    many = {f"v1.{n}.0": f"{n:040x}" for n in range(30, 0, -1)}  # v1.30.0 newest ... v1.1.0
+    versions = MemoryDeployer(many)
+    newest = asyncio.run(offering.offered("backend", versions, ""))
+    assert len(newest) == offering.TAGS_SHOWN and newest[0].name == "v1.30.0" and "v1.3.0" not in {
+        t.name for t in newest}
+    found = asyncio.run(offering.offered("backend", versions, "v1.2.0", find="V1.2"))
+    assert [(t.name, t.current) for t in found] == [
+        ("v1.29.0", False), ("v1.28.0", False), ("v1.27.0", False), ("v1.26.0", False), ("v1.25.0", False),
+        ("v1.24.0", False), ("v1.23.0", False), ("v1.22.0", False), ("v1.21.0", False), ("v1.20.0", False),
+        ("v1.2.0", True)]
+    assert found[-1].subject == "release v1.2.0"  # its subject as if listed with the rest
+    assert asyncio.run(offering.offered("backend", versions, "", find="v9")) == []
+    assert Asked.of({"find": "  v1.2 " + "x" * 200}).find == "v1.2 " + "x" * 95
+
+
 def test_the_form_refuses_what_the_deploy_path_would_and_previews_the_rest():
     parts, versions, environments = deploying()
     for service, tag, env, words in (

@@ -22,11 +22,12 @@ from bot.core.events import (
     HumanResponse,
     LockEnvironment,
     RequestMoreInformation,
+    RollBack,
     SenderConfirmationExpired,
     SenderConfirmationRequested,
     UserMessage,
 )
-from bot.core.outcomes import WORDS, Outcome, outcome
+from bot.core.outcomes import WORDS, Outcome, about, outcome
 from bot.core.thread import Thread
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -123,3 +124,12 @@ def test_waiting_and_running():
 def test_every_outcome_reads_as_words_and_none_of_them_is_done(kind: str):
     words = Outcome(kind).words  # type: ignore[arg-type]
     assert words and words != "done"
+
+
+def test_a_thread_is_about_its_last_deploy_step_and_before_one_about_nothing():
+    assert about(thread(ASKED)) == ""
+    assert about(thread(*ASKING)) == "backend v0.1.0 to production"
+    back = RollBack(service="backend", environment="production", at=at(5))
+    assert about(thread(*ASKING, back)) == "backend v0.1.0 to production"  # nothing put back yet
+    again = DeployService(service="backend", tag="v0.0.9", environment="production", at=at(6))
+    assert about(thread(*ASKING, back, again)) == "backend v0.0.9 to production"

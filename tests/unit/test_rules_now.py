@@ -6,6 +6,8 @@ store, history and deployer."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bot.adapters.channels import cli
@@ -17,9 +19,12 @@ from bot.core.events import (
     Change,
     CommitSummary,
     DeployService,
+    DoneForNow,
+    Error,
     HumanResponse,
 )
 from bot.core.outcomes import outcome
+from bot.core.promotion import Order, Promotion
 from bot.core.thread import ApprovalRules, Thread
 from bot.core.views import thread_json
 from bot.runtime.service import WrongState
@@ -190,3 +195,19 @@ async def test_the_terminal_asks_only_someone_who_may_decide(capsys):
     out = capsys.readouterr().out
     assert "Approve" not in out and "[y" not in out
     assert "Waiting for approval from bob or carol; you cannot decide it: alice is not an approver" in out
+
+
+async def test_a_refusal_is_said_once_on_a_page_and_reads_refused():
+    """The promotion order stops a deploy: the refusal is on the page once (not again as the
+    bot's closing "Stopped: ..."), as "refused", while chat still gets the closing word."""
+    order = replace(policy(), promotion=Promotion(Order(("staging", "production"))))
+    b = Bench(Parts(policy=order))
+    thread = await b.service.launch("deploy backend v1.2.3 to production", PEOPLE.by_name("alice"))
+    thread = await b.run(thread.id)
+    refusal = next(thread.of(Error)).message
+    assert refusal.startswith("v1.2.3 (ccccccc) has not been deployed to staging")
+    words = [i.words for i in model.timeline(thread, ())]
+    assert sum(refusal in w for w in words) == 1 and f"refused (promotion): {refusal}" in words, words
+    assert transcript.markdown(thread).count(refusal) == 1
+    closing = next(thread.of(DoneForNow))
+    assert closing.message == wording.stopped(refusal)  # what chat is told

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bot.adapters.deployers import commit_times, git_refs
 from bot.adapters.deployers.pair import Pair
+from bot.adapters.deployers.tag_order import newest_first
 from bot.core import wording
 from bot.core.deploy_command import DRY_RUN, command_argv
 from bot.core.events import CommitSummary, GitTag
@@ -57,6 +58,7 @@ class GitVersions:
             tags.append(GitTag(name=name, commit=peeled or obj, date=date))
         # Kept only with a signature taken before listing: a tag made while git listed
         # changes the signature, so it is listed again next time.
+        tags = newest_first(tags)  # git orders tags made in one second by name: v1.9.0 above v1.10.0
         self._tags = (seen, tags) if seen is not None else None
         return list(tags)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -31,6 +30,7 @@ from bot.adapters import outbound
 from bot.adapters.deployers import commit_times
 from bot.adapters.deployers.command import commit_summary
 from bot.adapters.deployers.pair import Pair
+from bot.adapters.deployers.tag_order import newest_first
 from bot.adapters.github_api import GitHub
 from bot.core.events import CommitSummary, GitTag
 from bot.runtime.ports import Check, CheckState, Comparison, DeployerError, DeployOutcome, DeployRequest
@@ -46,11 +46,6 @@ CONCLUSIONS: dict[str, CheckState] = {"success": "success", "neutral": "success"
                                       "failure": "failure", "cancelled": "failure", "timed_out": "failure",
                                       "action_required": "failure"}
 _SEVERITY: tuple[CheckState, ...] = ("success", "pending", "failure")  # the worse wins, for one name
-
-
-def version_key(name: str) -> list[tuple[int, int | str]]:
-    """v1.10.0 sorts above v1.9.2: numbers compare as numbers."""
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p]
 
 
 class GitHubApi:
@@ -153,7 +148,7 @@ class GitHubVersions:
         tags: list[GitTag] = []
         for page in await self.api.pages(f"/repos/{self.repository}/tags", what="repository", conditional=True):
             tags += [GitTag(name=t["name"], commit=t["commit"]["sha"]) for t in page.json()]
-        return sorted(tags, key=lambda t: version_key(t.name), reverse=True)
+        return newest_first(tags)
 
     async def resolve(self, tag: str) -> str | None:
         try:

@@ -20,6 +20,12 @@ SESSION_COOKIE = "deploybot_session"  # set by a sign-in link, read by the front
 # A browser without a session (local mode, open mode) gets a random id in this cookie, and
 # its forms' CSRF token is derived from it: one browser's token is no use to another's page.
 BROWSER_COOKIE = "deploybot_browser"
+# The console page a signed-out browser asked for (set by the sign-in page): signing in from
+# this browser goes back there. Only ever a path under the console (console_path).
+RETURN_COOKIE = "deploybot_return"
+CONSOLE_PREFIX = "/console"
+MAX_RETURN_PATH = 500
+RETURN_FOR = 30 * 60  # seconds: time to get a link (by mail, in Slack) and use it
 MAX_TEXT_CHARS = 20_000  # what a person may write in one go (a message, feedback, a reason)
 MAX_ADDRESS = 320  # RFC 5321's longest address: longer input is nobody's
 
@@ -28,6 +34,16 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 # What each refusal means in HTTP; the service itself knows nothing of HTTP.
 STATUS: dict[type[Refused], int] = {Unauthorized: 401, Forbidden: 403, NotFound: 404, WrongState: 409, Invalid: 422}
+
+
+def console_path(target: str | None) -> str | None:
+    """`target` when it is a path under the console, else None: a form's `next` or a cookie
+    can never send a browser to another site ("//evil.test", "/console\\..", a scheme)."""
+    if not target or len(target) > MAX_RETURN_PATH or not target.startswith(CONSOLE_PREFIX + "/"):
+        return None
+    if "//" in target or "\\" in target or any(ord(c) < 0x21 or ord(c) == 0x7F for c in target):
+        return None
+    return target
 
 
 def http_status(refusal: Refused) -> int:

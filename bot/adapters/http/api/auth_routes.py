@@ -21,7 +21,15 @@ from pydantic import BaseModel
 from bot.adapters.http.api import json_text
 from bot.adapters.http.api.who import the_sign_in
 from bot.adapters.http.console.routes import standalone
-from bot.adapters.http.shared import SESSION_COOKIE, Session, SignIn, secure_cookies
+from bot.adapters.http.shared import (
+    CONSOLE_PREFIX,
+    RETURN_COOKIE,
+    SESSION_COOKIE,
+    Session,
+    SignIn,
+    console_path,
+    secure_cookies,
+)
 from bot.core.people import Identity
 
 SIGN_IN_FAILED = (
@@ -74,7 +82,7 @@ async def use_link(request: Request, sign_in: SignIn = Depends(the_sign_in)) -> 
         if not as_json:
             return standalone("link.html", 400, person=None, code="", **_ways(sign_in))
         return JSONResponse({"detail": SIGN_IN_FAILED}, status_code=400, headers=NO_STORE)
-    response = _signed_in(signed[0], as_json)
+    response = _signed_in(signed[0], as_json, console_path(request.cookies.get(RETURN_COOKIE)))
     response.set_cookie(
         SESSION_COOKIE, signed[1], max_age=sign_in.session_ttl, path="/", httponly=True, samesite="lax",
         secure=secure_cookies(sign_in, request),
@@ -82,14 +90,16 @@ async def use_link(request: Request, sign_in: SignIn = Depends(the_sign_in)) -> 
     return response
 
 
-def _signed_in(session: Session, as_json: bool) -> Response:
-    """JSON: who signed in, until when; a person pressing the button: on to the web console."""
+def _signed_in(session: Session, as_json: bool, asked: str | None) -> Response:
+    """JSON: who signed in, until when; a person pressing the button: on to the console page
+    this browser asked for before it was signed in (`asked`), else the console's front page."""
     response: Response
     if as_json:
         until = datetime.fromtimestamp(session.expires, UTC).isoformat()
         response = JSONResponse({"person": session.person, "expires": until})
     else:
-        response = RedirectResponse("/console/", status_code=303)
+        response = RedirectResponse(asked or CONSOLE_PREFIX + "/", status_code=303)
+        response.delete_cookie(RETURN_COOKIE, path="/", httponly=True, samesite="lax")
     response.headers.update(NO_STORE)
     return response
 

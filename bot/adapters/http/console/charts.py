@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from bot.core import wording
 from bot.core.delivery_metrics import Week
@@ -24,7 +25,8 @@ class Bar:
     failed_height: float
     count: int
     failed: int
-    label: str  # the week's first day, shown under every bar or every other one
+    label: str  # the days the week holds, shown under every bar or every other one
+    span: str  # its start and end to the minute, in its tooltip
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class Line:
     segments: tuple[str, ...]  # SVG polyline points: a gap where a week had nothing to measure
     points: tuple[Point, ...]
     top: str  # what the top of the plot stands for
-    labels: tuple[tuple[float, str], ...]  # (x, the week's first day), as under the bars
+    labels: tuple[tuple[float, str], ...]  # (x, the days the week holds), as under the bars
 
 
 def _slots(n: int) -> tuple[float, float]:
@@ -48,7 +50,18 @@ def _slots(n: int) -> tuple[float, float]:
 
 
 def _label(week: Week) -> str:
-    return week.start.strftime("%b %-d")
+    """The days the week holds, first to last: "Nov 20–27", "Nov 26–Dec 2" (a week counted
+    back from now starts and ends at this hour: its first and last days are partly in it)."""
+    first, last = week.start, week.end - timedelta(microseconds=1)
+    if first.date() == last.date():
+        return f"{first:%b %-d}"
+    return f"{first:%b %-d}–{last:%-d}" if (first.year, first.month) == (last.year, last.month) else (
+        f"{first:%b %-d}–{last:%b %-d}")
+
+
+def span_of(week: Week) -> str:
+    """To the minute, for the bar's tooltip: "Nov 20 12:00 – Nov 27 12:00 UTC"."""
+    return f"{week.start:%b %-d %H:%M} – {week.end:%b %-d %H:%M} UTC"
 
 
 def _labels(weeks: Sequence[Week]) -> tuple[tuple[float, str], ...]:
@@ -66,7 +79,8 @@ def bars(weeks: Sequence[Week]) -> tuple[Bar, ...]:
         height, failed = w.deploys * scale, w.failed * scale
         x = LEFT + slot * i + (slot - width) / 2
         found.append(Bar(round(x, 1), round(width, 1), round(BOTTOM - height, 1), round(height, 1),
-                         round(BOTTOM - failed, 1), round(failed, 1), w.deploys, w.failed, _label(w)))
+                         round(BOTTOM - failed, 1), round(failed, 1), w.deploys, w.failed, _label(w),
+                         span_of(w)))
     return tuple(found)
 
 

@@ -35,11 +35,13 @@ class Asked:
     environment: str = ""
     tag: str = ""
     reason: str = ""
+    find: str = ""  # tags whose name holds this (beyond the newest the form shows)
 
     @classmethod
     def of(cls, fields: dict[str, str]) -> Asked:
         return cls(fields.get("service", "").strip()[:100], fields.get("environment", "").strip()[:100],
-                   fields.get("tag", "").strip()[:200], " ".join(fields.get("reason", "").split())[:MAX_NOTE + 1])
+                   fields.get("tag", "").strip()[:200], " ".join(fields.get("reason", "").split())[:MAX_NOTE + 1],
+                   fields.get("find", "").strip()[:100])
 
 
 def router(console: Console) -> APIRouter:
@@ -106,7 +108,7 @@ async def _page(console: Console, request: Request, who: Viewer, asked: Asked, e
     if service and asked.environment in policy.environments:
         history = await console.parts.history.recent(asked.environment, HISTORY_LIMIT, service=service)
         current = model.current_of(history, service)
-    tags, tags_error = await _tags(deploying, service, current.tag if current else "")
+    tags, tags_error = await _tags(deploying, service, current.tag if current else "", asked.find)
     preview = None
     if asked.tag and not error:
         try:
@@ -117,16 +119,17 @@ async def _page(console: Console, request: Request, who: Viewer, asked: Asked, e
         request, "deploy_form.html", 422 if error else 200, asked=asked, service=service or "", tags=tags,
         tags_error=tags_error, current=current, preview=preview, error=error,
         services=policy.catalog.names, environments=model.ordered(policy.environments, policy),
-        may_deploy=who.may_start, max_note=MAX_NOTE,
+        may_deploy=who.may_start, max_note=MAX_NOTE, tags_shown=offering.TAGS_SHOWN,
     )
 
 
-async def _tags(deploying: Deploying, service: str | None, current: str) -> tuple[list[offering.Offered], str]:
+async def _tags(deploying: Deploying, service: str | None, current: str,
+                find: str) -> tuple[list[offering.Offered], str]:
     if not service or service not in deploying.deployers:
         return [], ""
     versions = deploying.deployers[service]
     try:
-        return await offering.offered(service, versions, current), ""
+        return await offering.offered(service, versions, current, find), ""
     except DeployerError as e:
         return [], wording.tags_unreadable(service, e)
 

@@ -16,10 +16,10 @@ from urllib.parse import parse_qsl
 from fastapi.responses import RedirectResponse
 from itsdangerous import Signer
 
-from bot.adapters.http.shared import http_status
+from bot.adapters.http.shared import CONSOLE_PREFIX, console_path, http_status
 from bot.runtime.service import Refused
 
-PREFIX = "/console"
+PREFIX = CONSOLE_PREFIX
 MAX_FORM_FIELDS = 20
 TITLES = {401: "Sign in", 403: "Not allowed", 404: "Not found", 409: "Not possible now"}
 
@@ -74,9 +74,7 @@ def read_form(body: bytes, csrf: str) -> dict[str, str]:
 def back(fields: dict[str, str], default: str, notice: str) -> RedirectResponse:
     """303 to the console page the form came from (its `next`), else to `default`, saying
     `notice`. Only a path under the console: a form cannot send a browser elsewhere."""
-    target = fields.get("next", "")
-    if not (target.startswith(PREFIX + "/") and "//" not in target and "\\" not in target):
-        target = default
+    target = console_path(fields.get("next")) or default
     target = re.sub(r"([?&])notice=[^&]*&?", r"\1", target).rstrip("?&")
     joiner = "&" if "?" in target else "?"
     return RedirectResponse(f"{target}{joiner}notice={notice}", status_code=303)

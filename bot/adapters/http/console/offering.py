@@ -83,17 +83,19 @@ async def _subject(service: str, versions: Versions, tags: list[GitTag], index: 
     return subject
 
 
-async def offered(service: str, versions: Versions, current_tag: str) -> list[Offered]:
+async def offered(service: str, versions: Versions, current_tag: str, find: str = "") -> list[Offered]:
     """`service`'s newest TAGS_SHOWN tags, newest first (from its `versions`), each with its
-    commit's subject and CI state; DeployerError if they cannot be read."""
+    commit's subject and CI state; with `find`, the newest TAGS_SHOWN whose name holds it (any
+    case). DeployerError if they cannot be read."""
     tags = await versions.list_tags()
-    shown = tags[:TAGS_SHOWN]
-    subjects = await asyncio.gather(*(_subject(service, versions, tags, i) for i in range(len(shown))))
-    states = await asyncio.gather(*(_ci(versions, t.commit) for t in shown[:CI_ASKED]))
+    wanted = find.casefold()
+    shown = [i for i, t in enumerate(tags) if wanted in t.name.casefold()][:TAGS_SHOWN]
+    subjects = await asyncio.gather(*(_subject(service, versions, tags, i) for i in shown))
+    states = await asyncio.gather(*(_ci(versions, tags[i].commit) for i in shown[:CI_ASKED]))
     return [
-        Offered(t.name, t.commit, t.date, " ".join(subject.split())[:200],
-                states[i] if i < len(states) else "unknown", t.name == current_tag)
-        for i, (t, subject) in enumerate(zip(shown, subjects, strict=True))
+        Offered(tags[i].name, tags[i].commit, tags[i].date, " ".join(subject.split())[:200],
+                states[n] if n < len(states) else "unknown", tags[i].name == current_tag)
+        for n, (i, subject) in enumerate(zip(shown, subjects, strict=True))
     ]
 
 

@@ -32,7 +32,15 @@ from bot.adapters.http.console import mine, model
 from bot.adapters.http.console.forms import PREFIX, Page, browser_id, csrf_token, read_form, refusal_page
 from bot.adapters.http.console.reader import Reader
 from bot.adapters.http.console.streams import Streams
-from bot.adapters.http.shared import BROWSER_COOKIE, Parts, SignIn, secure_cookies
+from bot.adapters.http.shared import (
+    BROWSER_COOKIE,
+    RETURN_COOKIE,
+    RETURN_FOR,
+    Parts,
+    SignIn,
+    console_path,
+    secure_cookies,
+)
 from bot.core import authority, wording
 from bot.core.characters import visible
 from bot.core.people import ANONYMOUS, SERVICE, Identity, shown
@@ -74,6 +82,8 @@ NOTICES = {  # ?notice= after an action: fixed words, so a link cannot make the 
     "resumed": "Handed to a worker.",
     "forked": "Forked: this is the new thread.",
     "link": "If that address belongs to someone deploybot knows, a sign-in link is on its way.",
+    "link-recent": "A link was asked for from this browser less than a minute ago: give it a minute to arrive "
+                   "(and look in the spam folder). Each address gets at most one link a minute.",
     "deploy": "Deploy asked for: this thread checks the tag and asks for approval where it must.",
     "verify": "Verify now asked for: the checks run at once; the bake ends only if every one holds.",
     "skipped": "Skip verification asked for: the bake ends, recorded with your reason.",
@@ -236,8 +246,19 @@ class Console:
 
     def page(self, request: Request, error: Page) -> HTMLResponse:
         if error.status == 401:
-            return self.render(request, "sign_in.html", 401)
+            response = self.render(request, "sign_in.html", 401)
+            self.remember_page(request, response)
+            return response
         return self.render(request, "error.html", error.status, title=error.title, detail=error.detail)
+
+    def remember_page(self, request: Request, response: Response) -> None:
+        """The page a signed-out browser asked for, so that signing in goes back to it (a link
+        opened in another browser opens the console's front page)."""
+        query = request.url.query
+        asked = console_path(request.url.path + (f"?{query}" if query else ""))
+        if request.method == "GET" and asked is not None:
+            response.set_cookie(RETURN_COOKIE, asked, max_age=RETURN_FOR, path="/", httponly=True,
+                                samesite="lax", secure=secure_cookies(self.sign_in, request))
 
     def route(self, handler: Handler, counted: bool = True) -> Handler:
         """`handler` as an endpoint of this console: called with it, and a refusal or a bad

@@ -9,9 +9,12 @@ from fastapi import APIRouter, Request
 from fastapi.background import BackgroundTasks
 from fastapi.responses import RedirectResponse, Response
 
+from bot.adapters.http.auth import LINK_EVERY
 from bot.adapters.http.console.forms import back
 from bot.adapters.http.console.routes import PREFIX, Console
 from bot.adapters.http.shared import MAX_ADDRESS, SESSION_COOKIE, secure_cookies
+
+LINK_ASKED_COOKIE = "deploybot_link_asked"  # this browser asked for a link less than LINK_EVERY ago
 
 
 def router(console: Console) -> APIRouter:
@@ -28,7 +31,13 @@ async def mail_link(console: Console, request: Request, background: BackgroundTa
     address = fields.get("email", "")
     if console.sign_in is not None and len(address) <= MAX_ADDRESS:  # not a bare address: mails nothing
         background.add_task(console.sign_in.email_link, address)
-    return back({}, PREFIX + "/", "link")
+    # Asked again from this browser within the minute a person gets one link: say so (it tells
+    # nothing of whose address it is: the mark is this browser's, set whatever was typed).
+    again = LINK_ASKED_COOKIE in request.cookies
+    response = back({}, PREFIX + "/", "link-recent" if again else "link")
+    response.set_cookie(LINK_ASKED_COOKIE, "1", max_age=LINK_EVERY, path=PREFIX, httponly=True,
+                        samesite="lax", secure=secure_cookies(console.sign_in, request))
+    return response
 
 
 async def sign_out(console: Console, request: Request) -> Response:

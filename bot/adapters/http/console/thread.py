@@ -38,6 +38,7 @@ async def thread_page(console: Console, request: Request, thread_id: str) -> Res
     now, policy = console.service.clock(), console.policy
     return console.render(
         request, "thread.html", thread=thread, status=thread.status(now), outcome=outcomes.outcome(thread, now),
+        about=outcomes.about(thread),
         items=model.timeline(thread, console.parts.secrets, console.words),
         approvals=model.approvals(thread, who.identity, policy, now),
         blocked=model.blocked(thread, who.identity, policy),

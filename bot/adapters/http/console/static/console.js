@@ -89,6 +89,13 @@
   });
   confirms();
 
+  // Finding a tag keeps the reason typed so far (without a script, the reason shown when the page came).
+  document.addEventListener("submit", function (e) {
+    if (e.target.id !== "find-tag") return;
+    var typed = document.getElementById("d-reason"), kept = e.target.querySelector("input[name=reason]");
+    if (typed && kept) kept.value = typed.value;
+  });
+
   if (live) {
     live.dataset.prefix = "/console";
     live.addEventListener("focusout", function () { setTimeout(refresh, 0); });
