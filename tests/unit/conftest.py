@@ -92,8 +92,8 @@ def make_runner(
 ):  # -> bot.runtime.loop.Runner
     """The one place a Runner is built. `llm=None` runs without a model. `timers` (due
     times), `queue` (deploys waiting for a lock), `freezes` (stop-the-line) and `wake` (how
-    the next deploy in line is handed to a worker): bot/testing/memory_timers.py and
-    memory_freezes.py's, for approvals over time; None: without them. `probe`: what evaluates
+    the next deploy in line is handed to a worker): bot/testing/memory/timers.py and
+    freezes.py's, for approvals over time; None: without them. `probe`: what evaluates
     a deploy verification's checks (None: no runner verifies)."""
     from bot.runtime.deploying import Deploying
     from bot.runtime.loop import Runner
