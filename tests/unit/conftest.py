@@ -1,5 +1,5 @@
 """The fast layer: the core, the service and the loop over the in-memory fakes of
-bot/testing/memory.py (held to the Redis adapters' behaviour by tests/contract). No Redis,
+bot/testing/memory/ (held to the Redis adapters' behaviour by tests/contract). No Redis,
 no BAML, no HTTP, no git, no subprocess; time is a fixed clock moved by hand.
 
 `make_runner` is the one place a Runner is put together: adapt it when the loop's
