@@ -59,5 +59,5 @@ def test_every_event_type_has_its_prompt_block_and_transcript_line():
     union = typing.get_args(typing.get_args(Event)[0])
     assert len(union) > 20
     for kind in union:
-        assert prompt._BLOCKS.get(kind) or entry_for(prompt._BLOCKS, kind.model_construct()), kind
+        assert prompt.blocks.BLOCKS.get(kind) or entry_for(prompt.blocks.BLOCKS, kind.model_construct()), kind
         assert transcript._LINES.get(kind) or entry_for(transcript._LINES, kind.model_construct()), kind
