@@ -16,7 +16,7 @@ import httpx
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.adapters.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
+from bot.adapters.channels.slack.blocks import APPROVE, REJECT, REJECT_VIEW
 from bot.adapters.redis.keys import slack_conversation
 from bot.runtime.service import NotFound
 from bot.testing.fake_slack import BOT_USER, FakeSlack

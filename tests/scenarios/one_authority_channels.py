@@ -20,7 +20,7 @@ import httpx
 from mcp.client import Client as McpClient
 
 import bot.__main__ as cli_main
-from bot.adapters.channels import slack_blocks
+from bot.adapters.channels.slack import blocks as slack_blocks
 from bot.adapters.channels.slack.web import EVENT_TTL
 from bot.adapters.redis import keys as names
 from bot.adapters.redis.schedules import RedisScheduleMarks

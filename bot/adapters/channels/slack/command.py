@@ -11,7 +11,7 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import blocks
 from bot.adapters.channels.slack.inbound import Inbound
 from bot.adapters.channels.slack.web import EVENT_TTL
 from bot.adapters.redis import keys as names

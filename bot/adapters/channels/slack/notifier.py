@@ -11,7 +11,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import blocks
 from bot.adapters.channels.slack.web import EVENT_TTL
 from bot.adapters.redis import keys as names
 from bot.core import standing, wording
