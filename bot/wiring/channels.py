@@ -130,7 +130,7 @@ def github_deployments(parts: Parts) -> Channel | None:
     settings, repositories = parts.settings, on_github(parts.settings)
     if not repositories or settings.github_token is None:
         return None
-    from bot.adapters.channels.github_deployments import GitHubDeployments
+    from bot.adapters.channels.github.deployments import GitHubDeployments
 
     # Like the webhooks: a status that keeps failing is recorded through the service.
     deployments = GitHubDeployments(
@@ -144,7 +144,7 @@ def email(parts: Parts) -> Channel | None:
     settings = parts.settings.email
     if settings is None:
         return None
-    from bot.adapters.channels.email import EmailChannel, Smtp
+    from bot.adapters.channels.email.channel import EmailChannel, Smtp
 
     password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
     channel = EmailChannel(
@@ -169,7 +169,7 @@ def github_webhook(parts: Parts) -> Channel | None:
     secret = parts.settings.github_webhook_secret
     if secret is None:
         return None
-    from bot.adapters.channels.github_webhook import GitHubWebhook
+    from bot.adapters.channels.github.webhook import GitHubWebhook
 
     hook = GitHubWebhook(secret.get_secret_value(), parts.settings.triggers(), parts.service, parts.inbox, parts.kick,
                          gate=parts.gate)
@@ -181,7 +181,7 @@ def make_gate(settings: Settings, service: ThreadService, inbox: RedisInbox, kic
     app = settings.github_app
     if app is None:
         return None
-    from bot.adapters.channels.github_gate import GitHubGate
+    from bot.adapters.channels.github.gate import GitHubGate
     from bot.adapters.github_api import AppAuth
 
     auth = AppAuth(app.app_id, app.private_key.get_secret_value(), app.api_url)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 
-from bot.adapters.channels.github_webhook import signature
+from bot.adapters.channels.github.webhook import signature
 from bot.adapters.channels.slack.blocks import APPROVE
 from bot.testing.fake_slack import FakeSlack
 from tests.channels.test_email import Inbox

@@ -117,7 +117,7 @@ async def test_the_service_holds_an_agent_to_its_limits_by_any_channel(parts: Pa
 
 
 def test_people_see_which_agent_asked_and_whose_it_is():
-    from bot.adapters.channels import email_render
+    from bot.adapters.channels.email import render as email_render
     from bot.adapters.channels.slack import blocks as slack_blocks
 
     request = ApprovalRequested(

@@ -55,13 +55,10 @@ import aiosmtplib
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bot.adapters.channels import email_parse as parse
-from bot.adapters.channels import email_render as render
-from bot.adapters.channels import email_reply as reply
-from bot.adapters.channels import email_tokens as tokens
 from bot.adapters.channels.deliveries import Deliveries
-from bot.adapters.channels.email_auth import proven_by
-from bot.adapters.channels.email_decision import decision
+from bot.adapters.channels.email import parse, render, reply, tokens
+from bot.adapters.channels.email.auth import proven_by
+from bot.adapters.channels.email.decision import decision
 from bot.adapters.redis import keys as names
 from bot.core import authority, standing, wording
 from bot.core.commands import is_approval

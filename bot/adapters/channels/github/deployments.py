@@ -46,7 +46,7 @@ import httpx
 
 from bot.adapters import github_api, outbound
 from bot.adapters.channels.deliveries import Deliveries, Record
-from bot.adapters.channels.github_gate import Gated
+from bot.adapters.channels.github.gate import Gated
 from bot.adapters.redis import keys
 from bot.core import standing
 from bot.core.events import (

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
 
-from bot.adapters.channels import email_parse, email_reply_rules
+from bot.adapters.channels.email import parse as email_parse
+from bot.adapters.channels.email import reply_rules as email_reply_rules
 from bot.core.commands import is_approval
 
 MIN_COPY = 6  # words: a shorter run of the bot's words ("approve") may be the person's own

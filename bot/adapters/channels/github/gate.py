@@ -2,7 +2,7 @@
 (docs/github-gate.md).
 
 GitHub asks, with a `deployment_protection_rule` delivery to `/github/webhook` (its signature
-checked there first: bot/adapters/channels/github_webhook.py), whether a job of a workflow
+checked there first: bot/adapters/channels/github/webhook.py), whether a job of a workflow
 run may deploy to a GitHub environment. `requested` turns it into a thread that asks to
 deploy the job's commit, said by the deployment's creator (`github = "login"` in
 `[people.*]`; GitHub's word about its own user, which the signature proves came from GitHub),

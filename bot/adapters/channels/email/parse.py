@@ -26,11 +26,11 @@ from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 from typing import Any
 
-from bot.adapters.channels.email_auth import MAX_AUTH_RESULT, MAX_AUTH_RESULTS
-from bot.adapters.channels.email_html import html_to_text
-from bot.adapters.channels.email_render import MAX_MESSAGE_ID
-from bot.adapters.channels.email_reply_rules import new_text
-from bot.adapters.channels.email_tokens import TOKEN
+from bot.adapters.channels.email.auth import MAX_AUTH_RESULT, MAX_AUTH_RESULTS
+from bot.adapters.channels.email.html import html_to_text
+from bot.adapters.channels.email.render import MAX_MESSAGE_ID
+from bot.adapters.channels.email.reply_rules import new_text
+from bot.adapters.channels.email.tokens import TOKEN
 from bot.core.commands import is_approval
 
 MAX_PARTS = 100  # MIME parts (nested ones included); a message with more is refused
