@@ -144,7 +144,7 @@ def email(parts: Parts) -> Channel | None:
     settings = parts.settings.email
     if settings is None:
         return None
-    from bot.adapters.channels.email.channel import EmailChannel, Smtp
+    from bot.adapters.channels.email import EmailChannel, Smtp
 
     password = settings.smtp_password.get_secret_value() if settings.smtp_password else None
     channel = EmailChannel(

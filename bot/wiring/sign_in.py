@@ -12,7 +12,7 @@ from bot.adapters.redis.credentials import RedisCredentials
 from bot.config.settings import Settings
 
 if TYPE_CHECKING:
-    from bot.adapters.channels.email.channel import EmailChannel
+    from bot.adapters.channels.email import EmailChannel
 
 SESSION_SECRET_FILE = "session_secret"
 

@@ -17,7 +17,7 @@ from aiosmtpd.controller import Controller
 
 from bot.adapters.channels.email import parse as email_parse
 from bot.adapters.channels.email import render as email_render
-from bot.adapters.channels.email.channel import MAX_MESSAGE_ID, MAX_SENT_LOOKUPS
+from bot.adapters.channels.email.endpoint import MAX_MESSAGE_ID, MAX_SENT_LOOKUPS
 from bot.adapters.channels.email.parse import MAX_PARTS, MAX_REFERENCES
 from bot.testing.cluster import free_port
 from tests.channels.test_email import MAILBOXES, SECRET, TRUSTED, Inbox, _field, gmail_reply, post, raw_mail, start

@@ -4,7 +4,7 @@ The MIME parse is bounded: at most MAX_PARTS parts; every header is cut before t
 parses it, or read raw (see `_BoundedPolicy`); References and the Message-ID are capped, with
 the reason in `Inbound.cut`. The new text is read from the first MAX_READ characters of the
 body only (a reply's new text is at the top; the code is searched for in all of it), by the
-rules of email_reply_rules, with HTML read as text by email_html. A hostile message of a
+rules of reply_rules, with HTML read as text by html. A hostile message of a
 megabyte costs well under a second.
 
 An approval is never taken from an HTML-only email (`Inbound.refusal`): HTML can hide text
