@@ -38,7 +38,8 @@ A reply whose genuine approval code lapsed is told the request expired.
 One module per job: `endpoint` (the inbound HTTP endpoint and the order of its checks),
 `proof` (who sent a mail, and what proves it), `inbound` (a request, a reply, a decision by
 approval code), `confirmation` ("Did you send this?"), `notifier` (what is mailed when events
-are recorded), `smtp` (sending, in the background), `answers`; and the mail itself: `parse`,
+are recorded), `sending` (one mail out, in the background) over `smtp` (the client), `answers`,
+`mailbox` (the settings and ports every job reads); and the mail itself: `parse`,
 `html`, `auth` (Authentication-Results), `reply` and `reply_rules` (a reply's new text),
 `decision` (its words), `tokens` (approval and confirmation codes), `render`. The names the
 composition root uses are importable from here.

@@ -8,10 +8,10 @@ import logging
 import math
 from datetime import datetime
 from email.message import EmailMessage
-from typing import TYPE_CHECKING
 
-from bot.adapters.channels.email import proof, render, smtp, tokens
+from bot.adapters.channels.email import proof, render, sending, tokens
 from bot.adapters.channels.email.answers import Answer, accepted, refuse, thread_of
+from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.adapters.channels.email.render import short
 from bot.adapters.redis import keys as names
@@ -22,16 +22,13 @@ from bot.core.people import normalize_email
 from bot.core.thread import Origin, Thread
 from bot.runtime.service import Refused
 
-if TYPE_CHECKING:
-    from bot.adapters.channels.email.channel import EmailChannel
-
 log = logging.getLogger(__name__)
 # Seconds: at most one "Did you send this?" to an address in this time. Anyone can write the
 # address in a From, and each unproven request would mail it.
 CONFIRMATION_EVERY = 10 * 60
 
 
-async def start_unconfirmed(channel: EmailChannel, mail: Inbound, origin: Origin, text: str) -> Answer:
+async def start_unconfirmed(channel: Mailbox, mail: Inbound, origin: Origin, text: str) -> Answer:
     """Nothing proved the From: the request is recorded as an unverified sender's (no
     powers) and waits until the person it names confirms it from their mailbox. Anyone can
     write their address, so one request waits per address and it is asked at most once per
@@ -53,7 +50,7 @@ async def start_unconfirmed(channel: EmailChannel, mail: Inbound, origin: Origin
     return await accepted(channel, mail, thread.id)
 
 
-async def _hold(channel: EmailChannel, address: str, until: datetime) -> str | None:
+async def _hold(channel: Mailbox, address: str, until: datetime) -> str | None:
     """Mark `address` as waiting on a confirmation until `until` and as asked now, in the
     Inbox (so every web process sees it); None when both were free, else why not (and
     nothing is held)."""
@@ -68,14 +65,14 @@ async def _hold(channel: EmailChannel, address: str, until: datetime) -> str | N
     return None
 
 
-async def _release(channel: EmailChannel, address: str, asked_too: bool = False) -> None:
+async def _release(channel: Mailbox, address: str, asked_too: bool = False) -> None:
     """`address` waits on no confirmation any more; with `asked_too`, it was not asked either."""
     await channel.inbox.forget(names.EMAIL_UNCONFIRMED, address)
     if asked_too:
         await channel.inbox.forget(names.EMAIL_CONFIRMATIONS_MAILED, address)
 
 
-def _request(channel: EmailChannel, mail: Inbound, text: str) -> SenderConfirmationRequested:
+def _request(channel: Mailbox, mail: Inbound, text: str) -> SenderConfirmationRequested:
     """Ask the person the From names (at their stored address; an allowed sender who is
     no person at the address itself) whether they sent it."""
     who = proof.sender(channel, mail)
@@ -87,7 +84,7 @@ def _request(channel: EmailChannel, mail: Inbound, text: str) -> SenderConfirmat
     )
 
 
-async def confirm(channel: EmailChannel, mail: Inbound, confirmation_id: str) -> Answer:
+async def confirm(channel: Mailbox, mail: Inbound, confirmation_id: str) -> Answer:
     """A reply to "Did you send this?" from the mailbox it went to: an approval word
     confirms, and the request goes on as the person; anything else confirms nothing. The
     code confirms only the request it was sent for: a reply to another thread's mail that
@@ -117,7 +114,7 @@ async def confirm(channel: EmailChannel, mail: Inbound, confirmation_id: str) ->
     return await accepted(channel, mail, thread_id)
 
 
-async def ask(channel: EmailChannel, thread: Thread, asked: SenderConfirmationRequested) -> None:
+async def ask(channel: Mailbox, thread: Thread, asked: SenderConfirmationRequested) -> None:
     """"Did you send this?" to the address the request named, with a confirmation code
     (signed as one: it cannot decide an approval) in Reply-To and the body."""
     await channel.inbox.link(names.email_confirmation(asked.confirmation_id), thread.id, thread.id)
@@ -133,4 +130,4 @@ async def ask(channel: EmailChannel, thread: Thread, asked: SenderConfirmationRe
             in_reply_to=thread.origin.email_root,
         )
 
-    await smtp.send(channel, thread, asked.address, build)
+    await sending.send(channel, thread, asked.address, build)

@@ -12,18 +12,15 @@ import base64
 import dataclasses
 import hmac
 import logging
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from bot.adapters.channels.email import confirmation, inbound, parse, proof, render, reply
 from bot.adapters.channels.email.answers import Answer, refuse
+from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.render import short
 from bot.adapters.redis import keys as names
-
-if TYPE_CHECKING:
-    from bot.adapters.channels.email.channel import EmailChannel
 
 log = logging.getLogger(__name__)
 SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month
@@ -33,7 +30,7 @@ MAX_SUBJECT = 998  # kept of an inbound subject (it is stored with the thread)
 MAX_SENT_LOOKUPS = 3  # references looked up for the mail a reply answers (In-Reply-To first)
 
 
-async def serve(channel: EmailChannel, request: Request) -> Response:
+async def serve(channel: Mailbox, request: Request) -> Response:
     if not _authorized(channel, request):
         return JSONResponse({"detail": "wrong or missing inbound secret"}, status_code=401)
     if int(request.headers.get("content-length") or 0) > channel.max_bytes:
@@ -50,7 +47,7 @@ async def serve(channel: EmailChannel, request: Request) -> Response:
     return JSONResponse({"status": status, "detail": detail})
 
 
-def _authorized(channel: EmailChannel, request: Request) -> bool:
+def _authorized(channel: Mailbox, request: Request) -> bool:
     offered = request.query_params.get("secret") or ""
     auth = request.headers.get("authorization", "")
     if auth.startswith("Bearer "):
@@ -63,7 +60,7 @@ def _authorized(channel: EmailChannel, request: Request) -> bool:
     return hmac.compare_digest(offered.encode(), channel.inbound_secret.encode())
 
 
-async def receive(channel: EmailChannel, mail: parse.Inbound) -> Answer:
+async def receive(channel: Mailbox, mail: parse.Inbound) -> Answer:
     mail = bounded(mail)
     if mail.automatic:
         # An out-of-office reply or a bounce is no feedback, and answering it could loop
@@ -113,7 +110,7 @@ async def receive(channel: EmailChannel, mail: parse.Inbound) -> Answer:
         raise
 
 
-async def _sent(channel: EmailChannel, mail: parse.Inbound, approval_id: str | None) -> reply.Sent | None:
+async def _sent(channel: Mailbox, mail: parse.Inbound, approval_id: str | None) -> reply.Sent | None:
     """What the bot said in the mail `mail` answers (by In-Reply-To/References, then the
     approval email its code is for), so its new text is found by it; None when none is
     kept (the reply is read by the language-independent rules alone)."""

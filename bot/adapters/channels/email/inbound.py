@@ -4,11 +4,11 @@ a new request, a reply to a thread, or a decision carried by an approval code.""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from bot.adapters.channels.email import confirmation, proof, tokens
 from bot.adapters.channels.email.answers import Answer, accepted, refuse, thread_of
 from bot.adapters.channels.email.decision import decision
+from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.adapters.redis import keys as names
 from bot.core import authority, standing, wording
@@ -16,11 +16,8 @@ from bot.core.events import new_id
 from bot.core.thread import Origin, Thread
 from bot.runtime.service import Refused
 
-if TYPE_CHECKING:
-    from bot.adapters.channels.email.channel import EmailChannel
 
-
-async def handle(channel: EmailChannel, mail: Inbound, approval_id: str | None, token_error: str | None) -> Answer:
+async def handle(channel: Mailbox, mail: Inbound, approval_id: str | None, token_error: str | None) -> Answer:
     if approval_id:
         return await decide(channel, mail, approval_id)
     if token_error:
@@ -55,7 +52,7 @@ async def handle(channel: EmailChannel, mail: Inbound, approval_id: str | None, 
     return await accepted(channel, mail, thread_id)
 
 
-async def start(channel: EmailChannel, mail: Inbound) -> Answer:
+async def start(channel: Mailbox, mail: Inbound) -> Answer:
     if not (mail.text or mail.subject).strip():
         return await refuse(
             channel, mail, "the email has neither a subject nor any new text: say what should be deployed",
@@ -72,7 +69,7 @@ async def start(channel: EmailChannel, mail: Inbound) -> Answer:
     return await accepted(channel, mail, thread.id)
 
 
-async def decide(channel: EmailChannel, mail: Inbound, approval_id: str) -> Answer:
+async def decide(channel: Mailbox, mail: Inbound, approval_id: str) -> Answer:
     # The token from the address the reply was sent to wins (the parser prefers it);
     # a code for another approval in the new text makes the message ambiguous.
     others = {code.partition(".")[0] for code in re.findall(rf"\b{tokens.TOKEN}\b", mail.text)} - {approval_id}
@@ -102,7 +99,7 @@ async def decide(channel: EmailChannel, mail: Inbound, approval_id: str) -> Answ
     return await accepted(channel, mail, thread_id)
 
 
-async def too_late(channel: EmailChannel, mail: Inbound, approval_id: str, token_error: str) -> Answer:
+async def too_late(channel: Mailbox, mail: Inbound, approval_id: str, token_error: str) -> Answer:
     """A reply with a lapsed approval code: the sender is told the request is closed (it
     expired, nothing was deployed; or who decided it), never recorded."""
     thread_id = await channel.inbox.lookup(names.email_approval(approval_id))

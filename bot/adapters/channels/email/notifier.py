@@ -9,9 +9,9 @@ import functools
 import logging
 from collections.abc import Iterable, Sequence
 from email.message import EmailMessage
-from typing import TYPE_CHECKING
 
-from bot.adapters.channels.email import confirmation, proof, render, smtp, tokens
+from bot.adapters.channels.email import confirmation, proof, render, sending, tokens
+from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.render import short
 from bot.adapters.redis import keys as names
 from bot.core import authority, standing, wording
@@ -31,13 +31,10 @@ from bot.core.people import ANYONE, describe, identity_for
 from bot.core.thread import Thread
 from bot.core.triggers import email_targets
 
-if TYPE_CHECKING:
-    from bot.adapters.channels.email.channel import EmailChannel
-
 log = logging.getLogger(__name__)
 
 
-async def publish(channel: EmailChannel, thread: Thread, new: Sequence[Event]) -> None:
+async def publish(channel: Mailbox, thread: Thread, new: Sequence[Event]) -> None:
     for event in new:
         if isinstance(event, ApprovalRequested):
             await _ask(channel, thread, event, _approver_mail_addresses(channel, thread, event))
@@ -51,7 +48,7 @@ async def publish(channel: EmailChannel, thread: Thread, new: Sequence[Event]) -
             await _notify(channel, thread, event, address)
 
 
-def text_for(channel: EmailChannel, thread: Thread, event: Event) -> str | None:
+def text_for(channel: Mailbox, thread: Thread, event: Event) -> str | None:
     """What the requester (and a notify target) is told of `event` by email: a reminder
     names who may still decide; else render.text_for."""
     match event:
@@ -71,7 +68,7 @@ def text_for(channel: EmailChannel, thread: Thread, event: Event) -> str | None:
     return render.text_for(thread, event)
 
 
-async def _notify(channel: EmailChannel, thread: Thread, event: Event, address: str) -> None:
+async def _notify(channel: Mailbox, thread: Thread, event: Event, address: str) -> None:
     """A notify target's mail (a trigger's, a schedule's): the thread's first message,
     then its updates as a requester gets them, all in one mail thread."""
     first = next((e for e in thread.events if isinstance(e, UserMessage)), None)
@@ -98,12 +95,12 @@ async def _notify(channel: EmailChannel, thread: Thread, event: Event, address: 
         return msg
 
     built: list[str] = []
-    await smtp.send(channel, thread, address, build)
+    await sending.send(channel, thread, address, build)
     if built:
         await channel.inbox.link(name, built[0], thread.id)
 
 
-async def _reply(channel: EmailChannel, thread: Thread, event: Event) -> None:
+async def _reply(channel: Mailbox, thread: Thread, event: Event) -> None:
     origin = thread.origin
 
     def build() -> EmailMessage | None:
@@ -115,11 +112,11 @@ async def _reply(channel: EmailChannel, thread: Thread, event: Event) -> None:
             text, in_reply_to=origin.email_root,
         )
 
-    await smtp.send(channel, thread, origin.email_from or "", build)
+    await sending.send(channel, thread, origin.email_from or "", build)
 
 
 async def _ask(
-    channel: EmailChannel, thread: Thread, request: ApprovalRequested, addresses: Iterable[str], intro: str = ""
+    channel: Mailbox, thread: Thread, request: ApprovalRequested, addresses: Iterable[str], intro: str = ""
 ) -> None:
     """One email to each address (a Slack-only approver gets none), each with a reply token
     bound to that address."""
@@ -128,7 +125,7 @@ async def _ask(
         return
     await channel.inbox.link(names.email_approval(request.approval_id), thread.id, thread.id)
     for address in addresses:
-        await smtp.send(
+        await sending.send(
             channel, thread, address, functools.partial(_approval_mail, channel, thread, request, address, intro),
         )
 
@@ -140,7 +137,7 @@ def _approval_subject(thread: Thread, request: ApprovalRequested) -> str:
 
 
 def _approval_mail(
-    channel: EmailChannel, thread: Thread, request: ApprovalRequested, address: str, intro: str = ""
+    channel: Mailbox, thread: Thread, request: ApprovalRequested, address: str, intro: str = ""
 ) -> EmailMessage:
     local, _, domain = channel.sender.partition("@")
     from_email = thread.origin.channel == "email"
@@ -156,7 +153,7 @@ def _approval_mail(
 # --- an approval over time, in each approver's approval email thread ------------------------
 
 
-async def _approval_thread(channel: EmailChannel, thread: Thread, event: Event) -> None:
+async def _approval_thread(channel: Mailbox, thread: Thread, event: Event) -> None:
     """Follow-ups to whoever got an approval email: a reminder (those who may still
     decide), an escalation (an approval email of their own to each new person), each
     approval of several (a progress line) and its expiry (nothing was deployed)."""
@@ -192,7 +189,7 @@ async def _approval_thread(channel: EmailChannel, thread: Thread, event: Event) 
 
 
 async def _follow_up(
-    channel: EmailChannel, thread: Thread, request: ApprovalRequested, addresses: Iterable[str], text: str,
+    channel: Mailbox, thread: Thread, request: ApprovalRequested, addresses: Iterable[str], text: str,
     decide: bool,
 ) -> None:
     """A mail to each address in its approval email thread; with `decide`, its own
@@ -209,10 +206,10 @@ async def _follow_up(
         )
 
     for address in sorted(set(addresses)):
-        await smtp.send(channel, thread, address, functools.partial(build, address))
+        await sending.send(channel, thread, address, functools.partial(build, address))
 
 
-def _approver_mail_addresses(channel: EmailChannel, thread: Thread, request: ApprovalRequested) -> list[str]:
+def _approver_mail_addresses(channel: Mailbox, thread: Thread, request: ApprovalRequested) -> list[str]:
     """The addresses of the environment's approvers who may decide on `request` (the
     authority's answer: with approver_must_differ, never whoever asked for it)."""
     approvers = channel.policy.rules_for(request.environment).approvers
@@ -220,7 +217,7 @@ def _approver_mail_addresses(channel: EmailChannel, thread: Thread, request: App
 
 
 def _deciding(
-    channel: EmailChannel, thread: Thread, request: ApprovalRequested, principals: Iterable[str]
+    channel: Mailbox, thread: Thread, request: ApprovalRequested, principals: Iterable[str]
 ) -> list[str]:
     """Those of `principals` the authority lets decide on `request` (`*` is nobody's address)."""
     decide = authority.Decide(thread, request)
@@ -228,14 +225,14 @@ def _deciding(
             if p != ANYONE and authority.why_not(channel.policy, identity_for(p), decide) is None]
 
 
-def _asked(channel: EmailChannel, thread: Thread, request: ApprovalRequested) -> list[str]:
+def _asked(channel: Mailbox, thread: Thread, request: ApprovalRequested) -> list[str]:
     """Every address that got an approval email for `request`."""
     escalated_to = standing.of(thread, request).escalated_to
     escalated = proof.addresses(channel, _deciding(channel, thread, request, escalated_to))
     return sorted({*_approver_mail_addresses(channel, thread, request), *escalated})
 
 
-def _still_asked(channel: EmailChannel, thread: Thread, found: standing.Standing) -> list[str]:
+def _still_asked(channel: Mailbox, thread: Thread, found: standing.Standing) -> list[str]:
     """The addresses asked whose person has not approved yet (one of several)."""
     approved = {principal_of(a) for a in found.given}
     directory = channel.policy.directory

@@ -7,19 +7,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from bot.adapters.channels.email import tokens
 from bot.adapters.channels.email.auth import proven_by
+from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.core.people import EMAIL, Identity, normalize_email
 from bot.runtime.clock import utcnow
 
-if TYPE_CHECKING:
-    from bot.adapters.channels.email.channel import EmailChannel
 
-
-def check_token(channel: EmailChannel, mail: Inbound) -> tuple[str | None, str | None]:
+def check_token(channel: Mailbox, mail: Inbound) -> tuple[str | None, str | None]:
     """(approval id, None) for a valid reply token; (None, why) for an invalid one."""
     if not mail.token:
         return None, None
@@ -29,7 +26,7 @@ def check_token(channel: EmailChannel, mail: Inbound) -> tuple[str | None, str |
         return None, str(e)
 
 
-def confirmation(channel: EmailChannel, mail: Inbound) -> tuple[str | None, str | None]:
+def confirmation(channel: Mailbox, mail: Inbound) -> tuple[str | None, str | None]:
     """(confirmation id, None) when `mail`'s token is a valid confirmation code (signed for
     this sender, not expired); (None, why) for a genuine one that expired; else (None, None)."""
     try:
@@ -40,7 +37,7 @@ def confirmation(channel: EmailChannel, mail: Inbound) -> tuple[str | None, str 
         return None, str(e) if str(e).endswith("has expired") else None
 
 
-def lapsed(channel: EmailChannel, mail: Inbound) -> str | None:
+def lapsed(channel: Mailbox, mail: Inbound) -> str | None:
     """The approval id of `mail`'s token when it is genuine (signed for this sender) and
     only past its expiry; else None."""
     if not mail.token:
@@ -55,7 +52,7 @@ def lapsed(channel: EmailChannel, mail: Inbound) -> str | None:
         return None
 
 
-async def proven(channel: EmailChannel, mail: Inbound) -> bool:
+async def proven(channel: Mailbox, mail: Inbound) -> bool:
     """Whether the receiving mail server proved that `mail` comes from its From's mailbox:
     its verdict (an Authentication-Results header of EMAIL_TRUSTED_AUTHSERV_IDS) proves
     the domain, which is the mailbox only where the domain lets nobody send as another
@@ -69,18 +66,18 @@ async def proven(channel: EmailChannel, mail: Inbound) -> bool:
     return server is not None
 
 
-def is_allowed(channel: EmailChannel, address: str) -> bool:
+def is_allowed(channel: Mailbox, address: str) -> bool:
     return address in channel.allowed or f"@{address.rpartition('@')[2]}" in channel.allowed
 
 
-def sender(channel: EmailChannel, mail: Inbound) -> Identity:
+def sender(channel: Mailbox, mail: Inbound) -> Identity:
     """The person whose address sent `mail` (unknown: `email:<address>`): who the From
     claims. Only a valid reply token, a trusted server's verdict (`proven`) or a confirmed
     round trip proves it; never good for deciding without a token."""
     return channel.service.directory.by_email(mail.sender)
 
 
-def addresses(channel: EmailChannel, principals: Iterable[str]) -> list[str]:
+def addresses(channel: Mailbox, principals: Iterable[str]) -> list[str]:
     """The addresses of people (principals): a person's own, or an `email:<address>`."""
     found: set[str] = set()
     for principal in principals:
@@ -92,14 +89,14 @@ def addresses(channel: EmailChannel, principals: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def _approver_addresses(channel: EmailChannel) -> frozenset[str]:
+def _approver_addresses(channel: Mailbox) -> frozenset[str]:
     return frozenset(
         address for environment in channel.policy.environments
         for address in addresses(channel, channel.policy.rules_for(environment).approvers)
     )
 
 
-def is_approver(channel: EmailChannel, address: str) -> bool:
+def is_approver(channel: Mailbox, address: str) -> bool:
     """Whether approval emails go to `address`, for any environment."""
     return normalize_email(address) in _approver_addresses(channel)
 

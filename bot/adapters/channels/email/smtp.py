@@ -1,29 +1,17 @@
-"""Sending: the SMTP client with its retries, and how one mail goes out in the background.
-
-A mail that cannot be built or sent is a log line and a delivery_failed event on its thread;
-it never stops the other mails of the same event."""
+"""The SMTP client: one mail delivered, retrying connection failures and 4xx answers."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
-from typing import TYPE_CHECKING
 
 import aiosmtplib
 
-from bot.adapters.channels.email import render, reply
-from bot.adapters.channels.email.render import short
-from bot.adapters.redis import keys as names
-from bot.core.thread import Thread
 from bot.runtime.retry import retrying
 
-if TYPE_CHECKING:
-    from bot.adapters.channels.email.channel import EmailChannel
-
 log = logging.getLogger(__name__)
-SENT_TTL = 30 * 24 * 3600  # what a sent mail said is kept a month: replies are read against it
 
 
 @dataclass
@@ -52,42 +40,3 @@ class Smtp:
 def _permanent(e: BaseException) -> bool:
     """A 5xx answer: the server will say the same again (unknown recipient, refused)."""
     return isinstance(e, aiosmtplib.SMTPResponseException) and e.code >= 500
-
-
-async def send(
-    channel: EmailChannel, thread: Thread | None, to: str, build: Callable[[], EmailMessage | None], link: bool = True
-) -> None:
-    """Build one mail and hand it to a sending task; with `link`, replies to it find the
-    thread. A mail that cannot be built is recorded as not delivered."""
-    try:
-        msg = build()
-    except Exception as e:
-        log.exception("email to %s could not be built", short(to))
-        if thread is not None:
-            await _failed(channel, thread, to, f"could not build the email: {type(e).__name__}: {e}")
-        return
-    if msg is None:
-        return
-    if link and thread is not None:
-        try:
-            await channel.inbox.link(names.email_message(str(msg["Message-ID"])), thread.id, thread.id)
-        except Exception:  # still worth sending: a reply also names the thread's root or a token
-            log.exception("thread %s: could not remember the email to %s", thread.id, short(to))
-        try:  # what it says, so a reply's new text is found by it
-            await channel.inbox.keep(names.email_sent(str(msg["Message-ID"])), reply.Sent.of(msg).dumps(), SENT_TTL)
-        except Exception:  # a reply is still read, by the language-independent rules
-            log.exception("thread %s: could not keep the text of the email to %s", thread.id, short(to))
-    channel.deliveries.spawn(_deliver(channel, thread, msg))
-
-
-async def _deliver(channel: EmailChannel, thread: Thread | None, msg: EmailMessage) -> None:
-    try:
-        await channel.smtp.send(msg)
-    except Exception as e:  # the thread keeps its events; the failure is recorded beside them
-        log.error("email to %s could not be delivered: %s", msg["To"], e)
-        if thread is not None:
-            await _failed(channel, thread, str(msg["To"]), f"{type(e).__name__}: {e}")
-
-
-async def _failed(channel: EmailChannel, thread: Thread, to: str, reason: str) -> None:
-    await channel.deliveries.failed(thread.id, render.address(to), reason, f"an email to {short(to)}")
