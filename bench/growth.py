@@ -43,8 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
+from bot.adapters.channels.email import names as email_names  # noqa: E402
+from bot.adapters.channels.slack import names as slack_names  # noqa: E402
 from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
-from bot.adapters.redis import keys as names  # noqa: E402
 from bot.adapters.redis import scripts  # noqa: E402
 from bot.adapters.redis import threads as thread_store  # noqa: E402
 from bot.config.settings import Settings  # noqa: E402
@@ -156,13 +157,14 @@ class Seeder:
                                  *thread_store.index_args(tid, template.version, "done", now))
                     if kind == "slack":
                         assert origin.slack_channel and origin.slack_thread_ts
-                        scope = names.slack_conversation(origin.slack_channel, origin.slack_thread_ts + tid[:4])
+                        scope = slack_names.slack_conversation(origin.slack_channel, origin.slack_thread_ts + tid[:4])
                         request = next(e for e in template.events if isinstance(e, ApprovalRequested))
                         bound = {
                             keys.conversation(scope): tid,
-                            keys.ref(names.slack_approval_message(request.approval_id + tid)): "1764000001.000100",
-                            keys.ref(names.email_approval(request.approval_id + tid)): tid,
-                            keys.ref(names.email_message(f"<approval-{tid}@deploybot>")): tid,
+                            keys.ref(slack_names.slack_approval_message(request.approval_id + tid)):
+                                "1764000001.000100",
+                            keys.ref(email_names.email_approval(request.approval_id + tid)): tid,
+                            keys.ref(email_names.email_message(f"<approval-{tid}@deploybot>")): tid,
                         }
                         for key, value in bound.items():
                             pipe.set(key, value)

@@ -17,7 +17,7 @@ import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from bot.adapters.channels.slack.blocks import APPROVE, REJECT, REJECT_VIEW
-from bot.adapters.redis.keys import slack_conversation
+from bot.adapters.channels.slack.names import slack_conversation
 from bot.runtime.service import NotFound
 from bot.testing.fake_slack import BOT_USER, FakeSlack
 from tests.helpers import eventually, ledger_lines, reply

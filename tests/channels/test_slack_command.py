@@ -11,7 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from bot.adapters.redis.keys import slack_conversation
+from bot.adapters.channels.slack.names import slack_conversation
 from bot.runtime.service import NotFound
 from bot.testing.fake_slack import FakeSlack
 from tests.channels import test_slack as base

@@ -20,9 +20,10 @@ import httpx
 from mcp.client import Client as McpClient
 
 import bot.__main__ as cli_main
+from bot.adapters.channels.email import names as email_names
 from bot.adapters.channels.slack import blocks as slack_blocks
+from bot.adapters.channels.slack import names as slack_names
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.adapters.redis.schedules import RedisScheduleMarks
 from bot.config.settings import Settings
 from bot.core.events import new_id, principal_of
@@ -313,7 +314,7 @@ class Slack(Channel):
         """In a Slack thread of its own, bound to it as a mention binds one; an approval's
         message posted there, buttons and all."""
         root = slack_channel.new_ts()
-        scope = names.slack_conversation(slack_channel.CHANNEL, root)
+        scope = slack_names.slack_conversation(slack_channel.CHANNEL, root)
         await self.world.app.inbox.receive(scope, "staged", EVENT_TTL, facts.thread_id)
         origin = Origin(channel="slack", slack_channel=slack_channel.CHANNEL, slack_thread_ts=root)
         return await self.world.stage(STAGED[action](actor.who, facts), origin, tell=action in (DECIDE, DECIDE_OWN))
@@ -401,7 +402,7 @@ class Email(Channel):
         told = await self.send(actor, raw, message_id)
         if told is not None:
             return told
-        thread_id = await self.world.app.inbox.lookup(names.email_message(message_id))
+        thread_id = await self.world.app.inbox.lookup(email_names.email_message(message_id))
         assert thread_id is not None
         return await self.world.answer(thread_id, action, actor.who)
 
@@ -413,7 +414,7 @@ class Email(Channel):
         starter = situation.events[0].evidence if situation.events[0].via == "email" else "erin@example.com"
         origin = Origin(channel="email", email_from=starter, email_subject="Deploy please", email_root=root)
         thread = await self.world.stage(situation, origin, tell=action == DECIDE)
-        await self.world.app.inbox.link(names.email_message(root), thread.id, thread.id)
+        await self.world.app.inbox.link(email_names.email_message(root), thread.id, thread.id)
         return thread
 
     async def approve(self, action: str, actor: Actor, facts: Facts) -> Answer:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from bot.adapters.channels.email import proof, render, sending
+from bot.adapters.channels.email import names, proof, render, sending
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.adapters.channels.email.render import short
-from bot.adapters.redis import keys as names
 from bot.core.thread import Thread
 
 log = logging.getLogger(__name__)

@@ -9,12 +9,11 @@ import math
 from datetime import datetime
 from email.message import EmailMessage
 
-from bot.adapters.channels.email import proof, render, sending, tokens
+from bot.adapters.channels.email import names, proof, render, sending, tokens
 from bot.adapters.channels.email.answers import Answer, accepted, refuse, thread_of
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.adapters.channels.email.render import short
-from bot.adapters.redis import keys as names
 from bot.core import wording
 from bot.core.commands import is_approval
 from bot.core.events import SenderConfirmationRequested, new_id

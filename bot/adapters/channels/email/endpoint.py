@@ -16,11 +16,10 @@ import logging
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bot.adapters.channels.email import confirmation, inbound, parse, proof, render, reply
+from bot.adapters.channels.email import confirmation, inbound, names, parse, proof, render, reply
 from bot.adapters.channels.email.answers import Answer, refuse
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.render import short
-from bot.adapters.redis import keys as names
 
 log = logging.getLogger(__name__)
 SEEN_TTL = 30 * 24 * 3600  # a replayed Message-ID is refused for a month

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 
-from bot.adapters.channels.email import confirmation, proof, tokens
+from bot.adapters.channels.email import confirmation, names, proof, tokens
 from bot.adapters.channels.email.answers import Answer, accepted, refuse, thread_of
 from bot.adapters.channels.email.decision import decision
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
-from bot.adapters.redis import keys as names
 from bot.core import authority, standing, wording
 from bot.core.events import new_id
 from bot.core.thread import Origin, Thread

@@ -10,10 +10,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from email.message import EmailMessage
 
-from bot.adapters.channels.email import confirmation, proof, render, sending, tokens
+from bot.adapters.channels.email import confirmation, names, proof, render, sending, tokens
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.render import short
-from bot.adapters.redis import keys as names
 from bot.core import authority, standing, wording
 from bot.core.events import (
     ApprovalEscalated,

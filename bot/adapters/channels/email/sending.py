@@ -9,10 +9,9 @@ import logging
 from collections.abc import Callable
 from email.message import EmailMessage
 
-from bot.adapters.channels.email import render, reply
+from bot.adapters.channels.email import names, render, reply
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.render import short
-from bot.adapters.redis import keys as names
 from bot.core.thread import Thread
 
 log = logging.getLogger(__name__)

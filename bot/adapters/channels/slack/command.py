@@ -11,10 +11,9 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot.adapters.channels.slack import blocks
+from bot.adapters.channels.slack import blocks, names
 from bot.adapters.channels.slack.inbound import Inbound
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.core import wording
 from bot.core.commands import EXAMPLES
 from bot.core.commands import parse as parse_command

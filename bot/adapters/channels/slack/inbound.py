@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.channels.slack import blocks
+from bot.adapters.channels.slack import blocks, names
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.core.events import new_id
 from bot.core.people import Identity
 from bot.core.thread import Origin

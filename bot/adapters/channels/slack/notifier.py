@@ -11,9 +11,8 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.channels.slack import blocks
+from bot.adapters.channels.slack import blocks, names
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.core import standing, wording
 from bot.core.events import (
     ApprovalEscalated,
