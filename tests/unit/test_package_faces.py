@@ -32,10 +32,10 @@ FACES: dict[str, list[str]] = {
     ],
     "bot.config": ["settings", "settings_file"],
     "bot.core": [
-        "agents", "authority", "catalog", "characters", "commands", "control", "delivery_metrics",
-        "deploy_command", "deploy_rules", "events", "freeze_windows", "gate", "identity", "notices", "outcomes",
-        "people", "policy", "promotion", "prompt", "redis_target", "standing", "thread", "tokens", "transcript",
-        "triggers", "verification", "views", "wording",
+        "agents", "audit", "authority", "catalog", "characters", "commands", "control", "delivery_metrics",
+        "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
+        "notices", "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing",
+        "thread", "tokens", "transcript", "triggers", "verification", "views", "wording",
     ],
     "bot.runtime": [
         "agent", "clock", "delivery", "deploying", "gathering", "gc", "loop", "ports", "promoting", "retry",

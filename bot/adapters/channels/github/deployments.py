@@ -49,6 +49,7 @@ from bot.adapters.channels.deliveries import Deliveries, Record
 from bot.adapters.channels.github import names
 from bot.adapters.channels.github.gate import Gated
 from bot.core import standing
+from bot.core.deploys import deploy_id as deploy_id_of
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
@@ -65,7 +66,6 @@ from bot.core.events import (
 )
 from bot.core.people import GITHUB
 from bot.core.thread import Thread
-from bot.runtime.deploying import deploy_id as deploy_id_of
 
 log = logging.getLogger(__name__)
 

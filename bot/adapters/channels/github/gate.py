@@ -50,6 +50,7 @@ from bot.adapters.channels.deliveries import Deliveries
 from bot.adapters.channels.github import names
 from bot.adapters.github_api import AppAuth
 from bot.core import standing, wording
+from bot.core.deploys import deploy_id, thread_of
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
@@ -64,7 +65,6 @@ from bot.core.events import (
 from bot.core.gate import APPROVED, REJECTED, GateRule, Requested, deploy_text, gated_step, rule_for, service_for
 from bot.core.people import GITHUB
 from bot.core.thread import Origin, Thread
-from bot.runtime.deploying import deploy_id, thread_of
 from bot.runtime.ports import (
     Check,
     Comparison,

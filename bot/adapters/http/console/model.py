@@ -7,14 +7,14 @@ bot.core.transcript, as in the markdown transcript.
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import authority, deploy_rules, outcomes, people, standing, transcript, verification, wording
+from bot.core import authority, deploy_rules, deploys, outcomes, people, standing, transcript, verification, wording
+from bot.core.audit import audit_trail
 from bot.core.events import (
     DEPLOY_STEPS,
     STEP_TYPES,
@@ -36,7 +36,6 @@ from bot.core.freeze_windows import ALL, HORIZON, Freeze, FreezeHit, active, occ
 from bot.core.people import Identity
 from bot.core.policy import Policy, lock_owner
 from bot.core.thread import ApprovalRules, Thread
-from bot.runtime.deploying import audit_trail
 from bot.runtime.ports import DeployRecord, Lock
 
 
@@ -455,7 +454,7 @@ def blocked(thread: Thread, viewer: Identity, policy: Policy) -> Blocked | None:
 class Audit:
     """A deploy from request to outcome (what was asked and by whom, what was proposed, the
     approval and its evidence, the run, its result): its history record's audit fields, as
-    bot.runtime.deploying.audit_trail derives them from the thread (again from the live thread
+    bot.core.audit.audit_trail derives them from the thread (again from the live thread
     while it is there), and what only the live thread has."""
 
     record: DeployRecord
@@ -565,15 +564,12 @@ def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
     )
 
 
-_DEPLOY_OWNER = re.compile(r"^(?P<thread>.+)-[0-9a-f]{16}$")  # bot.runtime.deploying.deploy_id: thread id, step id
-
-
 def held(lock: Lock, policy: Policy, viewer: Identity) -> Held:
     manual = lock.owner.startswith("manual:")
-    deploying = _DEPLOY_OWNER.match(lock.owner)
+    deploy = deploys.deploying(lock.owner)
     return Held(
         lock=lock, by=lock.owner.removeprefix("manual:") if manual else f"deploy {lock.owner}", manual=manual,
-        thread_id=None if manual else deploying["thread"] if deploying else lock.owner,
+        thread_id=None if manual else deploy or lock.owner,
         may_unlock=authority.why_not(policy, viewer, authority.Unlock(lock.environment, lock.owner)) is None,
         take=manual and lock.owner != lock_owner(viewer),
     )
