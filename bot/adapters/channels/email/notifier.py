@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from email.message import EmailMessage
 
 from bot.adapters.channels.email import confirmation, names, proof, render, sending, tokens
+from bot.adapters.channels.email.kind import KIND
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.render import short
 from bot.core import authority, standing, wording
@@ -28,7 +29,7 @@ from bot.core.events import (
 )
 from bot.core.people import ANYONE, describe, identity_for
 from bot.core.thread import Thread
-from bot.core.triggers import email_targets
+from bot.core.triggers import targets
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,9 @@ async def publish(channel: Mailbox, thread: Thread, new: Sequence[Event]) -> Non
             await confirmation.ask(channel, thread, event)
         else:
             await _approval_thread(channel, thread, event)
-        if thread.origin.channel == "email":
+        if thread.origin.channel == KIND:
             await _reply(channel, thread, event)
-        for address in email_targets(thread.origin.notify):
+        for address in (a.lower() for a in targets(thread.origin.notify, KIND)):  # addresses compare lower-cased
             await _notify(channel, thread, event, address)
 
 
