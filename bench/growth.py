@@ -117,7 +117,7 @@ def slack_deploy(thread_id: str, i: int, at) -> tuple[Origin, list[Event]]:
                      output="".join(f"step {k}: ok\n" for k in range(12))),
         DoneForNow(message="Deployed backend v1.9.0 to production."),
     ]
-    origin = Origin(channel="slack", slack_channel="C0PROD", slack_thread_ts=f"1764000000.{i:06d}")
+    origin = Origin(channel="slack", place={"channel": "C0PROD", "thread_ts": f"1764000000.{i:06d}"})
     return origin, [e.model_copy(update={"at": at + timedelta(seconds=k)}) for k, e in enumerate(events)]
 
 
@@ -156,8 +156,9 @@ class Seeder:
                     pipe.evalsha(scripts.sha(thread_store._INDEX), len(index_keys), *index_keys,
                                  *thread_store.index_args(tid, template.version, "done", now))
                     if kind == "slack":
-                        assert origin.slack_channel and origin.slack_thread_ts
-                        scope = slack_names.slack_conversation(origin.slack_channel, origin.slack_thread_ts + tid[:4])
+                        where, ts = origin.at("slack", "channel"), origin.at("slack", "thread_ts")
+                        assert where and ts
+                        scope = slack_names.slack_conversation(where, ts + tid[:4])
                         request = next(e for e in template.events if isinstance(e, ApprovalRequested))
                         bound = {
                             keys.conversation(scope): tid,

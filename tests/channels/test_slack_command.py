@@ -68,7 +68,7 @@ async def test_deploy_command_is_acknowledged_at_once_posted_in_the_channel_and_
     thread = await eventually(waiting, within=15)
     said = thread.events[0]
     assert (said.text, said.channel, said.user) == ("deploy backend v1.2.3 to production", "slack", ALICE)
-    assert (thread.origin.slack_channel, thread.origin.slack_thread_ts) == (CHANNEL, ts)
+    assert (thread.origin.at("slack", "channel"), thread.origin.at("slack", "thread_ts")) == (CHANNEL, ts)
     await fake_slack.wait_for("chat.postMessage", thread_ts=ts, text="Approval needed")
 
     # A reply in that Slack thread is part of the conversation, as under a mention.

@@ -337,7 +337,7 @@ class Slack(Channel):
         """Reject on the approval message: whoever may decide gets the form asking what should
         change, and their answer in it rejects; anyone else is told why not."""
         thread = await self.staged(action, actor, facts)
-        root = thread.origin.slack_thread_ts or ""
+        root = thread.origin.at("slack", "thread_ts") or ""
         message = await slack_channel.approval_message(self.fake, root)
         await self.slack.click(slack_blocks.REJECT, message, actor.key)
         told = self.told(actor, root)
@@ -356,7 +356,7 @@ class Slack(Channel):
 
     async def reply(self, action: str, actor: Actor, facts: Facts) -> Answer:
         thread = await self.staged(action, actor, facts)
-        root = thread.origin.slack_thread_ts or ""
+        root = thread.origin.at("slack", "thread_ts") or ""
         await self.slack.reply(self.replied(action), root, user=actor.key)
         return await self.world.answer(thread.id, action, actor.who, thread.version, self.told(actor, root))
 
@@ -430,7 +430,7 @@ class Email(Channel):
         thread = await self.staged(action, actor, facts)
         message_id = f"<{new_id()}@mail.example.com>"
         raw = email_channel.raw_mail(self.replied(action), sender=actor.key, subject="Re: Deploy please",
-                                     in_reply_to=thread.origin.email_root, message_id=message_id)
+                                     in_reply_to=thread.origin.at("email", "root"), message_id=message_id)
         told = await self.send(actor, raw, message_id)
         return told or await self.world.answer(thread.id, action, actor.who, thread.version)
 

@@ -11,6 +11,7 @@ from email.message import EmailMessage
 
 from bot.adapters.channels.email import names, proof, render, sending, tokens
 from bot.adapters.channels.email.answers import Answer, accepted, refuse, thread_of
+from bot.adapters.channels.email.kind import KIND
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.adapters.channels.email.render import short
@@ -124,9 +125,9 @@ async def ask(channel: Mailbox, thread: Thread, asked: SenderConfirmationRequest
             channel.reply_secret, asked.confirmation_id, asked.address, asked.expires_at, tokens.CONFIRMATION,
         )
         return render.message(
-            channel.sender, asked.address, render.reply_subject(thread.origin.email_subject or ""),
+            channel.sender, asked.address, render.reply_subject(thread.origin.at(KIND, "subject") or ""),
             render.confirmation_text(asked, token, CONFIRMATION_EVERY // 60), reply_to=f"{local}+{token}@{domain}",
-            in_reply_to=thread.origin.email_root,
+            in_reply_to=thread.origin.at(KIND, "root"),
         )
 
     await sending.send(channel, thread, asked.address, build)

@@ -8,6 +8,7 @@ import re
 from bot.adapters.channels.email import confirmation, names, proof, tokens
 from bot.adapters.channels.email.answers import Answer, accepted, refuse, thread_of
 from bot.adapters.channels.email.decision import decision
+from bot.adapters.channels.email.kind import KIND
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.core import authority, standing, wording
@@ -57,7 +58,7 @@ async def start(channel: Mailbox, mail: Inbound) -> Answer:
             channel, mail, "the email has neither a subject nor any new text: say what should be deployed",
         )
     origin = Origin(
-        channel="email", email_from=mail.sender, email_subject=mail.subject, email_root=mail.message_id,
+        channel=KIND, place={"from": mail.sender, "subject": mail.subject, "root": mail.message_id},
     )
     text = mail.text or mail.subject
     if not await proof.proven(channel, mail):

@@ -108,11 +108,11 @@ async def _reply(channel: Mailbox, thread: Thread, event: Event) -> None:
         if not text:
             return None
         return render.message(
-            channel.sender, origin.email_from or "", render.reply_subject(origin.email_subject or ""),
-            text, in_reply_to=origin.email_root,
+            channel.sender, origin.at(KIND, "from") or "", render.reply_subject(origin.at(KIND, "subject") or ""),
+            text, in_reply_to=origin.at(KIND, "root"),
         )
 
-    await sending.send(channel, thread, origin.email_from or "", build)
+    await sending.send(channel, thread, origin.at(KIND, "from") or "", build)
 
 
 async def _ask(
@@ -131,8 +131,8 @@ async def _ask(
 
 
 def _approval_subject(thread: Thread, request: ApprovalRequested) -> str:
-    if thread.origin.channel == "email":
-        return render.reply_subject(thread.origin.email_subject or "")
+    if thread.origin.channel == KIND:
+        return render.reply_subject(thread.origin.at(KIND, "subject") or "")
     return f"Approve deploy: {request.service} {request.tag} to {request.environment}?"
 
 
@@ -140,12 +140,12 @@ def _approval_mail(
     channel: Mailbox, thread: Thread, request: ApprovalRequested, address: str, intro: str = ""
 ) -> EmailMessage:
     local, _, domain = channel.sender.partition("@")
-    from_email = thread.origin.channel == "email"
+    from_email = thread.origin.channel == KIND
     token = tokens.make_token(channel.reply_secret, request.approval_id, address, request.expires_at)
     return render.message(
         channel.sender, address, _approval_subject(thread, request), render.approval_text(request, token, intro),
         reply_to=f"{local}+{token}@{domain}",
-        in_reply_to=thread.origin.email_root if from_email else None,
+        in_reply_to=thread.origin.at(KIND, "root") if from_email else None,
         own_id=render.approval_message_id(request.approval_id, address, channel.sender),
     )
 

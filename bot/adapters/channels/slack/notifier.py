@@ -50,7 +50,7 @@ class SlackNotifier:
         self.web, self.inbox, self.policy = web, inbox, policy
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
-        channel, thread_ts = thread.origin.slack_channel, thread.origin.slack_thread_ts
+        channel, thread_ts = thread.origin.at(KIND, "channel"), thread.origin.at(KIND, "thread_ts")
         if thread.origin.channel == KIND and channel and thread_ts:
             await self._post_all(thread, new, channel, thread_ts, names.slack_approval_message)
         for target in targets(thread.origin.notify, KIND):
