@@ -51,7 +51,7 @@ from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
 from bot.runtime.verifying import Verifying
 from bot.runtime.worker import Worker, worker_name
-from bot.wiring.channels import Parts, around, body_limits, make_channels
+from bot.wiring.channels import Parts, around, body_limits, make_channels, raw_users
 from bot.wiring.deployers import make_deployers
 from bot.wiring.sign_in import public_base, session_secret, sign_in_linker, sign_in_mailer
 
@@ -247,7 +247,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         transient=(RedisConnectionError, RedisTimeoutError), clock=clock, timers=timers,
         verifying=Verifying(HttpProbe(), environments, environments, policy, deploying.wake_next),
     )
-    service = ThreadService(store, policy, fanout, clock)
+    service = ThreadService(store, policy, fanout, clock, raw_users=raw_users())
     # The deployers are the deploy path's own: a channel in front of them (the GitHub gate) wraps them in place.
     channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier,
                                    history=environments, deployers=deployers))

@@ -90,6 +90,9 @@ class Kind:
     # What the front door asks on its paths: "none" (the channel proves who is speaking itself)
     # or "required" (the front door's credentials: an agent's token for MCP).
     access: Access = "none"
+    # Its events store the channel's own id of the speaker as `user` (Slack's and email's
+    # always did): changing it would change what is stored.
+    raw_user: bool = False
 
 
 # --- the channels ------------------------------------------------------------------------------
@@ -232,12 +235,12 @@ def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
 CHANNELS: dict[str, Kind] = {
     "log": Kind("none: it only tells (the log, or the terminal)", log),
     "slack": Kind("Slack's request signature (SLACK_SIGNING_SECRET), or Socket Mode's own connection", slack,
-                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),)),
+                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),), raw_user=True),
     "outgoing_webhooks": Kind("none: it only tells (signed with NOTIFY_WEBHOOK_SECRET)", outgoing_webhooks),
     "github_deployments": Kind("none: it only tells (GitHub Deployments, with GITHUB_TOKEN)", github_deployments),
     "email": Kind("the inbound secret, then the sender: the receiving server's Authentication-Results verdict "
                   "for a mailbox-authenticated domain, a reply token, or a confirmation round trip", email,
-                  _email_limits),
+                  _email_limits, raw_user=True),
     # Before the webhook, which hands it the deliveries; the last to hear events, as before.
     "github_gate": Kind("GitHub's signature on its deployment_protection_rule deliveries (through /github/webhook); "
                         "the creator is GitHub's word about its own user", github_gate),
@@ -247,6 +250,12 @@ CHANNELS: dict[str, Kind] = {
                 "(anyone else is refused at /mcp); agents never approve", mcp,
                 lambda settings: (("/mcp", API_MAX_BYTES),), access="required"),
 }
+
+
+def raw_users() -> frozenset[str]:
+    """The kinds whose events store the channel's own id of the speaker as `user` (the
+    service is told them: ThreadService.raw_users)."""
+    return frozenset(name for name, kind in CHANNELS.items() if kind.raw_user)
 
 
 def make_channels(parts: Parts) -> dict[str, Channel]:

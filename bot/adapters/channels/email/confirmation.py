@@ -103,7 +103,7 @@ async def confirm(channel: Mailbox, mail: Inbound, confirmation_id: str) -> Answ
         return await refuse(channel, mail, wording.sender_not_confirmed(), thread, tell=True)
     try:
         await channel.service.confirm_sender(
-            thread_id, confirmation_id, channel.service.directory.by_email(mail.sender), proof.evidence(mail),
+            thread_id, confirmation_id, channel.service.directory.by_email(mail.sender), proof.evidence(mail), KIND,
         )
     except Refused as e:
         return await refuse(channel, mail, e.message, thread, tell=True)
