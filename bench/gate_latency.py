@@ -28,7 +28,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.adapters.channels.github_webhook import signature  # noqa: E402
+from bot.adapters.channels.github.webhook import signature  # noqa: E402
 from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
 from bot.testing.fake_github import FakeGitHub  # noqa: E402
 from bot.testing.fake_slack import FakeSlack  # noqa: E402

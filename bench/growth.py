@@ -43,8 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
+from bot.adapters.channels.email import names as email_names  # noqa: E402
+from bot.adapters.channels.slack import names as slack_names  # noqa: E402
 from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
-from bot.adapters.redis import keys as names  # noqa: E402
 from bot.adapters.redis import scripts, thread_scripts  # noqa: E402
 from bot.config.settings import Settings  # noqa: E402
 from bot.core import events as ev  # noqa: E402
@@ -115,7 +116,7 @@ def slack_deploy(thread_id: str, i: int, at) -> tuple[Origin, list[Event]]:
                      output="".join(f"step {k}: ok\n" for k in range(12))),
         DoneForNow(message="Deployed backend v1.9.0 to production."),
     ]
-    origin = Origin(channel="slack", slack_channel="C0PROD", slack_thread_ts=f"1764000000.{i:06d}")
+    origin = Origin(channel="slack", place={"channel": "C0PROD", "thread_ts": f"1764000000.{i:06d}"})
     return origin, [e.model_copy(update={"at": at + timedelta(seconds=k)}) for k, e in enumerate(events)]
 
 
@@ -154,14 +155,16 @@ class Seeder:
                     pipe.evalsha(scripts.sha(thread_scripts.INDEX), len(index_keys), *index_keys,
                                  *thread_scripts.index_args(tid, template.version, "done", now))
                     if kind == "slack":
-                        assert origin.slack_channel and origin.slack_thread_ts
-                        scope = names.slack_conversation(origin.slack_channel, origin.slack_thread_ts + tid[:4])
+                        where, ts = origin.at("slack", "channel"), origin.at("slack", "thread_ts")
+                        assert where and ts
+                        scope = slack_names.slack_conversation(where, ts + tid[:4])
                         request = next(e for e in template.events if isinstance(e, ApprovalRequested))
                         bound = {
                             keys.conversation(scope): tid,
-                            keys.ref(names.slack_approval_message(request.approval_id + tid)): "1764000001.000100",
-                            keys.ref(names.email_approval(request.approval_id + tid)): tid,
-                            keys.ref(names.email_message(f"<approval-{tid}@deploybot>")): tid,
+                            keys.ref(slack_names.slack_approval_message(request.approval_id + tid)):
+                                "1764000001.000100",
+                            keys.ref(email_names.email_approval(request.approval_id + tid)): tid,
+                            keys.ref(email_names.email_message(f"<approval-{tid}@deploybot>")): tid,
                         }
                         for key, value in bound.items():
                             pipe.set(key, value)

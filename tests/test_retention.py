@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.adapters.redis import keys as names
+from bot.adapters.channels.email import names as email_names
+from bot.adapters.channels.slack import names as slack_names
 from bot.core.events import DoneForNow, UserMessage
 from bot.core.thread import Origin
 from bot.runtime.ports import ThreadNotFound
@@ -44,11 +45,11 @@ async def test_a_finished_thread_goes_with_its_keys_an_active_one_stays_the_audi
     tid = done["id"]
     result = next(e for e in done["events"] if e["type"] == "deploy_result")
     # What channels bind to a thread: a Slack conversation, an email's Message-ID, an approval's message.
-    assert (await app.inbox.receive(names.slack_conversation("C1", "1.5"), "m1", 60, tid))[2]
-    await app.inbox.link(names.email_message("<m1@example.com>"), tid, tid)
-    await app.inbox.link(names.slack_approval_message("ap1"), "1.6", tid)
+    assert (await app.inbox.receive(slack_names.slack_conversation("C1", "1.5"), "m1", 60, tid))[2]
+    await app.inbox.link(email_names.email_message("<m1@example.com>"), tid, tid)
+    await app.inbox.link(slack_names.slack_approval_message("ap1"), "1.6", tid)
     active = await app.store.create(Origin(), waiting_events())
-    await app.inbox.link(names.email_approval("ap2"), active.id, active.id)
+    await app.inbox.link(email_names.email_approval("ap2"), active.id, active.id)
     assert await thread_keys(app, tid)
 
     # finished for longer than THREAD_COMPACT_AFTER (1 s), not THREAD_RETENTION (2 s)
@@ -62,7 +63,7 @@ async def test_a_finished_thread_goes_with_its_keys_an_active_one_stays_the_audi
     dry = await app.collector.collect(dry_run=True)
     assert dry.threads == [tid]
     assert (await app.store.load(tid)).id == tid  # a dry run removes nothing
-    assert await app.inbox.lookup(names.email_message("<m1@example.com>")) == tid
+    assert await app.inbox.lookup(email_names.email_message("<m1@example.com>")) == tid
 
     report = await app.collector.collect()
     assert report.threads == [tid] and report.names == 3
@@ -71,12 +72,12 @@ async def test_a_finished_thread_goes_with_its_keys_an_active_one_stays_the_audi
     assert await thread_keys(app, tid) == []
     assert await app.redis.hget(app.store.keys.indexed(), tid) is None
     assert tid not in await app.store.recent(100)
-    for name in (names.email_message("<m1@example.com>"), names.slack_approval_message("ap1")):
+    for name in (email_names.email_message("<m1@example.com>"), slack_names.slack_approval_message("ap1")):
         assert await app.inbox.lookup(name) is None
-    assert not await app.redis.exists(app.inbox.keys.conversation(names.slack_conversation("C1", "1.5")))
+    assert not await app.redis.exists(app.inbox.keys.conversation(slack_names.slack_conversation("C1", "1.5")))
     # the active thread and what is bound to it stay
     assert (await app.store.load(active.id)).status() == "waiting_for_approval"
-    assert await app.inbox.lookup(names.email_approval("ap2")) == active.id
+    assert await app.inbox.lookup(email_names.email_approval("ap2")) == active.id
 
     # The history record keeps the audit trail, and the console shows it from there.
     [record] = await app.environments.recent("production", 10)

@@ -47,7 +47,7 @@ from bot.core.people import Directory
 from bot.core.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.core.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.core.redis_target import RedisTarget
-from bot.core.triggers import Schedule, Trigger, email_targets, slack_targets
+from bot.core.triggers import Schedule, Trigger, targets
 from bot.core.verification import VerifyPlan
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
@@ -444,9 +444,9 @@ class Settings(BaseSettings):
         notifies += [(f"schedules[{i}]", s.notify) for i, s in enumerate(file.schedules)]
         notifies += [(f"agents.{agent}", a.notify) for agent, a in file.agents.items()]
         for where, notify in notifies:
-            if slack_targets(notify) and not self.slack_bot_token:
+            if targets(notify, "slack") and not self.slack_bot_token:
                 lines.append(f"{name}: {where}.notify: posting to Slack needs SLACK_BOT_TOKEN")
-            if email_targets(notify) and not (self.smtp_host or self.inbound_email_secret):
+            if targets(notify, "email") and not (self.smtp_host or self.inbound_email_secret):
                 lines.append(f"{name}: {where}.notify: sending email needs the email channel (SMTP_HOST, ...)")
         return lines
 
@@ -782,9 +782,9 @@ class Settings(BaseSettings):
                 lines.append(f"{where}.service: {wording.unknown_service(service, policy.catalog.names)}")
             elif why := policy.catalog.invalid(service, rule.environment):
                 lines.append(f"{where}: {why}")
-            if slack_targets(rule.notify) and not self.slack_bot_token:
+            if targets(rule.notify, "slack") and not self.slack_bot_token:
                 lines.append(f"{where}.notify: posting to Slack needs SLACK_BOT_TOKEN")
-            if email_targets(rule.notify) and not (self.smtp_host or self.inbound_email_secret):
+            if targets(rule.notify, "email") and not (self.smtp_host or self.inbound_email_secret):
                 lines.append(f"{where}.notify: sending email needs the email channel (SMTP_HOST, ...)")
         return lines
 

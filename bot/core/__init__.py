@@ -1,0 +1,14 @@
+"""The core: what deploybot decides, pure (no I/O, no clock unless handed one). `events` and
+`thread` are the state; `control` the reducer (what must happen next); `authority` who may do
+what, `policy` and `people` the rules and who is who; `deploy_rules`, `freeze_windows`,
+`promotion`, `verification`, `standing`, `outcomes`, `triggers`, `gate` the rest of the
+decisions; `wording` every sentence people see; `prompt`, `commands` and `agents` what the model
+and agents are told and parsed from; `deploys` (a deploy's id) and `audit` (what its history
+record keeps); `transcript`, `views`, `notices` how a thread is shown."""
+
+__all__ = [
+    "agents", "audit", "authority", "catalog", "characters", "commands", "control", "delivery_metrics",
+    "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity", "notices",
+    "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing", "thread", "tokens",
+    "transcript", "triggers", "verification", "views", "wording",
+]

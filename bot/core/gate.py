@@ -1,6 +1,6 @@
 """The GitHub deployment gate (docs/github-gate.md), its pure part: which `[[github_environments]]`
 rule a `deployment_protection_rule` delivery falls under, what the delivery says, and the
-deploy command its thread starts with. No I/O: bot/adapters/channels/github_gate.py does that.
+deploy command its thread starts with. No I/O: bot/adapters/channels/github/gate.py does that.
 
 A delivery is GitHub asking, for one job of a workflow run that targets a GitHub environment,
 whether it may proceed. deploybot answers it as a deploy of the job's commit to the

@@ -262,14 +262,15 @@ class Policy:
 
 def _one_per_person(approvers: frozenset[str], directory: Directory | None) -> bool:
     """Two approvals from two of these principals are two people: every approver is a person
-    of deploybot.toml, or every one is a Slack id (APPROVERS) or every one an address
-    (APPROVER_EMAILS), one channel each counting each account once. A Slack id and an address
-    could be one person, and `*` is anyone twice."""
+    of deploybot.toml, or every one is a raw id of one and the same channel (`<kind>:<id>`,
+    as APPROVERS' Slack ids or APPROVER_EMAILS' addresses), one channel counting each account
+    once. Raw ids of two channels could be one person, and `*` is anyone twice."""
     if not approvers or ANYONE in approvers:
         return False
     if directory is not None and all(a in directory.people for a in approvers):
         return True
-    return any(all(a.startswith(f"{via}:") for a in approvers) for via in (people.SLACK, people.EMAIL))
+    kinds = {kind for kind, colon, _ in (a.partition(":") for a in approvers) if colon}
+    return len(kinds) == 1 and all(":" in a for a in approvers)
 
 
 def lock_owner(who: Identity) -> str:

@@ -7,13 +7,14 @@ finished") is always derived here from the events, never stored beside them.
 from __future__ import annotations
 
 import functools
+import json
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -99,16 +100,15 @@ class Forker(BaseModel):
 
 
 class Origin(BaseModel):
-    """Where a thread came from, so its channel can answer there. Stored as JSON beside the
-    events; fields a channel does not use stay None (and unknown stored fields are ignored)."""
+    """Where a thread came from, so its channel can answer there: the channel (its kind) and
+    that channel's own fields (`place`: a Slack thread's channel and ts, an email's sender,
+    subject and Message-ID), read with `at(kind, field)`. Stored as JSON beside the events,
+    as it always was: the channel's fields flat, as `<kind>_<field>` (unknown stored fields
+    of another kind are ignored)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
     channel: str = "api"
-    slack_channel: str | None = None
-    slack_thread_ts: str | None = None
-    email_from: str | None = None
-    email_subject: str | None = None
-    email_root: str | None = None  # the Message-ID replies thread under
+    place: dict[str, str] = Field(default_factory=dict)
     forked_from: str | None = None
     forked_at: int | None = None
     forked_by: Forker | None = None  # who forked it (forks made before this was kept: None)
@@ -116,8 +116,30 @@ class Origin(BaseModel):
     # starts a Slack thread there, `email:<address>` mails its updates (bot/core/triggers.py).
     notify: tuple[str, ...] = ()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, data: Any) -> Any:
+        """The channel's own fields as stored (`<kind>_<field>`, of its own kind only), moved
+        under `place`."""
+        if not isinstance(data, dict):
+            return data
+        prefix = f"{data.get('channel', 'api')}_"
+        own = {k: v for k, v in data.items() if k.startswith(prefix) and k not in cls.model_fields}
+        if not own:
+            return data
+        rest = {k: v for k, v in data.items() if k not in own}
+        place = {k.removeprefix(prefix): v for k, v in own.items() if v is not None}
+        return {**rest, "place": {**rest.get("place", {}), **place}}
+
+    def at(self, kind: str, field: str) -> str | None:
+        """A field of `kind`'s own, when the thread came from that kind of channel; else None."""
+        return self.place.get(field) if self.channel == kind else None
+
     def dump(self) -> str:
-        return self.model_dump_json(exclude_none=True, exclude=None if self.notify else {"notify"})
+        left_out = {"place"} if self.notify else {"place", "notify"}
+        stored = self.model_dump(mode="json", exclude_none=True, exclude=left_out)
+        flat = {"channel": stored.pop("channel"), **{f"{self.channel}_{k}": v for k, v in self.place.items()}}
+        return json.dumps({**flat, **stored}, separators=(",", ":"), ensure_ascii=False)
 
 
 class Instruction(NamedTuple):

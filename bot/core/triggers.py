@@ -44,14 +44,10 @@ def target_problem(target: str) -> str | None:
     return f"{target!r}: a notify target is 'slack:CHANNEL_ID' or 'email:ADDRESS'"
 
 
-def slack_targets(notify: tuple[str, ...]) -> list[str]:
-    """The Slack channel ids among notify targets."""
-    return [t.removeprefix(SLACK_TARGET) for t in notify if t.startswith(SLACK_TARGET)]
-
-
-def email_targets(notify: tuple[str, ...]) -> list[str]:
-    """The addresses among notify targets (lower-cased)."""
-    return [t.removeprefix(EMAIL_TARGET).lower() for t in notify if t.startswith(EMAIL_TARGET)]
+def targets(notify: tuple[str, ...], kind: str) -> list[str]:
+    """The values of the notify targets `kind:value` of one kind of channel (its own to read:
+    a Slack channel id, an address), in order."""
+    return [value for target in notify for found, _, value in (target.partition(":"),) if found == kind]
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from bot.core import authority, deploy_rules, people, verification, wording
+from bot.core.audit import audit_trail
 from bot.core.control import Interrupted, RunDeploy
+from bot.core.deploys import deploy_id, started_here, thread_of
 from bot.core.events import (
     DEPLOY_STEPS,
     PREVIEW_COMMITS,
@@ -32,9 +34,7 @@ from bot.core.events import (
     DeployStarted,
     Error,
     Event,
-    HumanResponse,
     RequestMoreInformation,
-    UserMessage,
 )
 from bot.core.identity import THE_BOT
 from bot.core.people import Identity
@@ -60,22 +60,6 @@ from bot.runtime.ports import (
 log = logging.getLogger(__name__)
 
 LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
-
-
-def deploy_id(thread_id: str, step_id: str) -> str:
-    """The idempotency key of one deploy step; also the owner of its environment lock."""
-    return f"{thread_id}-{step_id}"
-
-
-def thread_of(deploy: str) -> str:
-    """The thread a deploy id belongs to (ids hold no '-')."""
-    return deploy.partition("-")[0]
-
-
-def started_here(thread: Thread, started: DeployStarted) -> bool:
-    """False for a deploy copied into a fork: it belongs to the thread it was started in,
-    so the fork must never resume or repeat it."""
-    return started.deploy_id.startswith(f"{thread.id}-")
 
 
 class Journal(Protocol):
@@ -491,46 +475,6 @@ def _approvers(thread: Thread, action: RunDeploy | Interrupted) -> str | None:
     if required > 1 and given:
         return ", ".join(a.person or a.user for a in given[:required])
     return action.decision.person or action.decision.user
-
-
-OUTPUT_TAIL_LINES = 20  # of a deploy's output, kept in its history record
-
-
-def audit_trail(thread: Thread, result: DeployResult, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What the deploy's history record keeps of its thread, which goes after
-    THREAD_RETENTION while the record stays: the request (what was asked, by whom, how, with
-    what evidence), the proposal, the approval and its decision, the run and its output's tail.
-    DeployRecord's audit fields, by name."""
-    position, step = next(((i, e) for i, e in enumerate(thread.events) if e.id == result.step_id), (0, None))
-    request = next(
-        (e for e in reversed(thread.events[:position])
-         if isinstance(e, UserMessage) or (isinstance(e, HumanResponse) and e.approve is not True and e.text)),
-        None,
-    )
-    trail: dict[str, Any] = {}
-    approval = thread.approval_for(result.step_id)
-    if isinstance(request, UserMessage | HumanResponse):
-        # An agent's request is named with whose agent it is, as its approval request says.
-        asker = approval.asker if approval is not None and request.via == people.AGENT else ""
-        trail.update(
-            requested_by=asker or request.person or request.user, request=request.text, requested_via=request.via,
-            requested_channel=request.channel, request_evidence=request.evidence, requested_at=request.at,
-        )
-    if step is not None:
-        trail.update(proposed_by=getattr(step, "source", ""), proposal_reason=getattr(step, "reason", None) or "",
-                     proposed_at=step.at)
-    if approval is not None:
-        trail.update(approval_id=approval.approval_id, approval_asked_at=approval.at,
-                     approval_expires_at=approval.expires_at)
-        made = thread.decision_for(approval.approval_id)
-        if made is not None:
-            trail.update(decided_by=made.person or made.user, decided_via=made.via, decided_channel=made.channel,
-                         decision_evidence=made.evidence, decided_at=made.at)
-    started = thread.started(result.step_id)
-    tail = "\n".join(result.output.splitlines()[-OUTPUT_TAIL_LINES:])
-    trail.update(started_at=started.at if started else None, exit_code=result.exit_code,
-                 output_tail=redact(tail, secrets))
-    return trail
 
 
 def _refused(step: Deploy, refused: deploy_rules.Refusal) -> Error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -25,7 +25,7 @@ from bot.core.events import (
     principal_of,
     stamped,
 )
-from bot.core.people import AGENT, API, EMAIL, SLACK, Directory, Identity
+from bot.core.people import AGENT, API, Directory, Identity
 from bot.core.policy import Policy
 from bot.core.thread import ACTIVE, FINISHED, STATUSES, Forker, Origin, Thread
 from bot.runtime.clock import utcnow
@@ -68,12 +68,12 @@ class Invalid(Refused):
     """The request itself is malformed."""
 
 
-def said_by(who: Identity, evidence: str = "") -> dict[str, str | None]:
+def said_by(who: Identity, evidence: str = "", raw_users: Collection[str] = frozenset()) -> dict[str, str | None]:
     """The fields an event records about who did it: `user` as channels always stored it
-    (the Slack user id, the address; by the API or a token, the name), the person, how they
-    came, and the evidence (`evidence`, else the identity's own: the Slack id, the address,
-    the token id)."""
-    user = who.evidence if who.via in (SLACK, EMAIL) else who.label
+    (the channel's own id of them where their `via` is one of `raw_users`, e.g. a chat
+    user id or an address; by the API or a token, the name), the person, how they came, and
+    the evidence (`evidence`, else the identity's own: the channel's id, the token id)."""
+    user = who.evidence if who.via in raw_users else who.label
     return {"user": user, "person": who.person, "via": who.via, "evidence": evidence or who.evidence}
 
 
@@ -83,10 +83,13 @@ class ThreadService:
     policy: Policy
     notifier: Notifier | None = None
     clock: Callable[[], datetime] = utcnow
+    # The `via`s whose events store the channel's own id of the speaker as `user` (the
+    # registry's to say: bot/wiring/channels.raw_users), so what is stored stays as it was.
+    raw_users: frozenset[str] = frozenset()
 
     @property
     def directory(self) -> Directory:
-        """Who is who: channels resolve whoever speaks with it (`by_slack`, `by_email`,
+        """Who is who: channels resolve whoever speaks with it (by their channel's id, or
         `by_name`) and pass the Identity in."""
         return self.policy.directory
 
@@ -121,7 +124,7 @@ class ThreadService:
         if not text.strip():
             raise Invalid(wording.empty_message())
         await self._within_limits(who)
-        message = UserMessage(text=text, channel=channel, **said_by(who, evidence))
+        message = UserMessage(text=text, channel=channel, **said_by(who, evidence, self.raw_users))
         events = stamped([message, *then], self.clock())
         thread = await self.store.create(origin or Origin(channel=channel), events, thread_id, handoff)
         for event in events:
@@ -244,14 +247,16 @@ class ThreadService:
             if thread.status(self.clock()) in FINISHED:  # its outcome stays what it was
                 raise WrongState(wording.nothing_to_cancel(outcomes.outcome(thread).words))
             self._may(who, authority.Cancel(thread))
-            return Cancelled(reason=reason, **said_by(who))
+            return Cancelled(reason=reason, **said_by(who, raw_users=self.raw_users))
 
         return await self._append(thread_id, event)
 
-    async def confirm_sender(self, thread_id: str, confirmation_id: str, who: Identity, evidence: str) -> Thread:
-        """The sender a request named confirmed it from their mailbox: the request is recorded
-        again, as said by `who`, and goes on with their powers. Once only, and not once
-        expired (WrongState)."""
+    async def confirm_sender(
+        self, thread_id: str, confirmation_id: str, who: Identity, evidence: str, channel: str
+    ) -> Thread:
+        """The sender a request named confirmed it (from their mailbox, by `channel`): the
+        request is recorded again, as said by `who`, and goes on with their powers. Once
+        only, and not once expired (WrongState)."""
 
         def events(thread: Thread) -> list[Event]:
             asked = thread.sender_confirmation(confirmation_id)
@@ -262,7 +267,7 @@ class ThreadService:
                 raise WrongState(wording.sender_confirmation_closed(bool(thread.sender_confirmed(confirmation_id))))
             return [
                 SenderConfirmed(confirmation_id=confirmation_id, evidence=evidence),
-                UserMessage(text=asked.text, channel=EMAIL, **said_by(who, evidence)),
+                UserMessage(text=asked.text, channel=channel, **said_by(who, evidence, self.raw_users)),
             ]
 
         return await self._append_all(thread_id, events)
@@ -370,11 +375,11 @@ class ThreadService:
             # it the same way, so the model re-plans instead of the thread waiting on nobody.
             return HumanResponse(
                 text=text, channel=channel, approval_id=pending.approval_id, approve=False,
-                **said_by(who, evidence),
+                **said_by(who, evidence, self.raw_users),
             )
         if not text.strip():
             raise Invalid(wording.empty_text())
-        return HumanResponse(text=text, channel=channel, **said_by(who, evidence))
+        return HumanResponse(text=text, channel=channel, **said_by(who, evidence, self.raw_users))
 
     def _decision(
         self,
@@ -411,5 +416,5 @@ class ThreadService:
             channel=channel,
             approval_id=approval_id,
             approve=approve,
-            **said_by(who, evidence),
+            **said_by(who, evidence, self.raw_users),
         )

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -51,13 +51,9 @@ from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
 from bot.runtime.verifying import Verifying
 from bot.runtime.worker import Worker, worker_name
-from bot.wiring.channels import Parts, body_limits, make_channels, make_gate
+from bot.wiring.channels import Parts, around, body_limits, make_channels, raw_users
 from bot.wiring.deployers import make_deployers
 from bot.wiring.sign_in import public_base, session_secret, sign_in_linker, sign_in_mailer
-
-if TYPE_CHECKING:  # the MCP SDK is imported only when /mcp is served
-    from mcp.server.mcpserver import MCPServer
-
 
 log = logging.getLogger(__name__)
 Chore = tuple[float, Callable[[], Awaitable[object]]]  # every so many seconds, this
@@ -251,11 +247,10 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         transient=(RedisConnectionError, RedisTimeoutError), clock=clock, timers=timers,
         verifying=Verifying(HttpProbe(), environments, environments, policy, deploying.wake_next),
     )
-    service = ThreadService(store, policy, fanout, clock)
-    gate = make_gate(settings, service, inbox, queue.push)
-    if gate is not None:  # gated deployments run through their service's deployer (GateDeployer)
-        deployers.update({name: gate.wrap(name, d) for name, d in deployers.items()})
-    channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier, gate))
+    service = ThreadService(store, policy, fanout, clock, raw_users=raw_users())
+    # The deployers are the deploy path's own: a channel in front of them (the GitHub gate) wraps them in place.
+    channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier,
+                                   history=environments, deployers=deployers))
     fanout.notifiers += [n for channel in channels.values() if (n := channel.notifier()) is not None]
     collector = Collector(
         store, inbox, environments, queue, sorted(policy.environments), settings.thread_retention,
@@ -314,7 +309,6 @@ def http_app(app: App, worker: bool = True, fast_launch: bool = True) -> ASGIApp
     tokens, session cookies) are checked before the app reads a body (bot.adapters.http.front_door),
     around the routes of bot.adapters.http.api. `fast_launch=False`: POST /threads through the
     framework's route every time (tests hold the two answers side by side)."""
-    from bot.adapters.channels.mcp import WithMcp
     from bot.adapters.http.api import create_app
     from bot.adapters.http.api.fast_launch import FastLaunch
     from bot.adapters.http.auth import Auth
@@ -340,25 +334,17 @@ def http_app(app: App, worker: bool = True, fast_launch: bool = True) -> ASGIApp
         slack_login=app.adapter("slack") is not None,
         secure_cookies=public_base(settings).startswith("https://"),
     )
-    web: ASGIApp = WithMcp(create_app(app, worker=worker, sign_in=auth), mcp_server(app))  # agents at /mcp
+    web = around(list(app.channels.values()), create_app(app, worker=worker, sign_in=auth))  # agents at /mcp
     if fast_launch:
         web = FastLaunch(web, app)  # POST /threads, the plain case, without the framework's layers
     return HttpLimits(web, auth, limits=http_limits(settings), hosts=settings.host_names())
 
 
-def mcp_server(app: App) -> MCPServer:
-    """The MCP server for agents (bot/adapters/channels/mcp.py), at /mcp on the web server: the
-    front door checks each request's token."""
-    from bot.adapters.channels.mcp import Tools, server
-
-    tools = Tools(app.service, app.environments, app.runner.deploying.deployers, app.kick, app.secrets)
-    return server(tools)
-
-
 def http_limits(settings: Settings) -> list[Limit]:
-    """The front door's table: the channels' paths take no credentials (each channel proves who
-    is speaking itself) and their own body limits; then the front door's own paths."""
-    channels = [Limit(path, max_bytes, auth="none") for path, max_bytes in body_limits(settings)]
+    """The front door's table: the channels' paths with their own body limits, taking no
+    credentials (each channel proves who is speaking itself) unless their kind asks for them
+    (MCP: an agent's token); then the front door's own paths."""
+    channels = body_limits(settings)
     taken = {limit.path for limit in channels}
     return channels + [limit for limit in deploybot_limits(None) if limit.path not in taken]
 

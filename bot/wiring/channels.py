@@ -7,23 +7,27 @@ whether the channel is on or not, so its paths never ask for the API's credentia
 builds the channel from the settings: None when it is off. The order of CHANNELS is the
 order notifiers hear each event in.
 
-A new channel is a module in bot/adapters/channels, a builder here and one line in CHANNELS,
-and its settings (docs/extending.md).
+A new channel is a package in bot/adapters/channels, a builder here and one line in CHANNELS,
+and its settings (docs/extending.md). MCP and the GitHub gate are kinds like the rest: MCP
+serves its own ASGI app in front of the web app (Plugged.around), the gate stands in front of
+each service's deployer (Plugged.fronts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.types import ASGIApp
+
 from bot.adapters.channels.log import LogNotifier
-from bot.adapters.http.limits import API_MAX_BYTES, GITHUB_MAX_BYTES, SLACK_MAX_BYTES
+from bot.adapters.http.limits import API_MAX_BYTES, GITHUB_MAX_BYTES, SLACK_MAX_BYTES, Access, Limit
 from bot.adapters.redis.credentials import RedisCredentials
 from bot.adapters.redis.inbox import RedisInbox
 from bot.config.settings import Settings
 from bot.core.policy import Policy
-from bot.runtime.ports import Channel, Notifier, Route
+from bot.runtime.ports import Channel, Deployer, History, Notifier, Route
 from bot.runtime.service import ThreadService
 from bot.wiring.sign_in import sign_in_linker
 
@@ -41,7 +45,11 @@ class Parts:
     credentials: RedisCredentials
     policy: Policy
     printer: Notifier | None = None  # what this process shows events with instead of the log (the CLI)
-    gate: Any = None  # the GitHub deployment gate (make_gate), when GITHUB_APP_ID is set
+    history: History | None = None  # the deploy history agents read (MCP); without it, no MCP
+    # Each service's deployer, shared with the deploy path: a channel may stand in front of each
+    # (Plugged.fronts: the GitHub gate's gated deployments run through it).
+    deployers: dict[str, Deployer] = field(default_factory=dict)
+    built: dict[str, Channel] = field(default_factory=dict)  # the channels built so far, by kind
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,8 @@ class Plugged:
     notifies: Notifier | None = None
     starting: Callable[[bool], Awaitable[None]] | None = None
     stopping: Callable[[], Awaitable[None]] | None = None
+    fronts: Callable[[str, Deployer], Deployer] | None = None  # stands in front of a service's deployer
+    around: Callable[[ASGIApp], ASGIApp] | None = None  # serves its own ASGI app in front of the web app
 
     def routes(self) -> Sequence[Route]:
         return self.served
@@ -77,6 +87,12 @@ class Kind:
     proof: str  # how the channel knows who is speaking, in one line
     build: Callable[[Parts], Channel | None]  # None: off in these settings
     limits: Callable[[Settings], Sequence[tuple[str, int]]] = lambda settings: ()  # (path, max bytes)
+    # What the front door asks on its paths: "none" (the channel proves who is speaking itself)
+    # or "required" (the front door's credentials: an agent's token for MCP).
+    access: Access = "none"
+    # Its events store the channel's own id of the speaker as `user` (Slack's and email's
+    # always did): changing it would change what is stored.
+    raw_user: bool = False
 
 
 # --- the channels ------------------------------------------------------------------------------
@@ -130,7 +146,7 @@ def github_deployments(parts: Parts) -> Channel | None:
     settings, repositories = parts.settings, on_github(parts.settings)
     if not repositories or settings.github_token is None:
         return None
-    from bot.adapters.channels.github_deployments import GitHubDeployments
+    from bot.adapters.channels.github.deployments import GitHubDeployments
 
     # Like the webhooks: a status that keeps failing is recorded through the service.
     deployments = GitHubDeployments(
@@ -169,33 +185,46 @@ def github_webhook(parts: Parts) -> Channel | None:
     secret = parts.settings.github_webhook_secret
     if secret is None:
         return None
-    from bot.adapters.channels.github_webhook import GitHubWebhook
+    from bot.adapters.channels.github import GitHubGate, GitHubWebhook
 
+    gate = getattr(parts.built.get("github_gate"), "adapter", None)  # deployment_protection_rule deliveries
     hook = GitHubWebhook(secret.get_secret_value(), parts.settings.triggers(), parts.service, parts.inbox, parts.kick,
-                         gate=parts.gate)
+                         gate=gate if isinstance(gate, GitHubGate) else None)
     return Plugged(hook, (Route("/github/webhook", hook.endpoint),))
 
 
-def make_gate(settings: Settings, service: ThreadService, inbox: RedisInbox, kick: Kick) -> Any:
-    """deploybot as a GitHub App, the gate of GitHub environments; None without GITHUB_APP_ID."""
-    app = settings.github_app
+def github_gate(parts: Parts) -> Channel | None:
+    """deploybot as a GitHub App, the gate of GitHub environments; off without GITHUB_APP_ID.
+    It stands in front of each service's deployer (its `approved` is the deploy itself:
+    GateDeployer) and answers `rejected` when a gated deployment's thread ends without
+    deploying; its deliveries come through /github/webhook."""
+    settings, app = parts.settings, parts.settings.github_app
     if app is None:
         return None
-    from bot.adapters.channels.github_gate import GitHubGate
+    from bot.adapters.channels.github import GitHubGate
     from bot.adapters.github_api import AppAuth
 
     auth = AppAuth(app.app_id, app.private_key.get_secret_value(), app.api_url)
-    return GitHubGate(auth, app.rules, on_github(settings), service, inbox, kick, public_url=settings.public_url,
-                      poll_seconds=settings.github_poll_seconds, follow_seconds=settings.github_gate_follow_seconds)
+    gate = GitHubGate(auth, app.rules, on_github(settings), parts.service, parts.inbox, parts.kick,
+                      public_url=settings.public_url, poll_seconds=settings.github_poll_seconds,
+                      follow_seconds=settings.github_gate_follow_seconds)
+    return Plugged(gate, notifies=gate, stopping=gate.aclose, fronts=gate.wrap)
 
 
-def github_gate(parts: Parts) -> Channel | None:
-    """The gate's answers: `rejected` when a gated deployment's thread ends without deploying
-    (its `approved` is the deploy itself: GateDeployer)."""
-    gate = parts.gate
-    if gate is None:
+def mcp(parts: Parts) -> Channel | None:
+    """AI agents over MCP at /mcp, in front of the web app: always on where the deploy history
+    is handed in. The MCP SDK is imported only when the web app is made."""
+    history = parts.history
+    if history is None:
         return None
-    return Plugged(gate, notifies=gate, stopping=gate.aclose)
+
+    def around(web: ASGIApp) -> ASGIApp:
+        from bot.adapters.channels.mcp import Tools, WithMcp, server
+
+        tools = Tools(parts.service, history, parts.deployers, parts.kick, parts.settings.secrets())
+        return WithMcp(web, server(tools))
+
+    return Plugged(parts.service, around=around)
 
 
 def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
@@ -206,17 +235,27 @@ def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
 CHANNELS: dict[str, Kind] = {
     "log": Kind("none: it only tells (the log, or the terminal)", log),
     "slack": Kind("Slack's request signature (SLACK_SIGNING_SECRET), or Socket Mode's own connection", slack,
-                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),)),
+                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),), raw_user=True),
     "outgoing_webhooks": Kind("none: it only tells (signed with NOTIFY_WEBHOOK_SECRET)", outgoing_webhooks),
     "github_deployments": Kind("none: it only tells (GitHub Deployments, with GITHUB_TOKEN)", github_deployments),
     "email": Kind("the inbound secret, then the sender: the receiving server's Authentication-Results verdict "
                   "for a mailbox-authenticated domain, a reply token, or a confirmation round trip", email,
-                  _email_limits),
-    "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
-                           lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
+                  _email_limits, raw_user=True),
+    # Before the webhook, which hands it the deliveries; the last to hear events, as before.
     "github_gate": Kind("GitHub's signature on its deployment_protection_rule deliveries (through /github/webhook); "
                         "the creator is GitHub's word about its own user", github_gate),
+    "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
+                           lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
+    "mcp": Kind("an agent's token, which the front door resolves before a byte of the body is read "
+                "(anyone else is refused at /mcp); agents never approve", mcp,
+                lambda settings: (("/mcp", API_MAX_BYTES),), access="required"),
 }
+
+
+def raw_users() -> frozenset[str]:
+    """The kinds whose events store the channel's own id of the speaker as `user` (the
+    service is told them: ThreadService.raw_users)."""
+    return frozenset(name for name, kind in CHANNELS.items() if kind.raw_user)
 
 
 def make_channels(parts: Parts) -> dict[str, Channel]:
@@ -231,10 +270,22 @@ def make_channels(parts: Parts) -> dict[str, Channel]:
         for route in channel.routes():
             if route.path not in limited:
                 raise ValueError(f"channel {name} serves {route.path} without a body limit for it (Kind.limits)")
-        channels[name] = channel
+        if isinstance(channel, Plugged) and channel.fronts is not None:
+            fronts = channel.fronts
+            parts.deployers.update({service: fronts(service, d) for service, d in parts.deployers.items()})
+        channels[name] = parts.built[name] = channel
     return channels
 
 
-def body_limits(settings: Settings) -> list[tuple[str, int]]:
-    """(path, max bytes) of every registered channel's paths, on or off."""
-    return [limit for kind in CHANNELS.values() for limit in kind.limits(settings)]
+def around(channels: Sequence[Channel], web: ASGIApp) -> ASGIApp:
+    """`web` behind the ASGI apps the channels serve in front of it (MCP at /mcp)."""
+    for channel in channels:
+        if isinstance(channel, Plugged) and channel.around is not None:
+            web = channel.around(web)
+    return web
+
+
+def body_limits(settings: Settings) -> list[Limit]:
+    """The front door's rows for every registered channel's paths, on or off."""
+    return [Limit(path, max_bytes, auth=kind.access)
+            for kind in CHANNELS.values() for path, max_bytes in kind.limits(settings)]

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 
-from bot.adapters.channels import email_parse, email_render
-from bot.adapters.channels.email import MAX_MESSAGE_ID, MAX_SENT_LOOKUPS
-from bot.adapters.channels.email_parse import MAX_PARTS, MAX_REFERENCES
+from bot.adapters.channels.email import parse as email_parse
+from bot.adapters.channels.email import render as email_render
+from bot.adapters.channels.email.endpoint import MAX_MESSAGE_ID, MAX_SENT_LOOKUPS
+from bot.adapters.channels.email.parse import MAX_PARTS, MAX_REFERENCES
 from bot.testing.cluster import free_port
 from tests.channels.test_email import MAILBOXES, SECRET, TRUSTED, Inbox, _field, gmail_reply, post, raw_mail, start
 from tests.helpers import eventually, ledger_lines, reply, settle

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.channels import email_auth, email_render, email_tokens
-from bot.adapters.redis import keys as names
+from bot.adapters.channels.email import auth as email_auth
+from bot.adapters.channels.email import names
+from bot.adapters.channels.email import render as email_render
+from bot.adapters.channels.email import tokens as email_tokens
 from bot.adapters.redis.keys import Keys
 from bot.core.events import ApprovalRequested, Cancelled, Change
 from bot.core.thread import Thread

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 
-from bot.adapters.channels.github_webhook import signature
+from bot.adapters.channels.github.webhook import signature
 from bot.core.freeze_windows import stop_the_line
 from bot.runtime.clock import utcnow
 from bot.runtime.service import Refused

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 
-from bot.adapters.channels.github_webhook import signature
-from bot.adapters.channels.slack_blocks import APPROVE
+from bot.adapters.channels.github.webhook import signature
+from bot.adapters.channels.slack.blocks import APPROVE
 from bot.testing.fake_slack import FakeSlack
 from tests.channels.test_email import Inbox
 from tests.conftest import free_port
@@ -179,7 +179,7 @@ async def test_a_release_on_a_protected_environment_asks_in_the_configured_chann
 
 
 def _parse(value: str) -> tuple[str]:
-    from bot.adapters.channels.slack_blocks import parse_button_value
+    from bot.adapters.channels.slack.blocks import parse_button_value
 
     _, approval_id = parse_button_value(value)
     return (approval_id,)

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from redis.asyncio import Redis
 
-from bot.adapters.channels.slack_blocks import APPROVE, REJECT
+from bot.adapters.channels.slack.blocks import APPROVE, REJECT
 from bot.adapters.http.console.model import audit
 from bot.adapters.redis.credentials import RedisCredentials
 from bot.testing import cluster

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.adapters.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
-from bot.adapters.redis.keys import slack_conversation
+from bot.adapters.channels.slack.blocks import APPROVE, REJECT, REJECT_VIEW
+from bot.adapters.channels.slack.names import slack_conversation
 from bot.runtime.service import NotFound
 from bot.testing.fake_slack import BOT_USER, FakeSlack
 from tests.helpers import eventually, ledger_lines, reply
@@ -315,7 +315,7 @@ async def test_a_direct_message_starts_a_thread(app, slack, fake_slack):
     await slack.event({"type": "message", "channel_type": "im", "user": ALICE, "text": "list tags",
                        "ts": ts, "channel": CHANNEL})
     thread = await settled(app, ts)
-    assert thread.status() == "done" and thread.origin.slack_thread_ts == ts
+    assert thread.status() == "done" and thread.origin.at("slack", "thread_ts") == ts
     await fake_slack.wait_for("chat.postMessage", thread_ts=ts, text="Tags, newest first: v1.2.3")
 
 

@@ -11,7 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from bot.adapters.redis.keys import slack_conversation
+from bot.adapters.channels.slack.names import slack_conversation
 from bot.runtime.service import NotFound
 from bot.testing.fake_slack import FakeSlack
 from tests.channels import test_slack as base
@@ -68,7 +68,7 @@ async def test_deploy_command_is_acknowledged_at_once_posted_in_the_channel_and_
     thread = await eventually(waiting, within=15)
     said = thread.events[0]
     assert (said.text, said.channel, said.user) == ("deploy backend v1.2.3 to production", "slack", ALICE)
-    assert (thread.origin.slack_channel, thread.origin.slack_thread_ts) == (CHANNEL, ts)
+    assert (thread.origin.at("slack", "channel"), thread.origin.at("slack", "thread_ts")) == (CHANNEL, ts)
     await fake_slack.wait_for("chat.postMessage", thread_ts=ts, text="Approval needed")
 
     # A reply in that Slack thread is part of the conversation, as under a mention.

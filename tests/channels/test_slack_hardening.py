@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.channels import slack_blocks as blocks
-from bot.adapters.channels.slack import NOT_OUR_BUTTON, STALE_FORM, SlackNotifier
-from bot.adapters.channels.slack_blocks import APPROVE, REJECT, REJECT_VIEW
+from bot.adapters.channels.slack import NOT_OUR_BUTTON, STALE_FORM, SlackNotifier, blocks
+from bot.adapters.channels.slack.blocks import APPROVE, REJECT, REJECT_VIEW
 from bot.core.events import ApprovalRequested
 from bot.core.thread import Origin, Thread
 from bot.testing.fake_slack import BOT_USER, FakeSlack

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bot.adapters.channels.slack import SlackNotifier
-from bot.adapters.channels.slack_blocks import APPROVE
+from bot.adapters.channels.slack.blocks import APPROVE
 from tests.channels import test_slack as base
 from tests.channels.test_slack import new_ts, paused, settled
 from tests.helpers import eventually, ledger_lines, reply

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.channels.slack_blocks import APPROVE
+from bot.adapters.channels.slack.blocks import APPROVE
 from bot.testing.fake_slack import BOT_USER, FakeSlack
 from bot.testing.fake_socket_mode import FakeSocketMode
 from tests.channels import test_slack as base

@@ -18,7 +18,7 @@ from datetime import datetime
 import httpx
 import markupsafe
 
-from bot.adapters.channels import slack_blocks
+from bot.adapters.channels.slack import blocks as slack_blocks
 from bot.core.events import (
     ApprovalRequested,
     Cancelled,

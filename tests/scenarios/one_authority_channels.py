@@ -20,9 +20,10 @@ import httpx
 from mcp.client import Client as McpClient
 
 import bot.__main__ as cli_main
-from bot.adapters.channels import slack_blocks
+from bot.adapters.channels.email import names as email_names
+from bot.adapters.channels.slack import blocks as slack_blocks
+from bot.adapters.channels.slack import names as slack_names
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.adapters.redis.schedules import RedisScheduleMarks
 from bot.config.settings import Settings
 from bot.core.events import new_id, principal_of
@@ -313,7 +314,7 @@ class Slack(Channel):
         """In a Slack thread of its own, bound to it as a mention binds one; an approval's
         message posted there, buttons and all."""
         root = slack_channel.new_ts()
-        scope = names.slack_conversation(slack_channel.CHANNEL, root)
+        scope = slack_names.slack_conversation(slack_channel.CHANNEL, root)
         await self.world.app.inbox.receive(scope, "staged", EVENT_TTL, facts.thread_id)
         origin = Origin(channel="slack", slack_channel=slack_channel.CHANNEL, slack_thread_ts=root)
         return await self.world.stage(STAGED[action](actor.who, facts), origin, tell=action in (DECIDE, DECIDE_OWN))
@@ -336,7 +337,7 @@ class Slack(Channel):
         """Reject on the approval message: whoever may decide gets the form asking what should
         change, and their answer in it rejects; anyone else is told why not."""
         thread = await self.staged(action, actor, facts)
-        root = thread.origin.slack_thread_ts or ""
+        root = thread.origin.at("slack", "thread_ts") or ""
         message = await slack_channel.approval_message(self.fake, root)
         await self.slack.click(slack_blocks.REJECT, message, actor.key)
         told = self.told(actor, root)
@@ -355,7 +356,7 @@ class Slack(Channel):
 
     async def reply(self, action: str, actor: Actor, facts: Facts) -> Answer:
         thread = await self.staged(action, actor, facts)
-        root = thread.origin.slack_thread_ts or ""
+        root = thread.origin.at("slack", "thread_ts") or ""
         await self.slack.reply(self.replied(action), root, user=actor.key)
         return await self.world.answer(thread.id, action, actor.who, thread.version, self.told(actor, root))
 
@@ -401,7 +402,7 @@ class Email(Channel):
         told = await self.send(actor, raw, message_id)
         if told is not None:
             return told
-        thread_id = await self.world.app.inbox.lookup(names.email_message(message_id))
+        thread_id = await self.world.app.inbox.lookup(email_names.email_message(message_id))
         assert thread_id is not None
         return await self.world.answer(thread_id, action, actor.who)
 
@@ -413,7 +414,7 @@ class Email(Channel):
         starter = situation.events[0].evidence if situation.events[0].via == "email" else "erin@example.com"
         origin = Origin(channel="email", email_from=starter, email_subject="Deploy please", email_root=root)
         thread = await self.world.stage(situation, origin, tell=action == DECIDE)
-        await self.world.app.inbox.link(names.email_message(root), thread.id, thread.id)
+        await self.world.app.inbox.link(email_names.email_message(root), thread.id, thread.id)
         return thread
 
     async def approve(self, action: str, actor: Actor, facts: Facts) -> Answer:
@@ -429,7 +430,7 @@ class Email(Channel):
         thread = await self.staged(action, actor, facts)
         message_id = f"<{new_id()}@mail.example.com>"
         raw = email_channel.raw_mail(self.replied(action), sender=actor.key, subject="Re: Deploy please",
-                                     in_reply_to=thread.origin.email_root, message_id=message_id)
+                                     in_reply_to=thread.origin.at("email", "root"), message_id=message_id)
         told = await self.send(actor, raw, message_id)
         return told or await self.world.answer(thread.id, action, actor.who, thread.version)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.channels.email_tokens import TokenError, check_token
-from bot.adapters.channels.slack_blocks import APPROVE, REJECT
+from bot.adapters.channels.email.tokens import TokenError, check_token
+from bot.adapters.channels.slack.blocks import APPROVE, REJECT
 from tests.channels import test_email as mail
 from tests.channels import test_slack as base
 from tests.channels.test_email import _field, gmail_reply, post, raw_mail

@@ -25,6 +25,7 @@ from bot.testing.memory import (
     RecordingNotifier,
     ScriptedModel,
 )
+from bot.wiring.channels import raw_users
 
 NOW = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 TAGS = {"v1.2.3": "c" * 40, "v1.2.2": "b" * 40, "v1.2.1": "a" * 40}  # newest first
@@ -136,7 +137,7 @@ def runner(parts: Parts):
 
 @pytest.fixture
 def service(parts: Parts) -> ThreadService:
-    return ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+    return ThreadService(parts.store, parts.policy, parts.notifier, parts.clock, raw_users=raw_users())
 
 
 async def die() -> None:

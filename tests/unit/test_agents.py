@@ -117,7 +117,8 @@ async def test_the_service_holds_an_agent_to_its_limits_by_any_channel(parts: Pa
 
 
 def test_people_see_which_agent_asked_and_whose_it_is():
-    from bot.adapters.channels import email_render, slack_blocks
+    from bot.adapters.channels.email import render as email_render
+    from bot.adapters.channels.slack import blocks as slack_blocks
 
     request = ApprovalRequested(
         step_id="s", thread_id="t", args_hash="h", service="backend", tag="v1.2.3", commit="abc1234def",

@@ -28,11 +28,11 @@ from bot.adapters.http.console.forms import (
 from bot.adapters.http.console.live import watched
 from bot.adapters.http.console.routes import Viewer
 from bot.adapters.http.console.threads import link
+from bot.core.audit import audit_trail
 from bot.core.events import ApprovalRequested, DeployResult, DeployService, DeployStarted, HumanResponse, UserMessage
 from bot.core.people import SESSION, Identity
 from bot.core.policy import lock_owner
 from bot.core.thread import Thread
-from bot.runtime.deploying import audit_trail
 from bot.runtime.ports import DeployRecord, Lock
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, WrongState
 

@@ -4,7 +4,7 @@ the sender wrote below)."""
 
 from __future__ import annotations
 
-from bot.adapters.channels.email_auth import proven_by
+from bot.adapters.channels.email.auth import proven_by
 
 MX = "mx.example.com"  # the receiving server in front of the bot
 TRUSTED = frozenset({MX})

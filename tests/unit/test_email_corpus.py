@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.channels.email_decision import decision
-from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, RefusedEmail, parse, read
+from bot.adapters.channels.email.decision import decision
+from bot.adapters.channels.email.parse import HTML_ONLY_APPROVAL, RefusedEmail, parse, read
 
 CORPUS = Path(__file__).parents[1] / "channels" / "mail_corpus"
 TOKEN = "3f2a9c0d1e7b4a65.1924992000.9b8c7d6e5f4a3b2c"

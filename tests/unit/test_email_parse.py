@@ -9,10 +9,10 @@ from email.message import EmailMessage
 
 import pytest
 
-from bot.adapters.channels import email_html
-from bot.adapters.channels.email_decision import decision
-from bot.adapters.channels.email_html import html_to_text
-from bot.adapters.channels.email_parse import (
+from bot.adapters.channels.email import html as email_html
+from bot.adapters.channels.email.decision import decision
+from bot.adapters.channels.email.html import html_to_text
+from bot.adapters.channels.email.parse import (
     HTML_ONLY_APPROVAL,
     MAX_PARTS,
     MAX_READ,
@@ -23,10 +23,10 @@ from bot.adapters.channels.email_parse import (
     read,
     unflow,
 )
-from bot.adapters.channels.email_render import MAX_MESSAGE_ID
-from bot.adapters.channels.email_reply_rules import _dated_address, new_text
-from bot.adapters.channels.email_tokens import APPROVAL, CONFIRMATION, TokenError, check_token, make_token
-from bot.adapters.channels.email_tokens import TOKEN as CODE_SHAPE
+from bot.adapters.channels.email.render import MAX_MESSAGE_ID
+from bot.adapters.channels.email.reply_rules import _dated_address, new_text
+from bot.adapters.channels.email.tokens import APPROVAL, CONFIRMATION, TokenError, check_token, make_token
+from bot.adapters.channels.email.tokens import TOKEN as CODE_SHAPE
 from bot.core.commands import is_approval
 from bot.runtime.clock import utcnow
 

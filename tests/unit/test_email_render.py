@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.adapters.channels import email_render
+from bot.adapters.channels.email import render as email_render
 
 
 def test_format_characters_are_left_out_of_headers():

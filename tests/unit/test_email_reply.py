@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from bot.adapters.channels import email_reply
-from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound
-from bot.adapters.channels.email_render import message
+from bot.adapters.channels.email import reply as email_reply
+from bot.adapters.channels.email.parse import HTML_ONLY_APPROVAL, Inbound
+from bot.adapters.channels.email.render import message
 
 SENT = email_reply.Sent(
     "alice asked to deploy backend v1.2.3 to production.\n\nReply APPROVE to deploy, or reply with what should change.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.adapters.channels.github_deployments import updates
+from bot.adapters.channels.github.deployments import updates
 from bot.core.events import (
     ApprovalExpired,
     ApprovalRequested,

@@ -20,6 +20,7 @@ from bot.core.policy import Policy, lock_owner
 from bot.core.thread import Thread
 from bot.runtime.ports import Lock
 from bot.runtime.service import Forbidden, ThreadService
+from bot.wiring.channels import raw_users
 from tests.unit.conftest import NOW, PEOPLE, Parts, make_runner, team_policy, who
 
 ALICE_SLACK = PEOPLE.by_slack("UALICE")
@@ -149,7 +150,7 @@ async def test_the_shared_api_token_may_start_threads_and_talk_but_never_decide(
 
 async def test_only_whoever_may_lock_locks_and_anyone_else_is_told_who_can():
     parts = Parts(policy=team_policy())  # bob and carol approve production
-    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock, raw_users=raw_users())
     told = await command(parts, service, "lock production: gotcha", ALICE_SLACK)
     assert told == "Not locked: alice may not lock production; bob or carol may."
     assert await command(parts, service, "lock production: gotcha", STRANGER) == (
@@ -171,7 +172,7 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
     written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
     parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,
                                            approvers="staging:*;development:*"))
-    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock, raw_users=raw_users())
     assert (await command(parts, service, "lock production: freeze", ALICE_SLACK)).startswith("Locked")
     refused = await command(parts, service, "unlock production", who("carol"), "cli")
     assert refused.startswith("Not unlocked: carol may not unlock production (locked by alice since ")
@@ -192,7 +193,7 @@ async def test_someone_told_how_to_take_over_a_lock_can_do_it_by_following_the_r
     written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
     parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,
                                            approvers="staging:*;development:*"))
-    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock, raw_users=raw_users())
     await command(parts, service, "lock production: freeze", ALICE_SLACK)
     refused = await command(parts, service, "unlock production", who("carol"), "cli")
     said = refused.partition(": ")[2].split('"')[1]  # the command the refusal spells out
@@ -204,7 +205,7 @@ async def test_someone_told_how_to_take_over_a_lock_can_do_it_by_following_the_r
 
 async def test_in_open_mode_anyone_locks_and_unlocks_as_before():
     parts = Parts(policy=Policy())
-    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock)
+    service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock, raw_users=raw_users())
     opened = Policy().directory
     assert (await command(parts, service, "lock production: x", opened.by_name("zed"), "cli")).startswith("Locked")
     assert (await command(parts, service, "unlock production --force: done", STRANGER)).startswith("Unlocked")
@@ -221,5 +222,5 @@ async def test_a_raw_user_is_read_by_its_channel_and_a_bare_name_is_nobody_unles
     for person in ("bob", "bob@example.com", "UBOB"):  # a person is never named by what proves nothing
         with pytest.raises(Forbidden, match="use your personal token"):
             service.unproven(person)
-    open_service = ThreadService(parts.store, Policy(), None, parts.clock)
+    open_service = ThreadService(parts.store, Policy(), None, parts.clock, raw_users=raw_users())
     assert open_service.unproven("bob").person == "bob"

@@ -33,11 +33,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.channels import email_reply
-from bot.adapters.channels.email_decision import decision
-from bot.adapters.channels.email_html import html_to_text
-from bot.adapters.channels.email_parse import HTML_ONLY_APPROVAL, Inbound, read
-from bot.adapters.channels.email_render import approval_text
+from bot.adapters.channels.email import reply as email_reply
+from bot.adapters.channels.email.decision import decision
+from bot.adapters.channels.email.html import html_to_text
+from bot.adapters.channels.email.parse import HTML_ONLY_APPROVAL, Inbound, read
+from bot.adapters.channels.email.render import approval_text
 from bot.core.events import ApprovalRequested
 from tests.unit.test_email_corpus import MANIFEST
 

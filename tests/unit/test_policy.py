@@ -160,3 +160,16 @@ def test_recheck_right_before_deploying():
     assert "expired" in policy.recheck("t", step, request(), yes, NOW + timedelta(hours=2))
     other = DeployBackend(tag="v2", environment="production")
     assert "does not match" in policy.recheck("t", other, request(), yes, NOW)
+
+
+def test_raw_ids_of_one_kind_are_one_account_each_whichever_kind():
+    """Two approvals from raw ids of one channel are two accounts, for any kind; raw ids of two
+    kinds (a chat id and an address) could be one person."""
+    from bot.core.policy import _one_per_person
+
+    assert _one_per_person(frozenset({"chat:u-1", "chat:u-2"}), None)
+    assert _one_per_person(frozenset({"slack:U1", "slack:U2"}), None)
+    assert _one_per_person(frozenset({"email:a@x.example", "email:b@x.example"}), None)
+    assert not _one_per_person(frozenset({"chat:u-1", "slack:U1"}), None)
+    assert not _one_per_person(frozenset({"chat:u-1", "*"}), None)
+    assert not _one_per_person(frozenset({"chat:u-1", "alice"}), None)  # a name nobody is, beside an id

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from bot.adapters.channels import slack_blocks as blocks
-from bot.adapters.channels.slack_blocks import mentions, principal_mention
+from bot.adapters.channels.slack import blocks
+from bot.adapters.channels.slack.blocks import mentions, principal_mention
 from bot.core.people import Directory, Person
 
 

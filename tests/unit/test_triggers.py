@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.core.triggers import Happened, Start, Trigger, happened, starts, target_problem
+from bot.core.triggers import Happened, Start, Trigger, happened, starts, target_problem, targets
 
 REPO = {"full_name": "acme/shop", "default_branch": "main"}
 OCTOCAT = {"login": "octocat"}
@@ -55,6 +55,16 @@ def test_each_matching_trigger_starts_a_thread_posted_where_it_says():
               ("email:team@example.com",)),
     ]
     assert starts(Happened("workflow_run", "abc", "x", "n"), triggers) == []
+
+
+def test_a_channels_notify_targets_are_read_by_its_kind_whichever_kind():
+    """`kind:value`, read without naming any channel: a new kind's targets are found alike."""
+    notify = ("slack:C0123DEPLOY", "email:team@example.com", "chat:room-1", "slack:C0456OPS")
+    assert targets(notify, "slack") == ["C0123DEPLOY", "C0456OPS"]
+    assert targets(notify, "email") == ["team@example.com"]
+    assert targets(notify, "chat") == ["room-1"]
+    assert targets(notify, "teams") == []
+    assert targets(("email:a:b@example.com",), "email") == ["a:b@example.com"]  # the kind ends at the first ':'
 
 
 def test_notify_targets():

@@ -268,6 +268,6 @@ def test_a_placeholder_in_a_message_nobody_is_named_in_stays_as_written():
 
 
 def test_every_mrkdwn_text_object_is_verbatim():
-    from bot.adapters.channels import slack_blocks
+    from bot.adapters.channels.slack import blocks as slack_blocks
 
     assert slack_blocks.mrkdwn("@here see https://example.com")["verbatim"] is True

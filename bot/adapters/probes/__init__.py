@@ -21,6 +21,8 @@ from bot.core.events import VerifyCheck
 from bot.core.verification import holds
 from bot.runtime.ports import Observation
 
+__all__ = ["ANSWER_LIMIT", "BODY_LIMIT", "PROMETHEUS_TIMEOUT", "HttpProbe"]
+
 PROMETHEUS_TIMEOUT = 5.0  # seconds
 ANSWER_LIMIT = 1_000_000  # bytes of a Prometheus answer: past it, the answer is refused unread
 BODY_LIMIT = 1_000_000  # bytes of an HTTP check's body read to look for `contains`

@@ -8,124 +8,12 @@ script in a pipeline that is not a transaction; no script or transaction spans t
 The status index (`{threads}`) is its own slot: one script moves a thread between its
 sorted sets, beside (never inside) the thread's own script.
 
-The module-level functions name a channel's conversations (scopes for Inbox.receive) and
-pointers (names for Inbox.link/lookup); the Inbox puts them inside its own keys. Channels
-import them from here so every stored name is spelled in one place. Changing any string
-here orphans data already stored under the old one.
+A channel's own names (its conversations: scopes for Inbox.receive; its pointers: names for
+Inbox.link/lookup) are in its package (`names.py`); the Inbox puts them inside its own keys.
+Changing any string here orphans data already stored under the old one.
 """
 
 from __future__ import annotations
-
-# --- names channels pass to the Inbox -------------------------------------------------------
-
-EMAIL_INBOUND = "email:inbound"
-"""The scope every inbound email is deduplicated in (by Message-ID)."""
-
-EMAIL_UNCONFIRMED = "email:unconfirmed"
-"""The scope an unproven email request is marked in by the address asked to confirm it, until
-it is confirmed or expires: one waits per address."""
-
-EMAIL_CONFIRMATIONS_MAILED = "email:confirmations-mailed"
-"""The scope each "Did you send this?" is marked in by the address it goes to, for a while:
-one per address in that time."""
-
-
-def slack_conversation(channel: str, thread_ts: str) -> str:
-    """A Slack thread: the scope its messages are deduplicated in and bound to a bot thread."""
-    return f"slack:{channel}:{thread_ts}"
-
-
-def slack_approval_message(approval_id: str) -> str:
-    """An approval -> the ts of the Slack message asking for it (updated once decided)."""
-    return f"slack:approval-message:{approval_id}"
-
-
-def slack_notify_root(thread_id: str, channel: str) -> str:
-    """A thread posted to a Slack channel it did not come from (a notify target) -> the ts
-    of the message its updates are posted under."""
-    return f"slack:notify-root:{thread_id}:{channel}"
-
-
-def slack_notify_approval_message(approval_id: str, channel: str) -> str:
-    """An approval asked for in a notify target's Slack thread -> the ts of that message."""
-    return f"slack:notify-approval:{approval_id}:{channel}"
-
-
-def slack_command(trigger_id: str) -> str:
-    """The scope a `/deploy` command is deduplicated in (a Socket Mode envelope can come twice)."""
-    return f"slack:command:{trigger_id}"
-
-
-def email_notify_root(thread_id: str, address: str) -> str:
-    """A thread mailed to a notify target -> the Message-ID its later mails thread under."""
-    return f"email:notify-root:{thread_id}:{address}"
-
-
-def github_deployment(deploy: str) -> str:
-    """A deploy step (`<thread id>-<step id>`, its deploy id) -> the id of the GitHub
-    deployment that shows it on GitHub's Environments page."""
-    return f"github:deployment:{deploy}"
-
-
-GITHUB_DELIVERIES = "github:deliveries"
-"""The scope every GitHub webhook delivery is deduplicated in (by X-GitHub-Delivery)."""
-
-GITHUB_BODIES = "github:bodies"
-"""The scope every GitHub webhook delivery is also deduplicated in by the SHA-256 of its body:
-the signature covers only the body, so a captured delivery replayed under a new
-X-GitHub-Delivery is still the same delivery."""
-
-
-def github_gate(thread_id: str) -> str:
-    """A thread a `deployment_protection_rule` delivery started -> what GitHub asked (JSON:
-    the callback, the installation, the run): the thread is a gated deployment."""
-    return f"github:gate:{thread_id}"
-
-
-def github_gate_answer(thread_id: str) -> str:
-    """A gated deployment -> the one answer it gets ("approved" or "rejected"), bound before
-    it is sent: whichever decision binds first is the only one ever sent."""
-    return f"github:gate:answer:{thread_id}"
-
-
-def github_gate_sent(thread_id: str) -> str:
-    """A gated deployment -> set once GitHub took its answer: a resumed run never sends twice."""
-    return f"github:gate:sent:{thread_id}"
-
-
-def github_gate_commit(service: str, commit: str) -> str:
-    """A service's commit a gated deployment asks for -> its thread: the only commits the
-    gate lets a deploy's tag be (they resolve to themselves)."""
-    return f"github:gate:commit:{service}:{commit}"
-
-
-def slack_dm_approval(approval_id: str, user: str) -> str:
-    """An approval escalated to a Slack user -> "<channel> <ts>" of the DM asking them."""
-    return f"slack:dm-approval:{approval_id}:{user}"
-
-
-def email_message(message_id: str) -> str:
-    """An email (inbound or sent) -> its bot thread, so replies find their thread."""
-    return f"email:msg:{message_id}"
-
-
-def email_sent(message_id: str) -> str:
-    """A mail the bot sent that can be replied to, by its Message-ID -> what it said (its text,
-    subject and sender, email_reply.Sent), so a reply's new text is found by it. Expires."""
-    return f"email:sent:{message_id}"
-
-
-def email_approval(approval_id: str) -> str:
-    """An approval asked for by email -> its bot thread."""
-    return f"email:approval:{approval_id}"
-
-
-def email_confirmation(confirmation_id: str) -> str:
-    """A sender confirmation asked for by email ("Did you send this?") -> its bot thread."""
-    return f"email:confirmation:{confirmation_id}"
-
-
-# --- Redis keys ------------------------------------------------------------------------------
 
 
 class Keys:

@@ -1,4 +1,4 @@
-"""The GitHub deployment gate (bot/adapters/channels/github_gate.py): GitHub shows these
+"""The GitHub deployment gate (bot/adapters/channels/github/gate.py): GitHub shows these
 comments on the workflow run, to whoever may read the repository."""
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from typing import Protocol
 class Inbox(Protocol):
     """What channels keep about their conversations: which inbound messages were already
     taken in (deliveries are retried and replayed), which bot thread a conversation belongs
-    to, and their own pointers (an approval to the message asking for it). Names come from
-    bot.adapters.redis.keys."""
+    to, and their own pointers (an approval to the message asking for it). Each channel names its
+    own (its package's names.py); the Inbox puts them inside its keys."""
 
     async def receive(
         self, scope: str, message_id: str, ttl_seconds: int, new_thread_id: str | None

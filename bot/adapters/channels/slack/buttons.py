@@ -9,7 +9,7 @@ from collections.abc import Callable
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import blocks
 from bot.adapters.channels.slack.inbound import Inbound
 from bot.runtime.service import Forbidden, Refused
 

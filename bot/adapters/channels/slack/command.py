@@ -11,10 +11,10 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import blocks, names
 from bot.adapters.channels.slack.inbound import Inbound
+from bot.adapters.channels.slack.kind import KIND
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.core import wording
 from bot.core.commands import EXAMPLES
 from bot.core.commands import parse as parse_command
@@ -72,7 +72,7 @@ async def _launch(inbound: Inbound, user: str, channel: str, typed: str, respond
     scope = names.slack_conversation(channel, ts)
     _, thread_id, _ = await inbound.inbox.receive(scope, ts, EVENT_TTL, new_id())
     assert thread_id is not None
-    origin = Origin(channel="slack", slack_channel=channel, slack_thread_ts=ts)
+    origin = Origin(channel=KIND, place={"channel": channel, "thread_ts": ts})
     await inbound.service.launch(message, who, "slack", origin, thread_id, evidence=f"{user} {SLASH_COMMAND}")
     await inbound.kick(thread_id)
 
@@ -82,7 +82,7 @@ async def _status(inbound: Inbound, channel: str) -> str:
     what was asked elsewhere (another channel, email, the API)."""
     threads = [
         t for t in await inbound.service.recent(limit=50)
-        if t.status() in OPEN_STATUSES and t.origin.slack_channel == channel
+        if t.status() in OPEN_STATUSES and t.origin.at(KIND, "channel") == channel
     ]
     lines = []
     for thread in threads[:10]:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import blocks, names
+from bot.adapters.channels.slack.kind import KIND
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.core.events import new_id
 from bot.core.people import Identity
 from bot.core.thread import Origin
@@ -127,7 +127,7 @@ class Inbound:
         text = blocks.unescape(text).strip()  # stored as typed; escaped again on the way out
         if said.with_files:  # only the words are read: say so where the model and people see it
             text = f"{text}\n\n{blocks.FILES_IGNORED}" if text else blocks.FILES_IGNORED
-        origin = Origin(channel="slack", slack_channel=channel, slack_thread_ts=root)
+        origin = Origin(channel=KIND, place={"channel": channel, "thread_ts": root})
         if not started:
             try:
                 await self.service.respond(thread_id, text, who, channel="slack")

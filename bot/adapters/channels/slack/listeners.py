@@ -12,8 +12,7 @@ from collections.abc import Awaitable, Callable
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.channels import slack_blocks as blocks
-from bot.adapters.channels.slack import buttons
+from bot.adapters.channels.slack import blocks, buttons
 from bot.adapters.channels.slack.command import SLASH_COMMAND, command, in_background
 from bot.adapters.channels.slack.endpoint import SlackChannel
 from bot.adapters.channels.slack.inbound import Inbound, SignInLink, from_a_person, said_in

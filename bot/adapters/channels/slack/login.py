@@ -7,10 +7,9 @@ import logging
 
 from slack_sdk.errors import SlackApiError
 
-from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import blocks, names
 from bot.adapters.channels.slack.inbound import Inbound, Said, delivery_id
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 
 log = logging.getLogger(__name__)
 LOGIN_WORDS = ("login", "log in", "sign in")

@@ -11,9 +11,9 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.channels import slack_blocks as blocks
+from bot.adapters.channels.slack import blocks, names
+from bot.adapters.channels.slack.kind import KIND
 from bot.adapters.channels.slack.web import EVENT_TTL
-from bot.adapters.redis import keys as names
 from bot.core import standing, wording
 from bot.core.events import (
     ApprovalEscalated,
@@ -30,7 +30,7 @@ from bot.core.events import (
 from bot.core.people import Directory
 from bot.core.policy import Policy
 from bot.core.thread import Thread
-from bot.core.triggers import slack_targets
+from bot.core.triggers import targets
 from bot.runtime.ports import Inbox
 
 log = logging.getLogger(__name__)
@@ -50,11 +50,11 @@ class SlackNotifier:
         self.web, self.inbox, self.policy = web, inbox, policy
 
     async def publish(self, thread: Thread, new: Sequence[Event]) -> None:
-        channel, thread_ts = thread.origin.slack_channel, thread.origin.slack_thread_ts
-        if thread.origin.channel == "slack" and channel and thread_ts:
+        channel, thread_ts = thread.origin.at(KIND, "channel"), thread.origin.at(KIND, "thread_ts")
+        if thread.origin.channel == KIND and channel and thread_ts:
             await self._post_all(thread, new, channel, thread_ts, names.slack_approval_message)
-        for target in slack_targets(thread.origin.notify):
-            if target == channel and thread.origin.channel == "slack":
+        for target in targets(thread.origin.notify, KIND):
+            if target == channel and thread.origin.channel == KIND:
                 continue  # already answered there
             try:
                 root = await self._notify_root(thread, new, target)

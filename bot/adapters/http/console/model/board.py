@@ -3,14 +3,13 @@ would put back."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from bot.adapters.http.console.model.approvals import Approval, names
 from bot.adapters.http.console.model.deploys import Queued, Running, Verifying
 from bot.adapters.http.console.model.freezes import Freezing, Stop, Window
-from bot.core import authority, people, wording
+from bot.core import authority, deploys, people, wording
 from bot.core.people import Identity
 from bot.core.policy import Policy, lock_owner
 from bot.runtime.ports import DeployRecord, Lock
@@ -81,15 +80,12 @@ def environment(name: str, policy: Policy, viewer: Identity) -> Environment:
     )
 
 
-_DEPLOY_OWNER = re.compile(r"^(?P<thread>.+)-[0-9a-f]{16}$")  # bot.runtime.deploying.deploy_id: thread id, step id
-
-
 def held(lock: Lock, policy: Policy, viewer: Identity) -> Held:
     manual = lock.owner.startswith("manual:")
-    deploying = _DEPLOY_OWNER.match(lock.owner)
+    deploy = deploys.deploying(lock.owner)
     return Held(
         lock=lock, by=lock.owner.removeprefix("manual:") if manual else f"deploy {lock.owner}", manual=manual,
-        thread_id=None if manual else deploying["thread"] if deploying else lock.owner,
+        thread_id=None if manual else deploy or lock.owner,
         may_unlock=authority.why_not(policy, viewer, authority.Unlock(lock.environment, lock.owner)) is None,
         take=manual and lock.owner != lock_owner(viewer),
     )

@@ -8,11 +8,11 @@ from datetime import datetime
 from typing import Any
 
 from bot.core import authority, deploy_rules, transcript, verification, wording
+from bot.core.audit import audit_trail
 from bot.core.events import DEPLOY_STEPS, Change, DeployResult, Error
 from bot.core.people import Identity
 from bot.core.policy import Policy
 from bot.core.thread import Thread
-from bot.runtime.deploying import audit_trail
 from bot.runtime.ports import DeployRecord
 
 
@@ -154,7 +154,7 @@ def blocked(thread: Thread, viewer: Identity, policy: Policy) -> Blocked | None:
 class Audit:
     """A deploy from request to outcome (what was asked and by whom, what was proposed, the
     approval and its evidence, the run, its result): its history record's audit fields, as
-    bot.runtime.deploying.audit_trail derives them from the thread (again from the live thread
+    bot.core.audit.audit_trail derives them from the thread (again from the live thread
     while it is there), and what only the live thread has."""
 
     record: DeployRecord

@@ -237,3 +237,8 @@ def cut(text: str, limit: int) -> str:
         f"{text[:limit].rstrip()}\n\n[... cut: {len(text) - limit:,} more characters. "
         "The full text is in the deploybot thread.]"
     )
+
+
+def short(text: str, limit: int = 120) -> str:
+    """For log lines and answers: an input that may be huge, cut."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

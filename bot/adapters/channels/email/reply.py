@@ -16,7 +16,7 @@ clients; the bot knows exactly what it sent (`Sent`), so:
    address or display name, the sent subject, a date or time, or are a separator line, in any
    language, with the lines between such lines and the short "wrote:" tail. A line without
    any of those (what the person typed) is kept, even directly above the attribution.
-4. What is left is read by the language-independent rules of `email_reply_rules.new_text` (quote
+4. What is left is read by the language-independent rules of `reply_rules.new_text` (quote
    prefixes, signatures, "Sent from my ..."): a signature between the new text and the
    attribution is never new text, and mail that quotes nothing of the bot's is read by them
    alone.
@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
 
-from bot.adapters.channels import email_parse, email_reply_rules
+from bot.adapters.channels.email import parse as email_parse
+from bot.adapters.channels.email import reply_rules as email_reply_rules
 from bot.core.commands import is_approval
 
 MIN_COPY = 6  # words: a shorter run of the bot's words ("approve") may be the person's own
@@ -70,7 +71,7 @@ class Sent:
 
     @classmethod
     def of(cls, msg: EmailMessage) -> Sent:
-        """What the bot says in `msg` (one email_render.message built): its plain text, its
+        """What the bot says in `msg` (one render.message built): its plain text, its
         subject, and its sender's address and display name (if it has one)."""
         name, address = parseaddr(str(msg["From"] or ""))
         body = msg.get_body(("plain",))

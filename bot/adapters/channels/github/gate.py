@@ -2,7 +2,7 @@
 (docs/github-gate.md).
 
 GitHub asks, with a `deployment_protection_rule` delivery to `/github/webhook` (its signature
-checked there first: bot/adapters/channels/github_webhook.py), whether a job of a workflow
+checked there first: bot/adapters/channels/github/webhook.py), whether a job of a workflow
 run may deploy to a GitHub environment. `requested` turns it into a thread that asks to
 deploy the job's commit, said by the deployment's creator (`github = "login"` in
 `[people.*]`; GitHub's word about its own user, which the signature proves came from GitHub),
@@ -24,9 +24,9 @@ and environment), and only the thread's first deploy of it is answered and follo
 the service's own deployer and runs for real, under the usual rules: following the
 deployment again for it would record a deploy that never ran.
 
-Each deployment gets one answer: it is bound in the Inbox (`keys.github_gate_answer`) before
+Each deployment gets one answer: it is bound in the Inbox (`names.github_gate_answer`) before
 it is sent, so an `approved` and a `rejected` can never both go, and marked sent after GitHub
-took it (`keys.github_gate_sent`), so a resumed run never sends it twice; what was answered
+took it (`names.github_gate_sent`), so a resumed run never sends it twice; what was answered
 is recorded on the thread. Sends are retried with backoff while GitHub is unreachable or
 answers 5xx or a rate limit. A repository's environment with no `[[github_environments]]` rule
 is answered `rejected` at once (fail closed). No second GitHub Deployment is made: the gated
@@ -47,9 +47,10 @@ from typing import Any
 
 from bot.adapters import outbound
 from bot.adapters.channels.deliveries import Deliveries
+from bot.adapters.channels.github import names
 from bot.adapters.github_api import AppAuth
-from bot.adapters.redis import keys
 from bot.core import standing, wording
+from bot.core.deploys import deploy_id, thread_of
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
@@ -64,7 +65,6 @@ from bot.core.events import (
 from bot.core.gate import APPROVED, REJECTED, GateRule, Requested, deploy_text, gated_step, rule_for, service_for
 from bot.core.people import GITHUB
 from bot.core.thread import Origin, Thread
-from bot.runtime.deploying import deploy_id, thread_of
 from bot.runtime.ports import (
     Check,
     Comparison,
@@ -90,7 +90,7 @@ _SHA = re.compile(r"[0-9a-f]{40}")  # fullmatch: a tag ending in a newline is no
 
 @dataclass(frozen=True)
 class Gated:
-    """What the Inbox keeps of a gated deployment (keys.github_gate), for its answer."""
+    """What the Inbox keeps of a gated deployment (names.github_gate), for its answer."""
 
     repository: str
     github_environment: str
@@ -161,8 +161,8 @@ class GitHubGate:
             return {"status": REJECTED}
         thread_id = thread_id_for(delivery)
         gated = Gated.of(request, service, rule.environment)
-        await self.inbox.link(keys.github_gate(thread_id), json.dumps(asdict(gated)), thread_id=thread_id)
-        await self.inbox.link(keys.github_gate_commit(service, request.sha), thread_id, thread_id=thread_id)
+        await self.inbox.link(names.github_gate(thread_id), json.dumps(asdict(gated)), thread_id=thread_id)
+        await self.inbox.link(names.github_gate_commit(service, request.sha), thread_id, thread_id=thread_id)
         who = self.service.directory.by_github(request.creator)
         text = deploy_text(service, request, rule.environment)
         try:
@@ -186,7 +186,7 @@ class GitHubGate:
     # --- out: the one answer ----------------------------------------------------------------
 
     async def gated(self, thread_id: str) -> Gated | None:
-        found = await self.inbox.lookup(keys.github_gate(thread_id))
+        found = await self.inbox.lookup(names.github_gate(thread_id))
         return Gated.load(found) if found else None
 
     async def answers(self, request: DeployRequest, gated: Gated) -> bool:
@@ -198,14 +198,14 @@ class GitHubGate:
     async def answer(self, thread_id: str, gated: Gated, state: str, comment: str) -> bool:
         """Send the deployment's one answer, retried; False when another answer was bound
         first (nothing is sent then). Raises outbound's failures when retries run out."""
-        bound = await self.inbox.link(keys.github_gate_answer(thread_id), state, thread_id=thread_id)
+        bound = await self.inbox.link(names.github_gate_answer(thread_id), state, thread_id=thread_id)
         if bound != state:
             return False
-        if await self.inbox.lookup(keys.github_gate_sent(thread_id)) is None:
+        if await self.inbox.lookup(names.github_gate_sent(thread_id)) is None:
             body = {"environment_name": gated.github_environment, "state": state, "comment": comment}
             await outbound.retried(lambda: self.app.post(gated.installation, gated.callback_path, body),
                                    self.backoff, f"GitHub gate answer {state} for thread {thread_id}", log)
-            await self.inbox.link(keys.github_gate_sent(thread_id), state, thread_id=thread_id)
+            await self.inbox.link(names.github_gate_sent(thread_id), state, thread_id=thread_id)
             await self._deliveries.record(thread_id, [GitHubAnswered(state=state, comment=comment)])
         return True
 
@@ -361,7 +361,7 @@ class GateDeployer:
         return await self.inner.list_tags()
 
     async def resolve(self, tag: str) -> str | None:
-        if _SHA.fullmatch(tag) and await self.gate.inbox.lookup(keys.github_gate_commit(self.service, tag)):
+        if _SHA.fullmatch(tag) and await self.gate.inbox.lookup(names.github_gate_commit(self.service, tag)):
             return tag
         return await self.inner.resolve(tag)
 

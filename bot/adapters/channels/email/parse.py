@@ -4,7 +4,7 @@ The MIME parse is bounded: at most MAX_PARTS parts; every header is cut before t
 parses it, or read raw (see `_BoundedPolicy`); References and the Message-ID are capped, with
 the reason in `Inbound.cut`. The new text is read from the first MAX_READ characters of the
 body only (a reply's new text is at the top; the code is searched for in all of it), by the
-rules of email_reply_rules, with HTML read as text by email_html. A hostile message of a
+rules of reply_rules, with HTML read as text by html. A hostile message of a
 megabyte costs well under a second.
 
 An approval is never taken from an HTML-only email (`Inbound.refusal`): HTML can hide text
@@ -26,11 +26,11 @@ from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 from typing import Any
 
-from bot.adapters.channels.email_auth import MAX_AUTH_RESULT, MAX_AUTH_RESULTS
-from bot.adapters.channels.email_html import html_to_text
-from bot.adapters.channels.email_render import MAX_MESSAGE_ID
-from bot.adapters.channels.email_reply_rules import new_text
-from bot.adapters.channels.email_tokens import TOKEN
+from bot.adapters.channels.email.auth import MAX_AUTH_RESULT, MAX_AUTH_RESULTS
+from bot.adapters.channels.email.html import html_to_text
+from bot.adapters.channels.email.render import MAX_MESSAGE_ID
+from bot.adapters.channels.email.reply_rules import new_text
+from bot.adapters.channels.email.tokens import TOKEN
 from bot.core.commands import is_approval
 
 MAX_PARTS = 100  # MIME parts (nested ones included); a message with more is refused

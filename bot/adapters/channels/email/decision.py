@@ -2,7 +2,7 @@
 
 The first line of the new text decides an approval, and only an unambiguous approval word
 approves (`bot.core.commands.is_approval`), with no question anywhere under it: anything else
-is feedback. (An approval is never taken from an HTML-only email: email_parse.read.)
+is feedback. (An approval is never taken from an HTML-only email: parse.read.)
 """
 
 from __future__ import annotations

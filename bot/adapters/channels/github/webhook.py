@@ -34,9 +34,9 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bot.adapters.channels.github_gate import GitHubGate
+from bot.adapters.channels.github import names
+from bot.adapters.channels.github.gate import GitHubGate
 from bot.adapters.channels.outgoing_webhooks import sign
-from bot.adapters.redis import keys as names
 from bot.core.gate import requested
 from bot.core.people import Identity
 from bot.core.thread import Origin

@@ -21,7 +21,7 @@ such a deployment is closed as `inactive`, with the reason as its description.
 
 The deployment is created with `auto_merge: false` (the approved commit is what ships) and
 `required_contexts: []` (deploybot has its own CI gate, `required_checks`). Its id is kept in
-the Inbox (`keys.github_deployment(deploy id)`) for the later statuses. Creating is idempotent:
+the Inbox (`names.github_deployment(deploy id)`) for the later statuses. Creating is idempotent:
 before a POST the deployments of that commit and environment are searched for this deploy's id
 (in the payload), so a retried attempt whose answer was lost, or an event published twice,
 never makes a second one.
@@ -46,9 +46,10 @@ import httpx
 
 from bot.adapters import github_api, outbound
 from bot.adapters.channels.deliveries import Deliveries, Record
-from bot.adapters.channels.github_gate import Gated
-from bot.adapters.redis import keys
+from bot.adapters.channels.github import names
+from bot.adapters.channels.github.gate import Gated
 from bot.core import standing
+from bot.core.deploys import deploy_id as deploy_id_of
 from bot.core.events import (
     DEPLOY_STEPS,
     ApprovalExpired,
@@ -65,7 +66,6 @@ from bot.core.events import (
 )
 from bot.core.people import GITHUB
 from bot.core.thread import Thread
-from bot.runtime.deploying import deploy_id as deploy_id_of
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +266,7 @@ class GitHubDeployments:
         thread is deploybot's, and gets its deployment like every other."""
         if thread.origin.channel != GITHUB:
             return None
-        bound = await self.links.lookup(keys.github_gate(thread.id))
+        bound = await self.links.lookup(names.github_gate(thread.id))
         step = Gated.load(bound).step(thread) if bound else None
         return deploy_id_of(thread.id, step.id) if step is not None else None
 
@@ -310,7 +310,7 @@ class GitHubDeployments:
     async def _deployment(self, repository: str, update: Update) -> int | None:
         """The deploy's GitHub deployment: the one linked, else (when `update.create`) the one
         made for it before (found by its payload), else a new one. None: none, none wanted."""
-        name = keys.github_deployment(update.deploy_id)
+        name = names.github_deployment(update.deploy_id)
         linked = await self.links.lookup(name)
         if linked is not None:
             return int(linked)

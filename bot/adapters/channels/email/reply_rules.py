@@ -7,7 +7,7 @@ to three lines or sharing its line with the reply) ends the new text before it; 
 block (From/Sent/To/Subject in those languages, as Outlook writes it in plain text or as its
 HTML reads once converted) or an "Original Message" separator ends the new text for good; a
 signature ("-- ", "Sent from my iPhone", ...) is left out. These are the fallback: the channel
-reads a reply again against the mail the bot sent (`email_reply`, which finds the bot's own
+reads a reply again against the mail the bot sent (`reply`, which finds the bot's own
 copy and the block above it in any language) and uses these rules only for what is left, or
 when that mail is no longer kept.
 """

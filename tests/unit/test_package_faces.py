@@ -1,0 +1,94 @@
+"""Each package of bot/ has a face: a docstring saying what it offers and an `__all__` naming
+it. The table below is those faces, so that a change to one is made on purpose (here too)."""
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import bot
+
+FACES: dict[str, list[str]] = {
+    "bot": ["adapters", "config", "core", "runtime", "testing", "wiring"],
+    "bot.adapters": ["channels", "deployers", "github_api", "http", "llm", "outbound", "probes", "redis"],
+    "bot.adapters.channels": [
+        "cli", "deliveries", "email", "github", "log", "mcp", "mcp_bridge", "outgoing_webhooks", "slack",
+    ],
+    "bot.adapters.channels.email": ["EmailChannel", "Smtp"],
+    "bot.adapters.channels.github": ["GitHubDeployments", "GitHubGate", "GitHubWebhook"],
+    "bot.adapters.channels.slack": [
+        "COULD_NOT_OPEN_FORM", "EVENT_TTL", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",
+        "SlackChannel", "SlackNotifier", "build", "client",
+    ],
+    "bot.adapters.deployers": ["command", "commit_times", "dry_run", "git_refs", "github_actions", "pair", "prefixed"],
+    "bot.adapters.http": ["api", "auth", "console", "front_door", "limits", "logs", "origins", "sessions", "shared"],
+    "bot.adapters.http.api": ["create_app"],
+    "bot.adapters.http.console": ["mount"],
+    "bot.adapters.probes": ["ANSWER_LIMIT", "BODY_LIMIT", "PROMETHEUS_TIMEOUT", "HttpProbe"],
+    "bot.adapters.redis": [
+        "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "freezes", "inbox",
+        "keys", "packing", "replicas", "replies", "schedules", "scripts", "threads", "timers", "work",
+    ],
+    "bot.config": ["settings", "settings_file"],
+    "bot.core": [
+        "agents", "audit", "authority", "catalog", "characters", "commands", "control", "delivery_metrics",
+        "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
+        "notices", "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing",
+        "thread", "tokens", "transcript", "triggers", "verification", "views", "wording",
+    ],
+    "bot.runtime": [
+        "agent", "clock", "delivery", "deploying", "gathering", "gc", "loop", "ports", "promoting", "retry",
+        "scheduler", "service", "steps", "verifying", "worker",
+    ],
+    "bot.testing": [
+        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
+        "memory_freezes", "memory_timers", "prometheus", "quick_llm", "seed_history",
+    ],
+    "bot.wiring": ["app", "channels", "children", "deployers", "sign_in"],
+}
+# Faces pinned elsewhere: the sentences (tests/unit/test_wording.py) and BAML's generated client.
+ELSEWHERE = {"bot.core.wording", "bot.baml_client"}
+
+
+def _packages() -> list[str]:
+    root = Path(bot.__file__).parent
+    found = ["bot"]
+    for init in sorted(root.rglob("__init__.py")):
+        name = ".".join(("bot", *init.parent.relative_to(root).parts))
+        if init.parent != root and "__pycache__" not in init.parts:
+            found.append(name)
+    return [name for name in found if not any(name == e or name.startswith(e + ".") for e in ELSEWHERE)]
+
+
+def _submodules(package: str) -> set[str]:
+    path = importlib.import_module(package).__path__
+    found = {m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("__")}
+    return {name for name in found if f"{package}.{name}" != "bot.baml_client"}  # generated, no face
+
+
+def test_every_package_has_a_face_in_the_table() -> None:
+    assert sorted(_packages()) == sorted(FACES)
+
+
+@pytest.mark.parametrize("package", sorted(FACES))
+def test_a_package_says_what_it_offers_and_names_it(package: str) -> None:
+    module = importlib.import_module(package)
+    assert (module.__doc__ or "").strip(), f"{package}: a docstring saying what it offers"
+    assert list(getattr(module, "__all__", [])) == FACES[package]
+
+
+@pytest.mark.parametrize("package", sorted(FACES))
+def test_every_name_of_a_face_is_there(package: str) -> None:
+    module = importlib.import_module(package)
+    submodules = _submodules(package)
+    for name in FACES[package]:
+        assert hasattr(module, name) or name in submodules, f"{package}.{name}"
+
+
+@pytest.mark.parametrize("package", sorted(FACES))
+def test_a_package_of_modules_names_each(package: str) -> None:
+    """A face made of modules lists them all: a new module is on it on purpose."""
+    submodules = _submodules(package)
+    if set(FACES[package]) <= submodules:
+        assert set(FACES[package]) == submodules
