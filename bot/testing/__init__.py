@@ -1,10 +1,10 @@
 """The real stand-ins tests, the chaos suite and benchmarks run against: servers over real HTTP
 (`fake_slack`, `fake_socket_mode`, `fake_github`, `fake_llm`, `quick_llm`, `prometheus`; `http`
 their shared plumbing), real processes and Redis topologies (`cluster`, `ha`, `chaos`), in-memory
-ports for fast tests of the core (`memory`, `memory_freezes`, `memory_timers`) and
+ports for fast tests of the core (`memory`, one module per port) and
 `seed_history` (a long deploy history, stored fast)."""
 
 __all__ = [
     "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
-    "memory_freezes", "memory_timers", "prometheus", "quick_llm", "seed_history",
+    "prometheus", "quick_llm", "seed_history",
 ]

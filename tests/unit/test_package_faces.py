@@ -21,14 +21,17 @@ FACES: dict[str, list[str]] = {
         "COULD_NOT_OPEN_FORM", "EVENT_TTL", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",
         "SlackChannel", "SlackNotifier", "build", "client",
     ],
-    "bot.adapters.deployers": ["command", "commit_times", "dry_run", "git_refs", "github_actions", "pair", "prefixed"],
+    "bot.adapters.deployers": [
+        "command", "commit_times", "dry_run", "git_refs", "github_actions", "pair", "prefixed", "tag_order",
+    ],
     "bot.adapters.http": ["api", "auth", "console", "front_door", "limits", "logs", "origins", "sessions", "shared"],
     "bot.adapters.http.api": ["create_app"],
     "bot.adapters.http.console": ["mount"],
     "bot.adapters.probes": ["ANSWER_LIMIT", "BODY_LIMIT", "PROMETHEUS_TIMEOUT", "HttpProbe"],
     "bot.adapters.redis": [
         "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "freezes", "inbox",
-        "keys", "packing", "replicas", "replies", "schedules", "scripts", "threads", "timers", "work",
+        "keys", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts", "threads", "timers",
+        "work",
     ],
     "bot.config": ["settings", "settings_file"],
     "bot.core": [
@@ -43,8 +46,44 @@ FACES: dict[str, list[str]] = {
     ],
     "bot.testing": [
         "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
-        "memory_freezes", "memory_timers", "prometheus", "quick_llm", "seed_history",
+        "prometheus", "quick_llm", "seed_history",
     ],
+    "bot.adapters.http.console.model": [
+        "Approval", "Audit", "BLOCKING", "Blocked", "CheckState", "Decision", "Deployed", "Environment", "Freezing",
+        "Held", "Item", "Queued", "Row", "Running", "ServiceRow", "Stop", "Verifying", "Window", "Words", "ago",
+        "approvals", "audit", "blocked", "current_of", "decision", "deployed", "describe_deciders", "environment",
+        "freezing", "held", "latest_per_service", "left", "matches", "names", "newest_first", "newest_per_service",
+        "next_window", "ordered", "queued", "record_fields", "rollback_target", "rollbackable", "row", "running",
+        "service_rows", "services_in", "stop", "timeline", "verifying"
+    ],
+    "bot.runtime.ports": [
+        "Channel", "Check", "CheckState", "CommitTimes", "Comparison", "Conflict", "DeployCounters", "DeployOutcome",
+        "DeployQueue", "DeployRecord", "DeployRequest", "DeployRunner", "Deployer", "DeployerError", "Endpoint",
+        "FreezeStore", "Health", "History", "Inbox", "LeaseLost", "LlmError", "Lock", "Locks", "NextStepModel",
+        "Notifier", "Observation", "Probe", "Removal", "Retention", "Route", "ScheduleMarks", "Tally", "ThreadExists",
+        "ThreadNotFound", "ThreadStore", "Timers", "Versions", "Work", "WorkQueue"
+    ],
+    "bot.core.events": [
+        "ApprovalEscalated", "ApprovalExpired", "ApprovalReminded", "ApprovalRequested", "ApprovalRulesChanged",
+        "COMMAND_STEPS", "Cancelled", "Change", "CheckObserved", "CommandResult", "CommandStep", "CommitSummary",
+        "DEPLOY_STEPS", "DeliveryFailed", "Deploy", "DeployBackend", "DeployFrontend", "DeployQueued", "DeployResult",
+        "DeployService", "DeployStarted", "DoneForNow", "EVENT", "Error", "ErrorKind", "Event", "GitHubAnswered",
+        "GitTag", "GitTagsResult", "HumanResponse", "LEGACY", "ListGitTags", "LockEnvironment", "LockTaken",
+        "PREVIEW_COMMITS", "Promote", "RequestMoreInformation", "ResumeDeploys", "RollBack", "STEP_TYPES", "Said",
+        "SenderConfirmationExpired", "SenderConfirmationRequested", "SenderConfirmed", "ShowDeploys", "Step",
+        "StepSource", "StopDeploys", "ToolCalled", "UNRECORDED", "UnlockEnvironment", "UserMessage", "V",
+        "VerificationEnded", "VerificationRefused", "VerificationStarted", "VerifyCheck", "dump", "entry_for",
+        "identity_of", "load", "new_id", "principal_of", "stamped"
+    ],
+    "bot.core.prompt": [
+        "CONTEXT_BUDGET", "MAX_TAGS", "MIN_BUDGET", "REDACTED", "estimate_tokens", "fit", "redact", "render"
+    ],
+    "bot.testing.memory": [
+        "OK", "Crash", "ManualClock", "MemoryDeployQueue", "MemoryDeployer", "MemoryEnvironments", "MemoryFreezes",
+        "MemoryInbox", "MemoryThreadStore", "MemoryTimers", "Monotonic", "Outcome", "RecordingNotifier", "Reply",
+        "ScriptedModel"
+    ],
+    "bot.testing.fake_github": ["FakeGitHub"],
     "bot.wiring": ["app", "channels", "children", "deployers", "sign_in"],
 }
 # Faces pinned elsewhere: the sentences (tests/unit/test_wording.py) and BAML's generated client.

@@ -7,5 +7,6 @@ bot/runtime/ports.py (contracts: tests/contract)."""
 
 __all__ = [
     "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "freezes", "inbox",
-    "keys", "packing", "replicas", "replies", "schedules", "scripts", "threads", "timers", "work",
+    "keys", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts", "threads", "timers",
+    "work",
 ]
