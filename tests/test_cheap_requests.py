@@ -33,7 +33,7 @@ email = "erin@example.com"
 protected = true
 approvers = ["bob"]
 """
-FLOOD = 1_000
+FLOOD = 300  # forged tokens at once: more only measures the kernel's listen backlog (it resets connections)
 
 
 @pytest.fixture
@@ -96,10 +96,10 @@ async def test_forged_personal_tokens_cost_redis_nothing_and_real_users_are_serv
     assert (await bare.get("/threads", headers=bearer(old))).status_code == 200
     assert (await bare.get("/threads", headers=bearer(forged(0, known)))).status_code == 401
 
-    # A thousand requests, a hundred connections at once: more open at once than that only
-    # measures the kernel's listen backlog (on a loaded CI machine it resets connections).
+    # Each request on a connection of its own, all at once (a pool of fewer queued them, and
+    # under load the queue outlived the test's event loop).
     async with httpx.AsyncClient(base_url=bare.base_url, timeout=120,
-                                 limits=httpx.Limits(max_connections=100)) as flood:
+                                 limits=httpx.Limits(max_connections=None)) as flood:
         # 1. A real token is looked up (HGETALL, then last_used is set by a script)...
         before = await commands(redis)
         assert (await bare.get("/threads", headers=bearer(alice))).status_code == 200
