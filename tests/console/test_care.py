@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from playwright.sync_api import FloatRect, Locator, Page, expect
@@ -237,3 +238,27 @@ def test_sign_in_offers_only_what_works_and_a_bad_link_leads_back(context, conso
     console.shot(page, "link-phone")
     page.get_by_role("link", name="Back to sign-in").click()
     expect(page.get_by_role("heading", name="Sign in to deploybot")).to_be_visible()
+
+
+def test_times_read_in_the_browsers_time_zone_with_utc_on_hover(browser, console: Console):
+    """A reader in New York sees New York times (December: UTC-5); the server's UTC is on hover."""
+    ny = browser.new_context(viewport={"width": 1280, "height": 860}, timezone_id="America/New_York")
+    try:
+        page = signed_in(ny, console, "alice")
+        thread_id = console.start("list tags")
+        console.wait(thread_id)
+        page.goto(f"{console.url}/console/threads/{thread_id}")
+        first = page.locator(".timeline .at time").first
+        expect(first).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (EST|GMT-5)$"))
+        utc = first.get_attribute("title")
+        assert utc is not None and utc.endswith(" UTC"), utc
+        # the same instant: the UTC on hover is five hours after what is shown
+        shown = first.inner_text()[:19]
+        assert datetime.fromisoformat(utc[:19]) - datetime.fromisoformat(shown) == timedelta(hours=5)
+        # "2 min ago" keeps its words: both times on hover
+        page.goto(f"{console.url}/console/threads")
+        ago = outcome_of(page, thread_id).locator("time")
+        expect(ago).to_have_text(re.compile(r"ago|just now"))
+        expect(ago).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (EST|GMT-5) \(.+ UTC\)$"))
+    finally:
+        ny.close()

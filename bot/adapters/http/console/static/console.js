@@ -53,9 +53,34 @@
         live.querySelectorAll("details").forEach(function (d) { if (open[d.parentElement.id]) d.open = true; });
         tick();
         confirms();
+        localTimes();
         listen();
       })
       .catch(function () { loading = false; pending = true; });
+  }
+
+  // Times in the reader's own time zone; the server's UTC stays on hover. A time shown as
+  // "5 min ago" keeps its words and gets both on hover.
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function zone(d) {
+    try {
+      var part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(d)
+        .filter(function (p) { return p.type === "timeZoneName"; })[0];
+      return part ? " " + part.value : "";
+    } catch (e) { return ""; }
+  }
+  function localTimes() {
+    document.querySelectorAll("time[datetime]").forEach(function (el) {
+      if (el.dataset.local) return;
+      var d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d.getTime())) return;
+      var utc = el.getAttribute("title") || "";
+      var local = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+        pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + zone(d);
+      if (el.textContent.trim() === utc.trim()) { el.textContent = local; el.title = utc; }
+      else el.title = local + " (" + utc + ")";
+      el.dataset.local = "1";
+    });
   }
 
   function tick() {
@@ -101,6 +126,7 @@
     live.addEventListener("focusout", function () { setTimeout(refresh, 0); });
     listen();
   }
+  localTimes();
   tick();
   setInterval(tick, 1000);
 })();
