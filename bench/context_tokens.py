@@ -1,5 +1,5 @@
 """How big the model's context is for typical threads, before and after the budget
-(bot/core/prompt.py; the figures are recorded in docs/context.md).
+(bot/core/prompt/; the figures are recorded in docs/context.md).
 
     python bench/context_tokens.py                # estimated tokens and characters
     python bench/context_tokens.py --budget 8000  # with another CONTEXT_BUDGET

@@ -45,8 +45,7 @@ import httpx  # noqa: E402
 
 from bot.adapters.redis import embedded as embedded_redis  # noqa: E402
 from bot.adapters.redis import keys as names  # noqa: E402
-from bot.adapters.redis import scripts  # noqa: E402
-from bot.adapters.redis import threads as thread_store  # noqa: E402
+from bot.adapters.redis import scripts, thread_scripts  # noqa: E402
 from bot.config.settings import Settings  # noqa: E402
 from bot.core import events as ev  # noqa: E402
 from bot.core.events import (  # noqa: E402
@@ -137,7 +136,7 @@ class Seeder:
                 self.templates.append((kind, origin, thread, [ev.dump(e) for e in events]))
 
     async def load_scripts(self) -> None:
-        for source in (thread_store._CREATE, thread_store._INDEX):
+        for source in (thread_scripts.CREATE, thread_scripts.INDEX):
             await self.app.redis.script_load(source)
 
     async def finished(self, n: int) -> None:
@@ -149,11 +148,11 @@ class Seeder:
                 for i in range(first, min(n, first + PIPELINE)):
                     kind, origin, template, dumped = self.templates[i % len(self.templates)]
                     tid = new_id()
-                    pipe.evalsha(scripts.sha(thread_store._CREATE), 3, keys.meta(tid), keys.events(tid),
+                    pipe.evalsha(scripts.sha(thread_scripts.CREATE), 3, keys.meta(tid), keys.events(tid),
                                  keys.packed(tid), now, origin.dump(), *dumped)
                     pipe.zadd(keys.recent(), {tid: now}, nx=True)
-                    pipe.evalsha(scripts.sha(thread_store._INDEX), len(index_keys), *index_keys,
-                                 *thread_store.index_args(tid, template.version, "done", now))
+                    pipe.evalsha(scripts.sha(thread_scripts.INDEX), len(index_keys), *index_keys,
+                                 *thread_scripts.index_args(tid, template.version, "done", now))
                     if kind == "slack":
                         assert origin.slack_channel and origin.slack_thread_ts
                         scope = names.slack_conversation(origin.slack_channel, origin.slack_thread_ts + tid[:4])

@@ -1,4 +1,4 @@
-"""One backend per run of each contract test: the in-memory fakes (bot/testing/memory.py)
+"""One backend per run of each contract test: the in-memory fakes (bot/testing/memory/)
 and the Redis adapters against a real server, and against a three-master Redis Cluster
 through deploybot's cluster client. The same cases run against all, so a unit test that
 passes against a fake means what it would against Redis, and no script or transaction

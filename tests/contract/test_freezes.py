@@ -10,7 +10,7 @@ import pytest
 
 from bot.adapters.redis.keys import Keys
 from bot.core.freeze_windows import ALL, active, stop_the_line, weekly
-from bot.testing.memory_freezes import MemoryFreezes
+from bot.testing.memory import MemoryFreezes
 
 SINCE = datetime(2026, 11, 5, 9, 30, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.testing.memory_timers import MemoryDeployQueue, MemoryTimers
+from bot.testing.memory import MemoryDeployQueue, MemoryTimers
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 

@@ -1,5 +1,5 @@
 """The fast layer: the core, the service and the loop over the in-memory fakes of
-bot/testing/memory.py (held to the Redis adapters' behaviour by tests/contract). No Redis,
+bot/testing/memory/ (held to the Redis adapters' behaviour by tests/contract). No Redis,
 no BAML, no HTTP, no git, no subprocess; time is a fixed clock moved by hand.
 
 `make_runner` is the one place a Runner is put together: adapt it when the loop's
@@ -92,8 +92,8 @@ def make_runner(
 ):  # -> bot.runtime.loop.Runner
     """The one place a Runner is built. `llm=None` runs without a model. `timers` (due
     times), `queue` (deploys waiting for a lock), `freezes` (stop-the-line) and `wake` (how
-    the next deploy in line is handed to a worker): bot/testing/memory_timers.py and
-    memory_freezes.py's, for approvals over time; None: without them. `probe`: what evaluates
+    the next deploy in line is handed to a worker): bot/testing/memory/timers.py and
+    freezes.py's, for approvals over time; None: without them. `probe`: what evaluates
     a deploy verification's checks (None: no runner verifies)."""
     from bot.runtime.deploying import Deploying
     from bot.runtime.loop import Runner

@@ -323,3 +323,49 @@ def test_a_long_function_is_caught(tmp_path):
     too_long = "class A:\n    async def too_long(self):\n" + ("    " + body) * 80  # its def on line 83, 81 lines
     (tmp_path / "mod.py").write_text(fits + "\n" + too_long)
     assert long_functions(tmp_path) == ["mod.py:83 too_long (81 lines)"]
+
+
+MAX_MODULE_LINES = 500  # a module longer than this holds several features: split it by feature
+# Modules other engineers are reworking in this renovation (the channels, the settings, the
+# deploy path), left long until their rework splits them: each leaves the list then (the next
+# test says so). The list must be empty when the renovation ends.
+LONG_MODULES_BEING_REWORKED = {
+    "adapters/channels/email.py",
+    "config/settings.py",
+    "config/settings_file.py",
+    "runtime/deploying.py",
+}
+
+
+def long_modules(root: Path) -> list[str]:
+    """`path (N lines)` for every module under `root` (generated code left out) longer than
+    MAX_MODULE_LINES."""
+    found = []
+    for path, source, _ in parsed(root).values():
+        if "baml_client" in path.relative_to(root).parts:
+            continue
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            found.append(f"{path.relative_to(root).as_posix()} ({lines} lines)")
+    return found
+
+
+def test_no_module_is_longer_than_500_lines():
+    too_long = [m for m in long_modules(BOT) if m.split(" ")[0] not in LONG_MODULES_BEING_REWORKED]
+    assert too_long == [], "split each by feature (a package with a face, or sibling modules)"
+
+
+def test_only_long_modules_are_let_off():
+    long = {m.split(" ")[0] for m in long_modules(BOT)}
+    assert LONG_MODULES_BEING_REWORKED <= long, f"take off the list: {LONG_MODULES_BEING_REWORKED - long}"
+
+
+def test_a_long_module_is_caught(tmp_path):
+    """The check itself can fail: a 501-line module is reported, a 500-line one and generated
+    code are not."""
+    (tmp_path / "baml_client").mkdir()
+    (tmp_path / "baml_client" / "gen.py").write_text("x = 1\n" * 900)
+    (tmp_path / "fits.py").write_text("x = 1\n" * 500)
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "big.py").write_text("x = 1\n" * 501)
+    assert long_modules(tmp_path) == ["core/big.py (501 lines)"]

@@ -1,8 +1,14 @@
 from __future__ import annotations
 
 import json
+import typing
+from pathlib import Path
 
 from bot.core import events as ev
+
+# One event of every type, every field set, as deploybot stores them: written once and never
+# regenerated, so a change to how any event loads or is stored again shows here.
+STORED = Path(__file__).with_name("stored_events.jsonl")
 
 
 def test_every_event_roundtrips_through_json():
@@ -22,6 +28,15 @@ def test_events_written_before_a_field_existed_still_load():
     assert isinstance(loaded, ev.DeployStarted) and loaded.commit == ""
     old_msg = {"type": "user_message", "id": "2", "at": "2026-01-01T00:00:00Z", "text": "hi", "user": "a"}
     assert ev.load(json.dumps(old_msg)).channel == "api"
+
+
+def test_a_stored_event_of_every_type_still_loads_and_is_stored_again_alike():
+    lines = STORED.read_text().splitlines()
+    loaded = [ev.load(line) for line in lines]
+    union = typing.get_args(typing.get_args(ev.Event)[0])
+    assert sorted(type(e).__name__ for e in loaded) == sorted(kind.__name__ for kind in union), "one line per type"
+    for line, event in zip(lines, loaded, strict=True):
+        assert ev.dump(event) == line
 
 
 def test_a_table_per_event_type_is_read_by_class_then_by_base_class():
@@ -44,5 +59,5 @@ def test_every_event_type_has_its_prompt_block_and_transcript_line():
     union = typing.get_args(typing.get_args(Event)[0])
     assert len(union) > 20
     for kind in union:
-        assert prompt._BLOCKS.get(kind) or entry_for(prompt._BLOCKS, kind.model_construct()), kind
+        assert prompt.blocks.BLOCKS.get(kind) or entry_for(prompt.blocks.BLOCKS, kind.model_construct()), kind
         assert transcript._LINES.get(kind) or entry_for(transcript._LINES, kind.model_construct()), kind

@@ -36,8 +36,7 @@ from bot.core.people import Directory, Person, Written
 from bot.core.policy import Policy, Timing
 from bot.core.thread import Thread
 from bot.runtime.service import Forbidden, ThreadService, WrongState
-from bot.testing.memory_freezes import MemoryFreezes
-from bot.testing.memory_timers import MemoryDeployQueue, MemoryTimers
+from bot.testing.memory import MemoryDeployQueue, MemoryFreezes, MemoryTimers
 from tests.unit.conftest import NOW, Parts, make_runner
 
 PEOPLE = Directory([

@@ -1,4 +1,4 @@
-"""The model's context has a budget (bot/core/prompt.py, docs/context.md): whatever a thread
+"""The model's context has a budget (bot/core/prompt/, docs/context.md): whatever a thread
 holds, its rendering stays within it, keeps what the next decision rests on, and compacts
 the rest into one <summary> block, with escaping and redaction as strong as before."""
 

@@ -451,7 +451,7 @@ async def test_a_person_who_writes_as_a_read_only_run_ends_is_answered_in_the_sa
 
 
 async def test_a_run_that_leaves_a_due_time_behind_writes_then_lets_go(parts, service, monkeypatch):
-    from bot.testing.memory_timers import MemoryTimers
+    from bot.testing.memory import MemoryTimers
 
     timers = MemoryTimers()
     runner = make_runner(parts, timers=timers)

@@ -29,7 +29,7 @@ from bot.core.notices import notice
 from bot.core.thread import Thread
 from bot.core.verification import VerifyPlan, holds, parse_condition, parse_duration
 from bot.runtime.ports import DeployRecord, Observation
-from bot.testing.memory_freezes import MemoryFreezes
+from bot.testing.memory import MemoryFreezes
 from tests.unit.conftest import NOW, TAGS, Parts, make_runner, team_policy, who
 
 ERRORS = VerifyCheck(kind="prometheus", name="error ratio", url="http://prometheus:9090",

@@ -23,6 +23,8 @@ is not the one indexed (bot/runtime/gc.py).
 A compacted thread (bot/adapters/redis/packing.py) is one `packed` key instead of `meta` and
 `events`; load and claim unpack it, and an append first expands it back into a list, in one
 script, so the list length is the version again.
+
+The Lua scripts are thread_scripts.py's.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from bot.adapters.redis import cursors, packing, scripts
+from bot.adapters.redis import thread_scripts as lua
 from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.replicas import Replicas
 from bot.adapters.redis.replies import text
@@ -48,187 +51,6 @@ from bot.runtime.ports import Conflict, LeaseLost, Removal, ThreadExists, Thread
 from bot.runtime.retry import retrying
 
 log = logging.getLogger(__name__)
-
-# KEYS: events, lease, packed. ARGV: expected version, the run appending ('' for people, who need no
-# lease), then the events to append. Every thread is created with its first event, so an
-# empty list means an unknown thread. Returns the new version; -1 for an unknown thread;
-# -2 - actual_version on a lost race; 0 when another run holds the thread's lease (a run
-# whose lease lapsed must not decide anything any more); 'packed' for a compacted thread
-# (expand it, then append).
-_APPEND = """
-local n = redis.call('LLEN', KEYS[1])
-if n == 0 then
-  if redis.call('EXISTS', KEYS[3]) == 1 then return 'packed' end
-  return -1
-end
-if n ~= tonumber(ARGV[1]) then return -2 - n end
-if ARGV[2] ~= '' then
-  local holder = redis.call('GET', KEYS[2])
-  if holder and holder ~= ARGV[2] then return 0 end
-end
-return redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
-"""
-
-
-# KEYS: meta, events, packed. ARGV: created-at, origin JSON, then the first events.
-# Returns 1, or 0 when the id is taken (nothing is written then).
-_CREATE = """
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-if redis.call('HSETNX', KEYS[1], 'created', ARGV[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'origin', ARGV[2])
-redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
-return 1
-"""
-
-
-# KEYS: lease. ARGV: owner, ttl in ms. Take a free lease or extend our own.
-_LEASE = """
-local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
-"""
-# KEYS: lease, meta, events, packed. ARGV: owner, ttl in ms. The lease and the thread in one
-# round trip: {1, origin, events...}, {2, packed} for a compacted thread, {0} when another
-# runner holds it, {-1} for an unknown thread.
-_CLAIM = """
-local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then return {0} end
-local origin = redis.call('HGET', KEYS[2], 'origin')
-if not origin then
-  local packed = redis.call('GET', KEYS[4])
-  if not packed then return {-1} end
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return {2, packed}
-end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local out = redis.call('LRANGE', KEYS[3], 0, -1)
-table.insert(out, 1, origin)
-table.insert(out, 1, 1)
-return out
-"""
-# KEYS: lease, events. ARGV: owner, version. Let go, and return what was appended after
-# `version` meanwhile (by a writer that could not run the thread while we held it).
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return redis.call('LRANGE', KEYS[2], tonumber(ARGV[2]), -1)
-"""
-
-
-# KEYS: packed, meta, events. ARGV: the packed value read, created-at, origin, the events.
-# A compacted thread back into its list (before an append), unless it changed since read.
-_EXPAND = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[2], 'created', ARGV[2], 'origin', ARGV[3])
-redis.call('RPUSH', KEYS[3], unpack(ARGV, 4))
-redis.call('DEL', KEYS[1])
-return 1
-"""
-
-# KEYS: events, meta, lease, packed. ARGV: version, the packed value. Compact a thread still
-# at `version` that no run holds.
-_COMPACT = """
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[4], ARGV[2])
-redis.call('DEL', KEYS[1], KEYS[2])
-return 1
-"""
-
-# KEYS: events, meta, lease, packed. ARGV: the version the index has. Delete a thread that
-# is still at that version (or compacted: compaction checked it was finished) and not held.
-_REMOVE = """
-if redis.call('EXISTS', KEYS[3]) == 1 then return 'kept' end
-local n = redis.call('LLEN', KEYS[1])
-if n == 0 then
-  if redis.call('DEL', KEYS[4], KEYS[2]) > 0 then return 'removed' end
-  return 'gone'
-end
-if n ~= tonumber(ARGV[1]) then return 'kept' end
-redis.call('DEL', KEYS[1], KEYS[2])
-return 'removed'
-"""
-
-# The status index, one slot. KEYS: the `indexed` hash, the to-compact set, then one sorted
-# set per status. ARGV: thread id, version, status, score (now), whether the status is a
-# finished one ('1'/'0'), then the statuses of the sorted sets in KEYS' order, as one
-# space-separated argument (one to encode, not one per status).
-# Returns 1, or 0 when the index already has a newer version.
-_INDEX = """
-local byname = {}
-local i = 3
-for name in string.gmatch(ARGV[6], '%S+') do byname[name] = KEYS[i]; i = i + 1 end
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-local was_finished = false
-if old then
-  local sep = string.find(old, ' ', 1, true)
-  if tonumber(string.sub(old, 1, sep - 1)) > tonumber(ARGV[2]) then return 0 end
-  local status = string.sub(old, sep + 1)
-  if status ~= ARGV[3] and byname[status] then redis.call('ZREM', byname[status], ARGV[1]) end
-  was_finished = status == 'done' or status == 'failed' or status == 'cancelled'
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3])
-redis.call('ZADD', byname[ARGV[3]], 'NX', ARGV[4], ARGV[1])
-if ARGV[5] == '1' then
-  if not was_finished then redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[1]) end
-else
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
-return 1
-"""
-_STATUS_NAMES = " ".join(STATUSES)  # _INDEX's last argument
-
-
-def _function(name: str, source: str) -> str:
-    """A script as a local Lua function of its own KEYS and ARGV (they shadow the script's),
-    so scripts compose into one."""
-    return f"local function {name}(KEYS, ARGV)\n{source}\nend\n"
-
-
-# On one server (not a cluster) a thread's keys, the recency index, the status index and the
-# work stream are all in reach of one script: creating and releasing are then one EVALSHA
-# each instead of a pipeline of three or four commands. On a cluster they are
-# other slots, so the pipeline stays.
-# KEYS: meta, events, packed, recent, the work stream, then _INDEX's keys. ARGV: _INDEX's
-# six, whether to push the thread on the stream ('1'/'0'), then _CREATE's. Returns _CREATE's.
-_CREATE_HERE = _function("create", _CREATE) + _function("index", _INDEX) + """
-local created = create({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 8)})
-redis.call('ZADD', KEYS[4], 'NX', ARGV[4], ARGV[1])
-index({unpack(KEYS, 6)}, {unpack(ARGV, 1, 6)})
-if ARGV[7] == '1' then redis.call('XADD', KEYS[5], '*', 'thread', ARGV[1]) end
-return created
-"""
-# KEYS: events, lease, packed, recent, then _INDEX's keys. ARGV: _INDEX's six (for the thread
-# with the events), then _APPEND's (the version expected, the owner, the events). A run's
-# last events and its release: appended as _APPEND appends them and, only if they were,
-# the lease let go and the indexes updated. Returns _APPEND's reply.
-_FINISH_HERE = _function("append", _APPEND) + _function("index", _INDEX) + """
-local version = append({KEYS[1], KEYS[2], KEYS[3]}, {unpack(ARGV, 7)})
-if type(version) ~= 'number' or version <= 0 then return version end
-if redis.call('GET', KEYS[2]) == ARGV[8] then redis.call('DEL', KEYS[2]) end
-redis.call('ZADD', KEYS[4], 'XX', ARGV[4], ARGV[1])
-index({unpack(KEYS, 5)}, {unpack(ARGV, 1, 6)})
-return version
-"""
-# KEYS: lease, events, recent, then _INDEX's keys. ARGV: _INDEX's six, then the owner.
-# Returns _RELEASE's.
-_RELEASE_HERE = _function("release", _RELEASE) + _function("index", _INDEX) + """
-local appended = release({KEYS[1], KEYS[2]}, {ARGV[7], ARGV[2]})
-redis.call('ZADD', KEYS[3], 'XX', ARGV[4], ARGV[1])
-index({unpack(KEYS, 4)}, {unpack(ARGV, 1, 6)})
-return appended
-"""
-
-
-def index_args(thread_id: str, version: int, status: str, now: float) -> list[str | int | float]:
-    """_INDEX's ARGV for a thread at `version` in `status` (also bench/growth.py's, which seeds
-    the index directly)."""
-    return [thread_id, version, status, now, "1" if status in FINISHED else "0", _STATUS_NAMES]
-# KEYS and ARGV[1] as _INDEX: forget the thread.
-_UNINDEX = """
-for i = 2, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
-return redis.call('HDEL', KEYS[1], ARGV[1])
-"""
 
 
 def encode_cursor(score: float, member: str) -> str:
@@ -303,18 +125,18 @@ class RedisThreadStore:
     ) -> Any:
         """One script: the thread, both indexes and the handoff (when it goes to this server's
         stream), and WAIT for a replica in the same round trip when there is one."""
-        index = index_args(thread.id, thread.version, thread.status(), now)
+        index = lua.index_args(thread.id, thread.version, thread.status(), now)
         stream = along.stream if along is not None else self.keys.work()
         all_keys = [*keys, self.keys.recent(), stream, *self._index_keys()]
         all_args = [*index, "1" if along is not None else "0", *args]
-        return await self._written(_CREATE_HERE, all_keys, all_args, f"thread {thread.id}: creating it")
+        return await self._written(lua.CREATE_HERE, all_keys, all_args, f"thread {thread.id}: creating it")
 
     async def _create_beside(self, thread: Thread, now: float, keys: list[str], args: list[float | str]) -> Any:
         """On a cluster: the thread's keys in one script (one slot), the recency and status
         indexes beside it in the same pipeline (not a transaction: other slots). The handoff
         is pushed after (a cluster's pipeline could land it first)."""
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.eval(_CREATE, len(keys), *keys, *args)
+            pipe.eval(lua.CREATE, len(keys), *keys, *args)
             pipe.zadd(self.keys.recent(), {thread.id: now}, nx=True)
             self._index_in(pipe, thread, now)
             created, _, _ = await pipe.execute()
@@ -347,7 +169,7 @@ class RedisThreadStore:
             return thread
         keys = [self.keys.events(thread.id), self.keys.lease(thread.id), self.keys.packed(thread.id)]
         args = (thread.version, holder or "", *(ev.dump(e) for e in events))
-        return await self._appending(_APPEND, keys, args, thread, events)
+        return await self._appending(lua.APPEND, keys, args, thread, events)
 
     async def finish(self, thread: Thread, events: Sequence[Event], owner: str) -> Thread:
         if not events or not self.one_server:
@@ -355,16 +177,16 @@ class RedisThreadStore:
         final = thread.extended(events)
         keys = [self.keys.events(thread.id), self.keys.lease(thread.id), self.keys.packed(thread.id),
                 self.keys.recent(), *self._index_keys()]
-        args = (*index_args(thread.id, final.version, final.status(), time.time()),
+        args = (*lua.index_args(thread.id, final.version, final.status(), time.time()),
                 thread.version, owner, *(ev.dump(e) for e in events))
         # Nothing can be appended between the append and the release (one script): the
         # thread as let go is `final`, as `_appending` returns it.
-        return await self._appending(_FINISH_HERE, keys, args, thread, events)
+        return await self._appending(lua.FINISH_HERE, keys, args, thread, events)
 
     async def _appending(
         self, source: str, keys: list[str], args: Sequence[Any], thread: Thread, events: Sequence[Event]
     ) -> Thread:
-        """Run an appending script (_APPEND's replies), WAITing for a replica in the same round
+        """Run an appending script (APPEND's replies), WAITing for a replica in the same round
         trip when there is one; a compacted thread is expanded, then appended to."""
         for _ in range(3):
             version = await self._written(source, keys, args, f"thread {thread.id}: appending {events[0].type}")
@@ -390,7 +212,7 @@ class RedisThreadStore:
             return
         created, origin, raw = packing.unpack(packed)
         keys = [self.keys.packed(thread_id), self.keys.meta(thread_id), self.keys.events(thread_id)]
-        await self._script(_EXPAND, keys, packed, created, origin, *raw)
+        await self._script(lua.EXPAND, keys, packed, created, origin, *raw)
 
     async def _landed(self, thread_id: str, version: int, events: Sequence[Event]) -> bool:
         """Did these events land already? redis-py resends a command whose connection broke
@@ -422,12 +244,12 @@ class RedisThreadStore:
         return await scripts.run(self.redis, source, keys, *args)
 
     async def lease(self, thread_id: str, owner: str, ttl_ms: int) -> bool:
-        return bool(await self._script(_LEASE, [self.keys.lease(thread_id)], owner, ttl_ms))
+        return bool(await self._script(lua.LEASE, [self.keys.lease(thread_id)], owner, ttl_ms))
 
     async def claim(self, thread_id: str, owner: str, ttl_ms: int) -> Thread | None:
         keys = [self.keys.lease(thread_id), self.keys.meta(thread_id), self.keys.events(thread_id),
                 self.keys.packed(thread_id)]
-        reply = await self._script(_CLAIM, keys, owner, ttl_ms)
+        reply = await self._script(lua.CLAIM, keys, owner, ttl_ms)
         if reply[0] == -1:
             raise ThreadNotFound(thread_id)
         if reply[0] == 0:
@@ -443,8 +265,8 @@ class RedisThreadStore:
         now = time.time()
         if self.one_server:
             keys = [self.keys.lease(thread.id), self.keys.events(thread.id), self.keys.recent(), *self._index_keys()]
-            index = index_args(thread.id, thread.version, thread.status(), now)
-            raw = await self._script(_RELEASE_HERE, keys, *index, owner)
+            index = lua.index_args(thread.id, thread.version, thread.status(), now)
+            raw = await self._script(lua.RELEASE_HERE, keys, *index, owner)
         else:
             raw = await self._release_beside(thread, owner, now)
         return thread.extended([ev.load(r) for r in raw])
@@ -454,7 +276,7 @@ class RedisThreadStore:
         these scripts are short)."""
         keys = [self.keys.lease(thread.id), self.keys.events(thread.id)]
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.eval(_RELEASE, len(keys), *keys, owner, thread.version)
+            pipe.eval(lua.RELEASE, len(keys), *keys, owner, thread.version)
             pipe.zadd(self.keys.recent(), {thread.id: now}, xx=True)
             self._index_in(pipe, thread, now)
             raw, _, _ = await pipe.execute(raise_on_error=False)
@@ -474,11 +296,11 @@ class RedisThreadStore:
 
     def _index_in(self, pipe: Any, thread: Thread, now: float) -> None:
         keys = self._index_keys()
-        pipe.eval(_INDEX, len(keys), *keys, *index_args(thread.id, thread.version, thread.status(), now))
+        pipe.eval(lua.INDEX, len(keys), *keys, *lua.index_args(thread.id, thread.version, thread.status(), now))
 
     async def index(self, thread: Thread) -> None:
-        args = index_args(thread.id, thread.version, thread.status(), time.time())
-        await self._script(_INDEX, self._index_keys(), *args)
+        args = lua.index_args(thread.id, thread.version, thread.status(), time.time())
+        await self._script(lua.INDEX, self._index_keys(), *args)
 
     async def listed(
         self, statuses: Sequence[str] | None, limit: int, cursor: str | None = None
@@ -527,7 +349,7 @@ class RedisThreadStore:
 
     async def remove(self, thread_id: str, version: int) -> Removal:
         keys = self.keys.thread_keys(thread_id)
-        outcome = text(await self._script(_REMOVE, keys, version))
+        outcome = text(await self._script(lua.REMOVE, keys, version))
         if outcome == "kept":  # it moved on (the index may not know yet) or a run holds it
             try:
                 await self.index(await self.load(thread_id))
@@ -538,7 +360,7 @@ class RedisThreadStore:
     async def unindex(self, thread_id: str) -> None:
         keys = self._index_keys()
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.eval(_UNINDEX, len(keys), *keys, thread_id)
+            pipe.eval(lua.UNINDEX, len(keys), *keys, thread_id)
             pipe.zrem(self.keys.recent(), thread_id)
             await pipe.execute()
 
@@ -563,7 +385,7 @@ class RedisThreadStore:
             return False
         blob = packing.pack(text(created or b"0"), text(origin), [text(r) for r in raw])
         keys = self.keys.thread_keys(thread_id)
-        if not await self._script(_COMPACT, keys, len(raw), blob):
+        if not await self._script(lua.COMPACT, keys, len(raw), blob):
             return False  # moved on meanwhile, or a run holds it: another time
         await self.redis.zrem(self.keys.to_compact(), thread_id)
         return True
