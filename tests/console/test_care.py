@@ -262,3 +262,45 @@ def test_times_read_in_the_browsers_time_zone_with_utc_on_hover(browser, console
         expect(ago).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (EST|GMT-5) \(.+ UTC\)$"))
     finally:
         ny.close()
+
+
+def test_retry_of_a_failed_deploy_previews_it_and_asks_again(context, console: Console):
+    failing = Path(str(console.ledger) + ".fail")
+    failing.touch()  # the deploy command fails from now on
+    try:
+        thread_id = console.start(TITLE)  # carol asks; alice approves; it fails
+        assert console.wait(thread_id)["status"] == "waiting_for_approval"
+        page = signed_in(context, console, "alice")
+        approve_on_its_page(page, console, thread_id)
+        expect(page.locator(".thread-meta .outcome-badge")).to_have_text("failed", timeout=15_000)
+    finally:
+        failing.unlink()
+    console.shot(page, "thread-failed")
+    page.get_by_role("link", name="Retry", exact=True).click()
+    preview = page.locator("section.preview")  # the same deploy, previewed before anything is sent
+    expect(preview).to_contain_text("Deploy backend v1.2.3 to production?")
+    expect(page.locator("#d-reason")).to_have_value(f"retry of thread {thread_id}")
+    before = thread_ids(console)
+    preview.get_by_role("button", name="Ask to deploy backend v1.2.3 to production").click()
+    expect(page).to_have_url(re.compile(r"/console/threads/\w+\?notice=deploy$"))
+    [again] = thread_ids(console) - before
+    body = console.wait(again)
+    assert body["status"] == "waiting_for_approval", body["events"]  # asked again: a new approval
+    first = body["events"][0]
+    said = f"deploy backend v1.2.3 to production (retry of thread {thread_id})"
+    assert (first["person"], first["text"]) == ("alice", said)
+    with console.api() as api:
+        api.post(f"/threads/{again}/cancel", json={"reason": "test over"})
+
+    # a deploy that did not fail offers no Retry, nor does anything to someone signed out
+    deployed = console.start("list tags")
+    console.wait(deployed)
+    page.goto(f"{console.url}/console/threads/{deployed}")
+    expect(page.get_by_role("link", name="Retry")).to_have_count(0)
+    stranger = context.browser.new_context()
+    try:
+        other = stranger.new_page()
+        other.goto(f"{console.url}/console/threads/{thread_id}")
+        expect(other.get_by_role("link", name="Retry")).to_have_count(0)
+    finally:
+        stranger.close()

@@ -3,14 +3,18 @@ resume, deploy anyway."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from urllib.parse import urlencode
+
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from bot.adapters.http.console import model
 from bot.adapters.http.console.forms import Page, back, id_like, reason, text, whole_number
-from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console
+from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console, Viewer
 from bot.adapters.http.shared import MAX_TEXT_CHARS
 from bot.core import commands, outcomes, wording
+from bot.core.thread import Thread
 from bot.runtime.service import Forbidden, Invalid, WrongState
 
 
@@ -38,7 +42,7 @@ async def thread_page(console: Console, request: Request, thread_id: str) -> Res
     now, policy = console.service.clock(), console.policy
     return console.render(
         request, "thread.html", thread=thread, status=thread.status(now), outcome=outcomes.outcome(thread, now),
-        about=outcomes.about(thread),
+        about=outcomes.about(thread), retry=_retry(thread, now, who),
         items=model.timeline(thread, console.parts.secrets, console.words),
         approvals=model.approvals(thread, who.identity, policy, now),
         blocked=model.blocked(thread, who.identity, policy),
@@ -130,3 +134,17 @@ async def _end_verification(console: Console, request: Request, thread_id: str, 
     thread = await console.service.respond(thread_id, said, who.identity, channel="console")
     await console.parts.kick(thread.id)
     return back(fields, f"{PREFIX}/threads/{thread_id}", "verify" if reason_chars is None else "skipped")
+
+
+def _retry(thread: Thread, now: datetime, who: Viewer) -> str:
+    """Where Retry of the thread's failed deploy goes: the deploy form with its service, tag and
+    environment, which previews it and sends it as a new thread under today's rules (an
+    approval where one is needed); "" when its deploy did not fail, or the viewer may not ask."""
+    step = outcomes.last_deploy(thread)
+    if step is None or outcomes.outcome(thread, now).kind != "failed" or not who.may_start:
+        return ""
+    service = getattr(step, "service", "")
+    if not service:
+        return ""  # a thread older than services: its deploy cannot be said as one command today
+    return f"{PREFIX}/deploy?" + urlencode({"service": service, "environment": step.environment, "tag": step.tag,
+                                            "reason": wording.retry_reason(thread.id)})
