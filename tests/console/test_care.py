@@ -304,3 +304,31 @@ def test_retry_of_a_failed_deploy_previews_it_and_asks_again(context, console: C
         expect(other.get_by_role("link", name="Retry")).to_have_count(0)
     finally:
         stranger.close()
+
+
+def test_a_page_per_service_shows_each_environment_and_its_history(context, console: Console):
+    deployed = console.start(TITLE)  # backend v1.2.3 to production, approved by alice
+    assert console.wait(deployed)["status"] == "waiting_for_approval"
+    page = signed_in(context, console, "alice")
+    approve_on_its_page(page, console, deployed)
+    page.goto(f"{console.url}/console/matrix")
+    page.get_by_role("link", name="backend", exact=True).click()
+    expect(page).to_have_url(f"{console.url}/console/services/backend")
+    expect(page.get_by_role("heading", level=1)).to_have_text("backend")
+    production = page.get_by_role("group", name="backend in production", exact=True)
+    expect(production.locator(".now")).to_contain_text("v1.2.3")
+    expect(production.locator(".now")).to_contain_text("approved by alice")
+    expect(production.get_by_role("link", name="Deploy")).to_have_attribute(
+        "href", "/console/deploy?service=backend&environment=production")
+    history = page.locator("table.service-history tbody tr")
+    expect(history.first).to_contain_text("production")
+    expect(history.first).to_contain_text("v1.2.3")
+    console.shot(page, "service")
+    history.first.get_by_role("link", name="audit").click()
+    expect(page).to_have_url(re.compile(r"/console/deploys/production/"))
+    page.goto(f"{console.url}/console/services/backend")
+    page.set_viewport_size(PHONE)
+    fits(page)
+    console.shot(page, "service-phone")
+    for unknown in ("payments", "<b>x</b>", "a" * 300):
+        assert context.request.get(f"{console.url}/console/services/{unknown}").status == 404
