@@ -332,3 +332,33 @@ def test_a_page_per_service_shows_each_environment_and_its_history(context, cons
     console.shot(page, "service-phone")
     for unknown in ("payments", "<b>x</b>", "a" * 300):
         assert context.request.get(f"{console.url}/console/services/{unknown}").status == 404
+
+
+def test_a_running_deploy_s_output_shows_as_it_comes_with_secrets_redacted(context, console: Console):
+    slow = Path(str(console.ledger) + ".slow")  # the deploy command prints these, one every 0.4 s
+    slow.write_text("building image\nusing key sk-console-test-key-0123456789\n\x1b[31mmigrating\x1b[0m\n"
+                    + "".join(f"step {i}\n" for i in range(8)) + "all done\n")
+    try:
+        thread_id = console.start(TITLE)
+        assert console.wait(thread_id)["status"] == "waiting_for_approval"
+        page = signed_in(context, console, "alice")
+        page.goto(f"{console.url}/console/threads/{thread_id}")
+        page.locator("article.approval").get_by_role("button", name="Approve", exact=True).click()
+        box = page.locator(".live-output pre")
+        expect(box).to_contain_text("building image", timeout=15_000)  # while it runs
+        expect(box).to_contain_text("step 2", timeout=15_000)  # and more as it comes
+        text = box.inner_text()
+        assert "sk-console-test-key" not in text and "using key [redacted]" in text, text
+        assert "\x1b" not in text and "[31m" not in text, text  # a terminal's colours are no text
+        console.shot(page, "thread-output")
+        with console.api() as api:  # the shared token reads it too, as text; never cached
+            r = api.get(f"/console/threads/{thread_id}/output")
+            assert r.status_code in (200, 204) and r.headers["cache-control"] == "no-store"
+    finally:
+        slow.unlink()
+    assert console.wait(thread_id, {"done"}, timeout=30)["status"] == "done"
+    expect(page.locator(".live-output")).to_have_count(0, timeout=15_000)  # ended: the result says it
+    expect(page.locator(".timeline")).to_contain_text("all done")
+    with console.api() as api:
+        assert api.get(f"/console/threads/{thread_id}/output").status_code == 204
+        assert api.get("/console/threads/not-a-thread/output").status_code == 404

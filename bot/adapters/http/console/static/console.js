@@ -83,6 +83,22 @@
     });
   }
 
+  // A running deploy's output: fetched every two seconds while its box is on the page (the
+  // page itself is replaced once the deploy ends, and the box goes with it).
+  function follow() {
+    var box = document.querySelector("pre[data-output]");
+    if (!box) return;
+    fetch(box.dataset.output, { credentials: "same-origin" })
+      .then(function (r) { return r.status === 200 ? r.text() : null; })
+      .then(function (text) {
+        if (text === null || !document.body.contains(box)) return;
+        var atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+        box.textContent = text;
+        if (atEnd) box.scrollTop = box.scrollHeight;
+      })
+      .catch(function () {});
+  }
+
   function tick() {
     var now = Date.now();
     document.querySelectorAll("[data-expires]").forEach(function (el) {
@@ -129,4 +145,5 @@
   localTimes();
   tick();
   setInterval(tick, 1000);
+  setInterval(follow, 2000);
 })();
