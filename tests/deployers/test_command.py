@@ -151,6 +151,21 @@ async def test_missing_command_and_timeout(tmp_path):
     assert not outcome.ok and "timed out" in outcome.output
 
 
+async def test_a_timeout_kills_the_whole_deploy_command_its_children_too(tmp_path):
+    """A deploy script that forks (a shell running kubectl, say): on timeout nothing of it goes
+    on deploying after "failed" is reported and the lock is let go."""
+    late = tmp_path / "still-deploying"
+    child = tmp_path / "child.py"
+    child.write_text(f"import time\ntime.sleep(1.5)\nopen({str(late)!r}, 'w').close()\n")
+    script = tmp_path / "forks.py"
+    script.write_text(f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\n"
+                      "time.sleep(30)\n")
+    outcome = await CommandDeployer(tmp_path, f"{sys.executable} {script}", timeout=0.5).deploy(REQUEST)
+    assert not outcome.ok and "timed out" in outcome.output
+    await asyncio.sleep(2.5)
+    assert not late.exists(), "a child of the deploy command went on after the timeout"
+
+
 async def test_a_relative_command_not_in_the_repository_says_where_it_was_looked_for(tmp_path):
     repo = tmp_path / "api"
     repo.mkdir()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -169,6 +170,7 @@ class CommandRunner:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # its own process group: a timeout kills its children too
             )
         except OSError as e:
             why = e.strerror or str(e)
@@ -179,7 +181,7 @@ class CommandRunner:
             await asyncio.wait_for(output.read_all(proc.stdout, lines, request.deploy_id, self.live), self.timeout)
             await proc.wait()
         except TimeoutError:
-            proc.kill()
+            _kill_group(proc)
             await proc.wait()
             return DeployOutcome(False, None, f"the deploy command timed out after {self.timeout:.0f} s")
         return DeployOutcome(proc.returncode == 0, proc.returncode, lines.tail(OUTPUT_LINES))
@@ -196,6 +198,17 @@ class CommandRunner:
             "DEPLOY_ENVIRONMENT": request.environment,
             "DEPLOY_COMMIT": request.commit,
         }
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill the deploy command and whatever it started (its process group: a shell's kubectl, a
+    script's background job), so nothing goes on deploying once "failed" is reported."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it ended just now
+    except PermissionError:
+        proc.kill()  # a child that left the group for one we may not signal: at least the command
 
 
 class CommandDeployer(Pair):
