@@ -168,6 +168,7 @@ class Settings(BaseSettings):
     llm_provider: str | None = None
     llm_model: str | None = None
     llm_base_url: str | None = None
+    llm_timeout: float = Field(60.0, gt=0)  # seconds for one model call, its retries included
     llm_api_key: SecretStr | None = None
     openai_api_key: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None

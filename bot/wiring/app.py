@@ -218,6 +218,7 @@ def make_llm(settings: Settings) -> NextStepModel | None:
     return BamlModel(
         llm.provider, llm.model, llm.api_key.get_secret_value(), llm.base_url,
         secrets=settings.secrets(), log_level=settings.log_level, services=settings.policy().catalog.names,
+        timeout=settings.llm_timeout,
     )
 
 
