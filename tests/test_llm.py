@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import pytest
 
@@ -77,6 +78,19 @@ async def test_transient_http_errors_are_retried(model, fake_llm):
     fake_llm.script((503, '{"error": "overloaded"}'), (500, "{}"), '{"intent": "list_git_tags"}')
     assert isinstance(await model.next_step("x"), ListGitTags)
     assert len(fake_llm.prompts) == 3
+
+
+async def test_a_model_that_never_answers_is_an_llm_error_within_llm_timeout(fake_llm):
+    model = BamlModel("openai-generic", "fake-model", "sk-fake", fake_llm.base_url, timeout=0.5)
+    fake_llm.delay = 5  # accepts the call, answers nothing for 5 s
+    fake_llm.script('{"intent": "list_git_tags"}')
+    started = time.monotonic()
+    try:
+        with pytest.raises(LlmError, match=r"did not answer within 0.5 s \(LLM_TIMEOUT\)"):
+            await model.next_step("x")
+    finally:
+        fake_llm.delay = 0
+    assert time.monotonic() - started < 3
 
 
 async def test_a_server_that_keeps_failing_is_an_llm_error(model, fake_llm):

@@ -9,6 +9,7 @@ back (which may echo the key) is redacted before it becomes an LlmError, and so 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 
 from baml_py import ClientRegistry
@@ -45,6 +46,7 @@ class BamlModel:
     def __init__(
         self, provider: str, model: str, api_key: str, base_url: str | None = None,
         secrets: Iterable[str] = (), log_level: str = "INFO", services: Sequence[str] = ("backend", "frontend"),
+        timeout: float = 60.0,
     ):
         if provider not in PROVIDERS:
             raise ValueError(f"LLM_PROVIDER must be one of {', '.join(PROVIDERS)}, not {provider!r}")
@@ -60,6 +62,7 @@ class BamlModel:
         self.secrets = (api_key, *secrets)
         self._env: dict[str, str | None] = {"BAML_LOG": baml_log_level(log_level)}
         self.services = tuple(services)
+        self.timeout = timeout  # seconds for the whole call, retries and all (LLM_TIMEOUT)
 
     def _type_builder(self) -> TypeBuilder:
         """The catalog as the `Service` enum: the model sees, and the parser accepts, only
@@ -72,10 +75,14 @@ class BamlModel:
 
     async def next_step(self, context: str) -> Step:
         try:
-            out = await b.DetermineNextStep(
+            # A total bound: a model server that accepts the connection and never answers must
+            # not hold the thread "running" and a worker's slot forever.
+            out = await asyncio.wait_for(b.DetermineNextStep(
                 context,
                 baml_options={"client_registry": self._registry, "env": self._env, "tb": self._type_builder()},
-            )
+            ), self.timeout)
+        except TimeoutError as e:
+            raise LlmError(f"the model did not answer within {self.timeout:g} s (LLM_TIMEOUT)") from e
         except BamlValidationError as e:
             raise self._error("the model's answer was not a valid next step", e.raw_output) from e
         except BamlClientHttpError as e:

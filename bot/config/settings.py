@@ -38,9 +38,10 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.config import settings_file
-from bot.config.settings_file import DeployerKind, FileConfig, FileError
+from bot.config.settings_file import DeployerKind, FileConfig, FileError, ServiceEntry
 from bot.core import wording
 from bot.core.catalog import LEGACY_SERVICES, Catalog, Service
+from bot.core.code_links import CodeLinks
 from bot.core.deploy_command import DRY_RUN, command_argv
 from bot.core.gate import GateRule, service_for
 from bot.core.people import Directory
@@ -167,6 +168,7 @@ class Settings(BaseSettings):
     llm_provider: str | None = None
     llm_model: str | None = None
     llm_base_url: str | None = None
+    llm_timeout: float = Field(60.0, gt=0)  # seconds for one model call, its retries included
     llm_api_key: SecretStr | None = None
     openai_api_key: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
@@ -394,9 +396,21 @@ class Settings(BaseSettings):
         if file is None or not file.services:
             return Catalog()
         return Catalog.of(
-            Service(name, frozenset(e.environments) if e.environments is not None else None, e.tag_prefix)
+            Service(name, frozenset(e.environments) if e.environments is not None else None, e.tag_prefix,
+                    self._links(e))
             for name, e in file.services.items()
         )
+
+    def _links(self, entry: ServiceEntry) -> CodeLinks:
+        """Its code host's pages: its own templates, else GitHub's (of the API's own host: GitHub
+        Enterprise serves its API under /api/v3 of the web host), else none."""
+        if entry.links is not None:
+            return CodeLinks(entry.links.tag, entry.links.commit, entry.links.compare)
+        if entry.github:
+            api = self.github_api_url.rstrip("/")
+            web = "https://github.com" if api == "https://api.github.com" else api.removesuffix("/api/v3")
+            return CodeLinks.github(entry.github, web)
+        return CodeLinks()
 
     def services(self) -> list[ServiceSettings]:
         """How each service deploys. Without [services.*]: backend and frontend from one

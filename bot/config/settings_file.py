@@ -37,6 +37,7 @@ from pydantic import (
     model_validator,
 )
 
+from bot.core.code_links import template_problem
 from bot.core.deploy_command import command_argv
 from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
 from bot.core.gate import GateRule
@@ -279,6 +280,26 @@ def _soak(value: str | None) -> str | None:
     return value
 
 
+class LinksEntry(BaseModel):
+    """`[services.api.links]`: URL templates of a code host that is not GitHub (a service with
+    `github` links to GitHub without them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tag: str = ""  # "https://git.example.com/acme/api/-/tags/{tag}"
+    commit: str = ""  # ".../-/commit/{commit}"
+    compare: str = ""  # ".../-/compare/{from}...{to}"
+
+    @model_validator(mode="after")
+    def _templates(self) -> LinksEntry:
+        for kind in ("tag", "commit", "compare"):
+            template = getattr(self, kind)
+            problem = template_problem(kind, template) if template else None
+            if problem:
+                raise ValueError(problem)
+        return self
+
+
 class ServiceEntry(BaseModel):
     """`[services.api]`: where its tags come from and how it deploys."""
 
@@ -295,6 +316,7 @@ class ServiceEntry(BaseModel):
     # The service's own promotion order and soak (unset: the top-level ones).
     promotion: tuple[str, ...] | None = None
     soak: Annotated[str | None, AfterValidator(_soak)] = None
+    links: LinksEntry | None = None  # its code host's pages (unset: GitHub's, with `github`)
 
     @field_validator("command")
     @classmethod

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from bot.core import wording
+from bot.core.code_links import CodeLinks
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Service:
     name: str
     environments: frozenset[str] | None = None  # None: every environment
     tag_prefix: str = ""  # a monorepo's: only tags `web/v1.2.3` belong to web
+    links: CodeLinks = CodeLinks()  # to its code host's pages for a tag, a commit, a compare
 
     def full_tag(self, tag: str) -> str:
         """The tag as stored: `v1.2.3` of a service whose tags are `web/...` is `web/v1.2.3`."""

@@ -17,6 +17,7 @@ from bot.core.events import (
     ApprovalExpired,
     Cancelled,
     CommandResult,
+    Deploy,
     DeployResult,
     Error,
     Event,
@@ -70,8 +71,8 @@ def outcome(thread: Thread, now: datetime | None = None) -> Outcome:
     if status == "running":
         return Outcome("running", at=_last_at(thread))
     if status == "verifying":
-        return Outcome("verifying", _what(_last_deploy(thread)), at=_last_at(thread))
-    deploy = _last_deploy(thread)
+        return Outcome("verifying", _what(last_deploy(thread)), at=_last_at(thread))
+    deploy = last_deploy(thread)
     if deploy is not None:
         closed = thread.outcome(deploy)
         if closed is not None:
@@ -90,7 +91,7 @@ def outcome(thread: Thread, now: datetime | None = None) -> Outcome:
 def about(thread: Thread) -> str:
     """What the thread deploys, for its heading: "api v1.3.0 to production" (its last deploy
     step: a rollback's or a promotion's too); "" before it has one."""
-    deploy = _last_deploy(thread)
+    deploy = last_deploy(thread)
     if deploy is None:
         return ""
     named = " ".join(p for p in (getattr(deploy, "service", ""), getattr(deploy, "tag", "")) if p)
@@ -151,7 +152,8 @@ def _refused_command(thread: Thread) -> Outcome | None:
     return None
 
 
-def _last_deploy(thread: Thread) -> Step | None:
+def last_deploy(thread: Thread) -> Deploy | None:
+    """The thread's newest deploy step (what its outcome is of), None before it has one."""
     return next((e for e in reversed(thread.events) if isinstance(e, DEPLOY_STEPS)), None)
 
 

@@ -161,7 +161,19 @@ def says_again(thread: Thread, event: Event) -> bool:
     previous = next(before, None)
     if isinstance(previous, Error):
         return event.message == wording.stopped(previous.message)
+    if isinstance(previous, DeployResult):
+        return event.message == closing_word(previous)
     return isinstance(previous, CommandResult) and previous.text == event.message
+
+
+def closing_word(result: DeployResult) -> str:
+    """What the bot says once a deploy ends (chat gets it; a page of every event has the result)."""
+    what = wording.what_to_deploy(result.service, result.tag, result.environment)
+    if result.ok and result.rollback_of:
+        return wording.rolled_back(what)
+    if result.ok:
+        return wording.deployed(what, result.url)
+    return wording.deploy_failed_saying(what, result.exit_code, result.output[-300:])
 
 
 def line(e: Event) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.core import commands, deploy_rules, prompt, wording
+from bot.core import commands, deploy_rules, prompt, transcript, wording
 from bot.core.catalog import Catalog
 from bot.core.events import (
     DEPLOY_STEPS,
@@ -100,13 +100,8 @@ def summary(thread: Thread, since: int) -> str:
         match e:
             case GitTagsResult():
                 return wording.newest_tags(e.tags[:10]) if e.tags else wording.no_tags()
-            case DeployResult(ok=True) if e.rollback_of:
-                return wording.rolled_back(wording.what_to_deploy(e.service, e.tag, e.environment))
-            case DeployResult(ok=True):
-                return wording.deployed(wording.what_to_deploy(e.service, e.tag, e.environment), e.url)
             case DeployResult():
-                what = wording.what_to_deploy(e.service, e.tag, e.environment)
-                return wording.deploy_failed_saying(what, e.exit_code, e.output[-300:])
+                return transcript.closing_word(e)
             case CommandResult():
                 return e.text
             case ApprovalExpired():

@@ -21,8 +21,16 @@ DEPLOY_SCRIPT = """
 import os, sys, time
 with open(sys.argv[1], "a") as f:
     f.write(os.environ["DEPLOY_ID"] + " " + " ".join(sys.argv[2:]) + "\\n")
-print("deploying", *sys.argv[2:])
+print("deploying", *sys.argv[2:], flush=True)
+if os.path.exists(sys.argv[1] + ".slow"):  # beside the ledger: print its lines slowly, one by one
+    with open(sys.argv[1] + ".slow") as slow:
+        for line in slow.read().splitlines():
+            print(line, flush=True)
+            time.sleep(0.4)
 time.sleep(float(os.environ.get("FAKE_DEPLOY_SECONDS", "0")))
+if os.path.exists(sys.argv[1] + ".fail"):  # beside the ledger: a test fails the deploys from now on
+    print("failing as asked")
+    sys.exit(1)
 sys.exit(int(os.environ.get("FAKE_DEPLOY_EXIT", "0")))
 """
 # The fake deploy command's knobs. The deploy command gets only the variables

@@ -21,6 +21,7 @@ from bot.adapters.redis.credentials import RedisCredentials
 from bot.adapters.redis.environments import RedisEnvironments
 from bot.adapters.redis.freezes import RedisFreezes
 from bot.adapters.redis.inbox import RedisInbox
+from bot.adapters.redis.live_output import RedisLiveOutput
 from bot.adapters.redis.replicas import Replicas
 from bot.adapters.redis.schedules import RedisScheduleMarks
 from bot.adapters.redis.threads import RedisThreadStore
@@ -42,6 +43,7 @@ from bot.runtime.ports import (
     FreezeStore,
     Health,
     History,
+    LiveOutput,
     Locks,
     NextStepModel,
     Notifier,
@@ -91,6 +93,7 @@ class App:
     credentials: RedisCredentials | None = None  # personal API tokens, sign-in links, sessions
     collector: Collector | None = None  # retention (bot/runtime/gc.py): a worker chore, and `python -m bot gc`
     channels: Mapping[str, Channel] = field(default_factory=dict)  # those switched on, by kind (wiring/channels.py)
+    live_output: LiveOutput | None = None  # running deploys' output as it comes (the console's live tail)
 
     def adapter(self, kind: str) -> Any:
         """The object behind a channel that is on (EmailChannel, SlackChannel, ...), or None."""
@@ -211,6 +214,7 @@ def make_llm(settings: Settings) -> NextStepModel | None:
     return BamlModel(
         llm.provider, llm.model, llm.api_key.get_secret_value(), llm.base_url,
         secrets=settings.secrets(), log_level=settings.log_level, services=settings.policy().catalog.names,
+        timeout=settings.llm_timeout,
     )
 
 
@@ -234,7 +238,8 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     queue, timers, policy = RedisWorkQueue(redis), RedisTimers(redis), settings.policy()
     clock = utcnow  # one clock for every event recorded, by a run or by the service
     fanout = Fanout([])  # the channels' notifiers, once they are built (they record through the service)
-    deployers = make_deployers(settings)
+    live_output = RedisLiveOutput(redis)
+    deployers = make_deployers(settings, live_output)
     deploying = Deploying(
         deployers, environments, environments, policy, settings.secrets(),
         queue=RedisDeployQueue(redis), wake=queue.push, freezes=RedisFreezes(redis, clock=clock),
@@ -261,6 +266,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     return App(
         settings, redis, store, inbox, environments, queue, service, runner, worker,
         llm_configured=llm is not None, credentials=credentials, collector=collector, channels=channels,
+        live_output=live_output,
     )
 
 

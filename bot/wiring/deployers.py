@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from bot.adapters.deployers.command import CommandDeployer
 from bot.config.settings import ConfigError, ServiceSettings, Settings
-from bot.runtime.ports import Deployer
+from bot.runtime.ports import Deployer, LiveOutput
 
 Build = Callable[[Settings, ServiceSettings], Deployer]
 
@@ -54,10 +54,11 @@ def problems(settings: Settings) -> list[str]:
     ]
 
 
-def make_deployers(settings: Settings) -> dict[str, Deployer]:
+def make_deployers(settings: Settings, live: LiveOutput | None = None) -> dict[str, Deployer]:
     """A deployer per service, by its kind. Services alike (one kind, repository, command and
     workflow) share one: backend and frontend without a catalog share a repository and a
-    GitHub client. A service with a tag prefix sees only its own tags of the shared one."""
+    GitHub client. A service with a tag prefix sees only its own tags of the shared one.
+    `live`: where a deploy command's output goes as it comes (the console's live tail)."""
     if wrong := problems(settings):
         raise ConfigError("\n".join(wrong))
     deployers: dict[str, Deployer] = {}
@@ -65,7 +66,10 @@ def make_deployers(settings: Settings) -> dict[str, Deployer]:
     for service in settings.services():
         key = (service.deployer, service.repo, service.command, service.github, service.workflow)
         if key not in built:
-            built[key] = DEPLOYERS[service.deployer](settings, service)
+            made = DEPLOYERS[service.deployer](settings, service)
+            if isinstance(made, CommandDeployer):
+                made.running.live = live
+            built[key] = made
         deployer = built[key]
         if service.tag_prefix:
             from bot.adapters.deployers.prefixed import Prefixed

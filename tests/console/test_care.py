@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from playwright.sync_api import FloatRect, Locator, Page, expect
@@ -237,3 +238,127 @@ def test_sign_in_offers_only_what_works_and_a_bad_link_leads_back(context, conso
     console.shot(page, "link-phone")
     page.get_by_role("link", name="Back to sign-in").click()
     expect(page.get_by_role("heading", name="Sign in to deploybot")).to_be_visible()
+
+
+def test_times_read_in_the_browsers_time_zone_with_utc_on_hover(browser, console: Console):
+    """A reader in New York sees New York times (December: UTC-5); the server's UTC is on hover."""
+    ny = browser.new_context(viewport={"width": 1280, "height": 860}, timezone_id="America/New_York")
+    try:
+        page = signed_in(ny, console, "alice")
+        thread_id = console.start("list tags")
+        console.wait(thread_id)
+        page.goto(f"{console.url}/console/threads/{thread_id}")
+        first = page.locator(".timeline .at time").first
+        expect(first).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (EST|GMT-5)$"))
+        utc = first.get_attribute("title")
+        assert utc is not None and utc.endswith(" UTC"), utc
+        # the same instant: the UTC on hover is five hours after what is shown
+        shown = first.inner_text()[:19]
+        assert datetime.fromisoformat(utc[:19]) - datetime.fromisoformat(shown) == timedelta(hours=5)
+        # "2 min ago" keeps its words: both times on hover
+        page.goto(f"{console.url}/console/threads")
+        ago = outcome_of(page, thread_id).locator("time")
+        expect(ago).to_have_text(re.compile(r"ago|just now"))
+        expect(ago).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (EST|GMT-5) \(.+ UTC\)$"))
+    finally:
+        ny.close()
+
+
+def test_retry_of_a_failed_deploy_previews_it_and_asks_again(context, console: Console):
+    failing = Path(str(console.ledger) + ".fail")
+    failing.touch()  # the deploy command fails from now on
+    try:
+        thread_id = console.start(TITLE)  # carol asks; alice approves; it fails
+        assert console.wait(thread_id)["status"] == "waiting_for_approval"
+        page = signed_in(context, console, "alice")
+        approve_on_its_page(page, console, thread_id)
+        expect(page.locator(".thread-meta .outcome-badge")).to_have_text("failed", timeout=15_000)
+    finally:
+        failing.unlink()
+    console.shot(page, "thread-failed")
+    page.get_by_role("link", name="Retry", exact=True).click()
+    preview = page.locator("section.preview")  # the same deploy, previewed before anything is sent
+    expect(preview).to_contain_text("Deploy backend v1.2.3 to production?")
+    expect(page.locator("#d-reason")).to_have_value(f"retry of thread {thread_id}")
+    before = thread_ids(console)
+    preview.get_by_role("button", name="Ask to deploy backend v1.2.3 to production").click()
+    expect(page).to_have_url(re.compile(r"/console/threads/\w+\?notice=deploy$"))
+    [again] = thread_ids(console) - before
+    body = console.wait(again)
+    assert body["status"] == "waiting_for_approval", body["events"]  # asked again: a new approval
+    first = body["events"][0]
+    said = f"deploy backend v1.2.3 to production (retry of thread {thread_id})"
+    assert (first["person"], first["text"]) == ("alice", said)
+    with console.api() as api:
+        api.post(f"/threads/{again}/cancel", json={"reason": "test over"})
+
+    # a deploy that did not fail offers no Retry, nor does anything to someone signed out
+    deployed = console.start("list tags")
+    console.wait(deployed)
+    page.goto(f"{console.url}/console/threads/{deployed}")
+    expect(page.get_by_role("link", name="Retry")).to_have_count(0)
+    stranger = context.browser.new_context()
+    try:
+        other = stranger.new_page()
+        other.goto(f"{console.url}/console/threads/{thread_id}")
+        expect(other.get_by_role("link", name="Retry")).to_have_count(0)
+    finally:
+        stranger.close()
+
+
+def test_a_page_per_service_shows_each_environment_and_its_history(context, console: Console):
+    deployed = console.start(TITLE)  # backend v1.2.3 to production, approved by alice
+    assert console.wait(deployed)["status"] == "waiting_for_approval"
+    page = signed_in(context, console, "alice")
+    approve_on_its_page(page, console, deployed)
+    page.goto(f"{console.url}/console/matrix")
+    page.get_by_role("link", name="backend", exact=True).click()
+    expect(page).to_have_url(f"{console.url}/console/services/backend")
+    expect(page.get_by_role("heading", level=1)).to_have_text("backend")
+    production = page.get_by_role("group", name="backend in production", exact=True)
+    expect(production.locator(".now")).to_contain_text("v1.2.3")
+    expect(production.locator(".now")).to_contain_text("approved by alice")
+    expect(production.get_by_role("link", name="Deploy")).to_have_attribute(
+        "href", "/console/deploy?service=backend&environment=production")
+    history = page.locator("table.service-history tbody tr")
+    expect(history.first).to_contain_text("production")
+    expect(history.first).to_contain_text("v1.2.3")
+    console.shot(page, "service")
+    history.first.get_by_role("link", name="audit").click()
+    expect(page).to_have_url(re.compile(r"/console/deploys/production/"))
+    page.goto(f"{console.url}/console/services/backend")
+    page.set_viewport_size(PHONE)
+    fits(page)
+    console.shot(page, "service-phone")
+    for unknown in ("payments", "<b>x</b>", "a" * 300):
+        assert context.request.get(f"{console.url}/console/services/{unknown}").status == 404
+
+
+def test_a_running_deploy_s_output_shows_as_it_comes_with_secrets_redacted(context, console: Console):
+    slow = Path(str(console.ledger) + ".slow")  # the deploy command prints these, one every 0.4 s
+    slow.write_text("building image\nusing key sk-console-test-key-0123456789\n\x1b[31mmigrating\x1b[0m\n"
+                    + "".join(f"step {i}\n" for i in range(8)) + "all done\n")
+    try:
+        thread_id = console.start(TITLE)
+        assert console.wait(thread_id)["status"] == "waiting_for_approval"
+        page = signed_in(context, console, "alice")
+        page.goto(f"{console.url}/console/threads/{thread_id}")
+        page.locator("article.approval").get_by_role("button", name="Approve", exact=True).click()
+        box = page.locator(".live-output pre")
+        expect(box).to_contain_text("building image", timeout=15_000)  # while it runs
+        expect(box).to_contain_text("step 2", timeout=15_000)  # and more as it comes
+        text = box.inner_text()
+        assert "sk-console-test-key" not in text and "using key [redacted]" in text, text
+        assert "\x1b" not in text and "[31m" not in text, text  # a terminal's colours are no text
+        console.shot(page, "thread-output")
+        with console.api() as api:  # the shared token reads it too, as text; never cached
+            r = api.get(f"/console/threads/{thread_id}/output")
+            assert r.status_code in (200, 204) and r.headers["cache-control"] == "no-store"
+    finally:
+        slow.unlink()
+    assert console.wait(thread_id, {"done"}, timeout=30)["status"] == "done"
+    expect(page.locator(".live-output")).to_have_count(0, timeout=15_000)  # ended: the result says it
+    expect(page.locator(".timeline")).to_contain_text("all done")
+    with console.api() as api:
+        assert api.get(f"/console/threads/{thread_id}/output").status_code == 204
+        assert api.get("/console/threads/not-a-thread/output").status_code == 404

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.testing.memory import ManualClock, MemoryEnvironments, MemoryInbox, MemoryThreadStore
+from bot.testing.memory import ManualClock, MemoryEnvironments, MemoryInbox, MemoryLiveOutput, MemoryThreadStore
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Backend:
     store: Any  # ThreadStore
     inbox: Any  # Inbox
     environments: Any  # Locks and History
+    output: Any  # LiveOutput
     elapse: Callable[[float], Awaitable[None]]  # let this many seconds pass, for TTLs
 
 
@@ -34,17 +35,20 @@ def backend(request: pytest.FixtureRequest) -> Backend:
             clock.advance(seconds)
 
         return Backend(
-            "memory", MemoryThreadStore(clock), MemoryInbox(clock), MemoryEnvironments(clock), advance
+            "memory", MemoryThreadStore(clock), MemoryInbox(clock), MemoryEnvironments(clock), MemoryLiveOutput(),
+            advance,
         )
 
     from bot.adapters.redis.environments import RedisEnvironments
     from bot.adapters.redis.inbox import RedisInbox
+    from bot.adapters.redis.live_output import RedisLiveOutput
     from bot.adapters.redis.threads import RedisThreadStore
 
     # A real server, or the cluster's client; flushed for this test.
     redis = request.getfixturevalue("redis" if request.param == "redis" else "redis_cluster")
     return Backend(
-        request.param, RedisThreadStore(redis), RedisInbox(redis), RedisEnvironments(redis), asyncio.sleep
+        request.param, RedisThreadStore(redis), RedisInbox(redis), RedisEnvironments(redis), RedisLiveOutput(redis),
+        asyncio.sleep,
     )
 
 

@@ -16,8 +16,11 @@ import pytest
 
 from bot.adapters.deployers import git_refs
 from bot.adapters.deployers.command import BASE_ENV, CommandDeployer
+from bot.adapters.deployers.output import LONGEST_LINE
 from bot.runtime.ports import DeployerError, DeployRequest
+from bot.runtime.ports.output import LINE_CHARS, LIVE_LINES
 from bot.testing.cluster import make_repo
+from bot.testing.memory import MemoryLiveOutput
 from bot.wiring.children import watch_children_without_threads
 
 REQUEST = DeployRequest("thread-step", "backend", "v1.2.3", "production", "abc123")
@@ -107,12 +110,60 @@ async def test_a_failing_deploy_is_an_outcome_with_the_last_lines(tmp_path):
     assert len(lines) == 20 and lines[-1] == "line 49"
 
 
+async def test_output_is_read_as_it_comes_bounded_and_passed_on_in_batches(tmp_path):
+    """100,000 lines and a 5 MB line without an end: the result keeps the newest 20 lines, the
+    live output its newest 200, each cut, in a handful of batches, not one per line."""
+    script = tmp_path / "chatty.py"
+    script.write_text("import sys\nfor i in range(100_000): print('line', i)\nsys.stdout.write('x' * 5_000_000)\n")
+    live = MemoryLiveOutput()
+    appends = 0
+    original = live.append
+
+    async def counted(deploy_id, lines):
+        nonlocal appends
+        appends += 1
+        await original(deploy_id, lines)
+
+    live.append = counted  # type: ignore[method-assign]
+    outcome = await CommandDeployer(tmp_path, f"{sys.executable} {script}", live=live).deploy(REQUEST)
+    assert outcome.ok
+    lines = outcome.output.splitlines()
+    assert len(lines) == 20 and lines[-2] == "line 99999" and len(lines[-1]) <= LONGEST_LINE
+    tail = await live.tail(REQUEST.deploy_id)
+    assert len(tail) == LIVE_LINES and all(len(line) <= LINE_CHARS for line in tail) and "line 99999" in tail
+    assert appends < 1_000, appends
+
+
+async def test_a_live_output_that_fails_fails_no_deploy(tmp_path):
+    class Broken:
+        async def append(self, deploy_id, lines):
+            raise ConnectionError("redis is down")
+
+    outcome = await CommandDeployer(tmp_path, f"{sys.executable} -c \"print('hi')\"", live=Broken()).deploy(REQUEST)
+    assert outcome.ok and outcome.output == "hi"
+
+
 async def test_missing_command_and_timeout(tmp_path):
     with pytest.raises(DeployerError, match="could not start"):
         await CommandDeployer(tmp_path, "/no/such/deploy-script").deploy(REQUEST)
     slow = CommandDeployer(tmp_path, f"{sys.executable} -c \"import time; time.sleep(30)\"", timeout=0.3)
     outcome = await slow.deploy(REQUEST)
     assert not outcome.ok and "timed out" in outcome.output
+
+
+async def test_a_timeout_kills_the_whole_deploy_command_its_children_too(tmp_path):
+    """A deploy script that forks (a shell running kubectl, say): on timeout nothing of it goes
+    on deploying after "failed" is reported and the lock is let go."""
+    late = tmp_path / "still-deploying"
+    child = tmp_path / "child.py"
+    child.write_text(f"import time\ntime.sleep(1.5)\nopen({str(late)!r}, 'w').close()\n")
+    script = tmp_path / "forks.py"
+    script.write_text(f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\n"
+                      "time.sleep(30)\n")
+    outcome = await CommandDeployer(tmp_path, f"{sys.executable} {script}", timeout=0.5).deploy(REQUEST)
+    assert not outcome.ok and "timed out" in outcome.output
+    await asyncio.sleep(2.5)
+    assert not late.exists(), "a child of the deploy command went on after the timeout"
 
 
 async def test_a_relative_command_not_in_the_repository_says_where_it_was_looked_for(tmp_path):

@@ -58,8 +58,9 @@ def completed(example: str) -> str:
     example and the Services example's [services.*] (the first example with services). Keys
     the example writes before its first table (`promotion = [...]`) stay at the top level."""
     [people] = [e for e in examples() if "[people." in e]
-    # The Services example; the verification example (docs/configuration.md) writes its own service.
-    services = next(e for e in examples() if "[services." in e and ".verify." not in e)
+    # The Services example; the verification example (docs/configuration.md) and the code links
+    # one (docs/console.md) write their own service.
+    services = next(e for e in examples() if "[services." in e and ".verify." not in e and ".links]" not in e)
     base = tables(people) + [t for t in tables(services) if top_key(t) == "services"]
     own = {top_key(t) for t in tables(example)}
     first = re.search(r"(?m)^\[", example)

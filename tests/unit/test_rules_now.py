@@ -18,6 +18,7 @@ from bot.core.events import (
     ApprovalRulesChanged,
     Change,
     CommitSummary,
+    DeployResult,
     DeployService,
     DoneForNow,
     Error,
@@ -27,6 +28,7 @@ from bot.core.outcomes import outcome
 from bot.core.promotion import Order, Promotion
 from bot.core.thread import ApprovalRules, Thread
 from bot.core.views import thread_json
+from bot.runtime.ports import DeployOutcome
 from bot.runtime.service import WrongState
 from tests.unit.conftest import NOW, Parts
 from tests.unit.test_lifecycle import DEPLOY, PEOPLE, Bench, bench, of, policy
@@ -211,3 +213,16 @@ async def test_a_refusal_is_said_once_on_a_page_and_reads_refused():
     assert transcript.markdown(thread).count(refusal) == 1
     closing = next(thread.of(DoneForNow))
     assert closing.message == wording.stopped(refusal)  # what chat is told
+
+
+async def test_a_deploy_s_result_is_said_once_on_a_page_and_chat_gets_the_closing_word():
+    b = bench()
+    b.parts.deployer.script(DeployOutcome(ok=False, exit_code=2, output="disk full"))
+    thread = await b.say("deploy backend v1.2.2 to staging")
+    assert "disk full" in list(thread.of(DoneForNow))[-1].message
+    closing = list(thread.of(DoneForNow))[-1]
+    result = list(thread.of(DeployResult))[-1]
+    assert closing.message == transcript.closing_word(result)
+    items = [i.event for i in model.timeline(thread, ())]
+    assert result in items and closing not in items  # the page says it once, as the result
+    assert transcript.markdown(thread).count(closing.message) == 0

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from bot.adapters.deployers import commit_times, git_refs
+from bot.adapters.deployers import commit_times, git_refs, output
 from bot.adapters.deployers.pair import Pair
 from bot.adapters.deployers.tag_order import newest_first
 from bot.core import wording
 from bot.core.deploy_command import DRY_RUN, command_argv
 from bot.core.events import CommitSummary, GitTag
 from bot.core.transcript import one_line
-from bot.runtime.ports import Check, Comparison, DeployerError, DeployOutcome, DeployRequest
+from bot.runtime.ports import Check, Comparison, DeployerError, DeployOutcome, DeployRequest, LiveOutput
 
 OUTPUT_LINES = 20
 _FIELDS = "%(refname:short)%09%(objectname)%09%(*objectname)%09%(creatordate:iso-strict)"
@@ -148,12 +149,14 @@ class CommandRunner:
     resumable = False  # a command cannot be asked whether it already ran for a deploy id
 
     def __init__(
-        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = ()
+        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = (),
+        live: LiveOutput | None = None,
     ) -> None:
         self.repo = repo
         self.passthrough = tuple(passthrough)  # DEPLOY_ENV_PASSTHROUGH
         self.argv = command_argv(command)
         self.timeout = timeout
+        self.live = live  # where its output goes as it comes (the console's live tail)
 
     async def deploy(self, request: DeployRequest) -> DeployOutcome:
         values = {"service": request.service, "tag": request.tag, "environment": request.environment,
@@ -167,18 +170,21 @@ class CommandRunner:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # its own process group: a timeout kills its children too
             )
         except OSError as e:
             why = e.strerror or str(e)
             raise DeployerError(wording.deploy_command_not_started(argv[0], str(self.repo), why)) from e
+        lines = output.Lines(OUTPUT_LINES)
+        assert proc.stdout is not None
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), self.timeout)
+            await asyncio.wait_for(output.read_all(proc.stdout, lines, request.deploy_id, self.live), self.timeout)
+            await proc.wait()
         except TimeoutError:
-            proc.kill()
+            _kill_group(proc)
             await proc.wait()
             return DeployOutcome(False, None, f"the deploy command timed out after {self.timeout:.0f} s")
-        tail = "\n".join(out.decode(errors="replace").rstrip().splitlines()[-OUTPUT_LINES:])
-        return DeployOutcome(proc.returncode == 0, proc.returncode, tail)
+        return DeployOutcome(proc.returncode == 0, proc.returncode, lines.tail(OUTPUT_LINES))
 
     def environment(self, request: DeployRequest) -> dict[str, str]:
         """The deploy command's whole environment: an allow-list from the bot's, then what
@@ -194,13 +200,26 @@ class CommandRunner:
         }
 
 
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill the deploy command and whatever it started (its process group: a shell's kubectl, a
+    script's background job), so nothing goes on deploying once "failed" is reported."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it ended just now
+    except PermissionError:
+        proc.kill()  # a child that left the group for one we may not signal: at least the command
+
+
 class CommandDeployer(Pair):
     """The default deployer: a local repository's versions, deployed by a command."""
 
     def __init__(
-        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = ()
+        self, repo: Path, command: str = DRY_RUN, timeout: float = 1800, passthrough: tuple[str, ...] = (),
+        live: LiveOutput | None = None,
     ) -> None:
-        super().__init__(GitVersions(repo), CommandRunner(repo, command, timeout, passthrough))
+        self.running = CommandRunner(repo, command, timeout, passthrough, live)  # the runner, typed
+        super().__init__(GitVersions(repo), self.running)
         self.repo = repo
 
 

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from bot.core.policy import Policy
 from bot.runtime.delivery import Delivery
 from bot.runtime.deploying import Deploying
-from bot.runtime.ports import DeployCounters, FreezeStore, Health, History, Locks, Route, WorkQueue
+from bot.runtime.ports import DeployCounters, FreezeStore, Health, History, LiveOutput, Locks, Route, WorkQueue
 from bot.runtime.service import Forbidden, Invalid, NotFound, Refused, ThreadService, Unauthorized, WrongState
 
 SESSION_COOKIE = "deploybot_session"  # set by a sign-in link, read by the front door
@@ -83,6 +83,11 @@ class Parts(Protocol):
 
     @property
     def history(self) -> History: ...
+
+    @property
+    def live_output(self) -> LiveOutput | None:
+        """Running deploys' output as it comes (the thread page's live tail); None: not kept."""
+        ...
 
     @property
     def freezes(self) -> FreezeStore | None:

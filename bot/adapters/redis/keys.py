@@ -79,6 +79,10 @@ class Keys:
     def history(self, environment: str) -> str:
         return f"{self.prefix}:deploys:{environment}"
 
+    def live_output(self, deploy_id: str) -> str:
+        """A running deploy's newest output lines (a list, expiring)."""
+        return f"{self.prefix}:output:{deploy_id}"
+
     def timers(self) -> str:
         """When each thread is next due (reminders, expiry, a deploy waiting in line)."""
         return f"{self.prefix}:timers"

@@ -6,13 +6,18 @@ from __future__ import annotations
 __all__ = [
     "PREVIEW_STOPS", "approval_needed", "confirm_cancel", "confirm_rollback", "confirm_stop", "confirm_take",
     "deploy_needs_a_tag", "deploys_once_sent", "preview_stop", "reason_asks", "reason_in_parentheses",
-    "refused_at_once", "tags_unreadable",
+    "refused_at_once", "retry_reason", "tags_unreadable",
 ]
 
 
 def confirm_rollback(service: str, environment: str, from_tag: str, to_tag: str) -> str:
     return (f"Roll back {service} in {environment} from {from_tag} to {to_tag}? A new thread asks for approval "
             "where it must, and the service stays locked there afterwards.")
+
+
+def retry_reason(thread_id: str) -> str:
+    """The reason a Retry of a failed deploy is asked with (said in the command's parentheses)."""
+    return f"retry of thread {thread_id}"
 
 
 def confirm_cancel() -> str:

@@ -5,7 +5,8 @@ One module per port family, and every name importable from here: threads (the st
 errors, the retention, health), inbox (what channels keep about their conversations), work
 (the handoff to workers, timers, schedule marks, the deploy queue), deployers (versions and
 how a deploy runs), environments (locks, freezes), history (deploy records, the counters),
-verification (probes), model (the next step) and channels (notifiers, routes)."""
+verification (probes), model (the next step), output (a running deploy's lines) and channels
+(notifiers, routes)."""
 
 from bot.runtime.ports.channels import Channel, Endpoint, Notifier, Route
 from bot.runtime.ports.deployers import (
@@ -24,6 +25,7 @@ from bot.runtime.ports.environments import FreezeStore, Lock, Locks
 from bot.runtime.ports.history import DeployCounters, DeployRecord, History, Tally
 from bot.runtime.ports.inbox import Inbox
 from bot.runtime.ports.model import LlmError, NextStepModel
+from bot.runtime.ports.output import LiveOutput
 from bot.runtime.ports.threads import (
     Conflict,
     Health,
@@ -58,6 +60,7 @@ __all__ = [
     "History",
     "Inbox",
     "LeaseLost",
+    "LiveOutput",
     "LlmError",
     "Lock",
     "Locks",

@@ -15,6 +15,7 @@ from bot.testing.memory.deployer import OK, Crash, MemoryDeployer, Outcome
 from bot.testing.memory.environments import MemoryEnvironments
 from bot.testing.memory.freezes import MemoryFreezes
 from bot.testing.memory.inbox import MemoryInbox
+from bot.testing.memory.live_output import MemoryLiveOutput
 from bot.testing.memory.model import Reply, ScriptedModel
 from bot.testing.memory.notifier import RecordingNotifier
 from bot.testing.memory.threads import MemoryThreadStore
@@ -22,6 +23,6 @@ from bot.testing.memory.timers import MemoryTimers
 
 __all__ = [
     "OK", "Crash", "ManualClock", "MemoryDeployQueue", "MemoryDeployer", "MemoryEnvironments", "MemoryFreezes",
-    "MemoryInbox", "MemoryThreadStore", "MemoryTimers", "Monotonic", "Outcome", "RecordingNotifier", "Reply",
-    "ScriptedModel",
+    "MemoryInbox", "MemoryLiveOutput", "MemoryThreadStore", "MemoryTimers", "Monotonic", "Outcome",
+    "RecordingNotifier", "Reply", "ScriptedModel",
 ]

@@ -14,6 +14,7 @@ from bot.adapters.http.console import (
     environments,
     live,
     matrix,
+    services,
     sign_in,
     static,
     thread,
@@ -33,6 +34,6 @@ def mount(web: FastAPI, parts: Parts, signing_in: SignIn | None = None) -> None:
     for page in (board, approvals, threads, thread, deploys, environments, sign_in, live):
         web.include_router(page.router(console))
     web.include_router(metrics_page.router(console))  # /console/metrics
-    for page in (matrix, deploy_form):  # deploying from the console
+    for page in (matrix, deploy_form, services):  # deploying from the console, a page per service
         web.include_router(page.router(console))
     web.include_router(static.router())

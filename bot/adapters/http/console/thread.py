@@ -3,20 +3,29 @@ resume, deploy anyway."""
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
+from urllib.parse import urlencode
+
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import PlainTextResponse, Response
 
 from bot.adapters.http.console import model
 from bot.adapters.http.console.forms import Page, back, id_like, reason, text, whole_number
-from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console
+from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console, Viewer
 from bot.adapters.http.shared import MAX_TEXT_CHARS
-from bot.core import commands, outcomes, wording
+from bot.core import commands, outcomes, transcript, wording
+from bot.core.prompt import redact
+from bot.core.thread import Thread
 from bot.runtime.service import Forbidden, Invalid, WrongState
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # a terminal's colours and cursor moves: no text
 
 
 def router(console: Console) -> APIRouter:
     r = APIRouter(include_in_schema=False)
     r.get(PREFIX + "/threads/{thread_id}")(console.route(thread_page))
+    r.get(PREFIX + "/threads/{thread_id}/output")(console.route(live_output, counted=False))
     r.post(PREFIX + "/threads/{thread_id}/deploy-anyway")(console.route(deploy_anyway))
     r.post(PREFIX + "/threads/{thread_id}/respond")(console.route(respond))
     r.post(PREFIX + "/threads/{thread_id}/cancel")(console.route(cancel))
@@ -38,13 +47,36 @@ async def thread_page(console: Console, request: Request, thread_id: str) -> Res
     now, policy = console.service.clock(), console.policy
     return console.render(
         request, "thread.html", thread=thread, status=thread.status(now), outcome=outcomes.outcome(thread, now),
-        about=outcomes.about(thread),
+        about=outcomes.about(thread), retry=_retry(thread, now, who), output=await _output(console, thread),
         items=model.timeline(thread, console.parts.secrets, console.words),
         approvals=model.approvals(thread, who.identity, policy, now),
         blocked=model.blocked(thread, who.identity, policy),
         verifying=model.verifying(thread, who.identity, policy),
         version=version, watch=f"thread:{thread.id}",
     )
+
+
+async def live_output(console: Console, request: Request, thread_id: str) -> Response:
+    """The running deploy's newest output lines, as text (the thread page fetches it every few
+    seconds while the deploy runs); 204 once nothing runs."""
+    console.viewer(request)  # who may see the thread may see its output
+    thread = await console.reader.maybe(thread_id) if id_like(thread_id) else None
+    if thread is None:
+        raise Page(404, "Not found", f"there is no thread {thread_id[:40]!r}")
+    lines = await _output(console, thread)
+    if lines is None:
+        return Response(status_code=204, headers={"Cache-Control": "no-store"})
+    return PlainTextResponse("\n".join(lines), headers={"Cache-Control": "no-store"})
+
+
+async def _output(console: Console, thread: Thread) -> list[str] | None:
+    """What the thread's running deploy printed so far, secrets redacted and control characters
+    dropped; None when no deploy runs in it (or its output is not kept)."""
+    going, live = model.running(thread), console.parts.live_output
+    if going is None or live is None:
+        return None
+    secrets = console.parts.secrets
+    return [transcript.clean(ANSI.sub("", redact(line, secrets))) for line in await live.tail(going.deploy_id)]
 
 
 async def deploy_anyway(console: Console, request: Request, thread_id: str) -> Response:
@@ -130,3 +162,17 @@ async def _end_verification(console: Console, request: Request, thread_id: str, 
     thread = await console.service.respond(thread_id, said, who.identity, channel="console")
     await console.parts.kick(thread.id)
     return back(fields, f"{PREFIX}/threads/{thread_id}", "verify" if reason_chars is None else "skipped")
+
+
+def _retry(thread: Thread, now: datetime, who: Viewer) -> str:
+    """Where Retry of the thread's failed deploy goes: the deploy form with its service, tag and
+    environment, which previews it and sends it as a new thread under today's rules (an
+    approval where one is needed); "" when its deploy did not fail, or the viewer may not ask."""
+    step = outcomes.last_deploy(thread)
+    if step is None or outcomes.outcome(thread, now).kind != "failed" or not who.may_start:
+        return ""
+    service = getattr(step, "service", "")
+    if not service:
+        return ""  # a thread older than services: its deploy cannot be said as one command today
+    return f"{PREFIX}/deploy?" + urlencode({"service": service, "environment": step.environment, "tag": step.tag,
+                                            "reason": wording.retry_reason(thread.id)})

@@ -53,9 +53,50 @@
         live.querySelectorAll("details").forEach(function (d) { if (open[d.parentElement.id]) d.open = true; });
         tick();
         confirms();
+        localTimes();
         listen();
       })
       .catch(function () { loading = false; pending = true; });
+  }
+
+  // Times in the reader's own time zone; the server's UTC stays on hover. A time shown as
+  // "5 min ago" keeps its words and gets both on hover.
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function zone(d) {
+    try {
+      var part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(d)
+        .filter(function (p) { return p.type === "timeZoneName"; })[0];
+      return part ? " " + part.value : "";
+    } catch (e) { return ""; }
+  }
+  function localTimes() {
+    document.querySelectorAll("time[datetime]").forEach(function (el) {
+      if (el.dataset.local) return;
+      var d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d.getTime())) return;
+      var utc = el.getAttribute("title") || "";
+      var local = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+        pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + zone(d);
+      if (el.textContent.trim() === utc.trim()) { el.textContent = local; el.title = utc; }
+      else el.title = local + " (" + utc + ")";
+      el.dataset.local = "1";
+    });
+  }
+
+  // A running deploy's output: fetched every two seconds while its box is on the page (the
+  // page itself is replaced once the deploy ends, and the box goes with it).
+  function follow() {
+    var box = document.querySelector("pre[data-output]");
+    if (!box) return;
+    fetch(box.dataset.output, { credentials: "same-origin" })
+      .then(function (r) { return r.status === 200 ? r.text() : null; })
+      .then(function (text) {
+        if (text === null || !document.body.contains(box)) return;
+        var atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+        box.textContent = text;
+        if (atEnd) box.scrollTop = box.scrollHeight;
+      })
+      .catch(function () {});
   }
 
   function tick() {
@@ -101,6 +142,8 @@
     live.addEventListener("focusout", function () { setTimeout(refresh, 0); });
     listen();
   }
+  localTimes();
   tick();
   setInterval(tick, 1000);
+  setInterval(follow, 2000);
 })();
