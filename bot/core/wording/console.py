@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = [
     "PREVIEW_STOPS", "approval_needed", "confirm_cancel", "confirm_rollback", "confirm_stop", "confirm_take",
     "deploy_needs_a_tag", "deploys_once_sent", "preview_stop", "reason_asks", "reason_in_parentheses",
-    "refused_at_once", "tags_unreadable",
+    "matrix_scrolls", "menu", "refused_at_once", "tags_unreadable",
 ]
 
 
@@ -59,6 +59,16 @@ def reason_asks() -> str:
 
 def deploy_needs_a_tag() -> str:
     return "choose a tag to deploy"
+
+
+def matrix_scrolls(environments: int) -> str:
+    """Above the matrix when it is wider than the screen (a phone): it scrolls inside its box."""
+    return f"{environments} environments: swipe the table sideways to see them all."
+
+
+def menu() -> str:
+    """What opens the navigation on a phone, where its links take one row."""
+    return "Menu"
 
 
 def tags_unreadable(service: str, error: object) -> str:
