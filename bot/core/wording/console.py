@@ -3,10 +3,16 @@ form and matrix (bot/adapters/http/console/deploy_form.py, matrix.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from bot.core.events import Change
+from bot.core.wording.changes import goes
+
 __all__ = [
-    "PREVIEW_STOPS", "approval_needed", "confirm_cancel", "confirm_rollback", "confirm_stop", "confirm_take",
-    "deploy_needs_a_tag", "deploys_once_sent", "preview_stop", "reason_asks", "reason_in_parentheses",
-    "matrix_scrolls", "menu", "refused_at_once", "tags_unreadable",
+    "PREVIEW_STOPS", "approval_key_facts", "approval_needed", "confirm_cancel", "confirm_rollback", "confirm_stop",
+    "confirm_take", "deploy_needs_a_tag", "deploys_once_sent", "faulty_warning", "goes_back_warning",
+    "matrix_scrolls", "menu", "preview_stop", "reason_asks", "reason_in_parentheses", "refused_at_once",
+    "tags_unreadable",
 ]
 
 
@@ -30,6 +36,29 @@ def confirm_take(target: str, holder: str) -> str:
 def approval_needed(required: int, deciders: str) -> str:
     """Who must approve a deploy the console's form would ask for: "needs 2 approvals from alice or erin"."""
     return f"needs {required} approvals from {deciders}" if required > 1 else f"needs an approval from {deciders}"
+
+
+# An approval card (the approvals page, the board, a thread): what to know before approving.
+
+
+def approval_key_facts(asker: str, change: Change | None) -> str:
+    """Who asked and how far it moves, on one line ("asked by carol · 3 commits ahead"): what
+    a phone shows above Approve, under the heading that names the service, tag and environment."""
+    if change is None or change.unknown:
+        return f"asked by {asker}"
+    moves = goes(change.ahead, change.behind) if change.from_commit else "the first deploy there"
+    return f"asked by {asker} · {moves}"
+
+
+def goes_back_warning(behind: int, environment: str) -> str:
+    removed = f"{behind} commit deployed on {environment} now would be removed" if behind == 1 else (
+        f"{behind} commits deployed on {environment} now would be removed")
+    return f"Goes back to an older commit: {removed} (like a rollback)."
+
+
+def faulty_warning(commit: str, environments: Sequence[str]) -> str:
+    return (f"Commit {commit[:7]} was marked faulty in {', '.join(environments)}: a deploy of it there was "
+            "rolled back or failed its verification. Look again before approving.")
 
 
 def deploys_once_sent() -> str:
@@ -61,9 +90,9 @@ def deploy_needs_a_tag() -> str:
     return "choose a tag to deploy"
 
 
-def matrix_scrolls(environments: int) -> str:
+def matrix_scrolls(count: int) -> str:
     """Above the matrix when it is wider than the screen (a phone): it scrolls inside its box."""
-    return f"{environments} environments: swipe the table sideways to see them all."
+    return f"{count} environments: swipe the table sideways to see them all."
 
 
 def menu() -> str:

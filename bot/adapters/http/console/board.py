@@ -52,13 +52,20 @@ async def board(console: Console, request: Request) -> Response:
         _card(console, who, name, locks, records, asked, stopped, now)
         for name, locks, records in zip(names, helds, histories, strict=True)
     ]
-    _place(threads, {c.name: c for c in cards}, who, console, now)
+    _place(threads, {c.name: c for c in cards}, who, console, now, [r for rs in histories for r in rs])
     stoppable = console.freezes is not None
     return console.render(
         request, "board.html", environments=cards, version=version, watch="board",
         everywhere=model.freezing([*policy.freezes, *stopped], ALL, now),
         stop_all=model.stop(ALL, stopped, policy, who.identity, stoppable),
     )
+
+
+async def everywhere(console: Console) -> list[DeployRecord]:
+    """The newest deploys of every environment (HISTORY_LIMIT each)."""
+    history, names = console.parts.history, console.policy.environments
+    histories = await asyncio.gather(*(history.recent(e, HISTORY_LIMIT) for e in names))
+    return [record for records in histories for record in records]
 
 
 async def stopped_now(console: Console) -> list[Freeze]:
@@ -87,14 +94,14 @@ def _card(console: Console, who: Viewer, name: str, locks: list[Lock], records: 
 
 
 def _place(threads: list[Thread], by_name: dict[str, model.Environment], who: Viewer, console: Console,
-           now: datetime) -> None:
-    """Put each active thread's running deploy, pending approvals and place in line on its
-    environment's card."""
+           now: datetime, records: list[DeployRecord]) -> None:
+    """Put each active thread's running deploy, pending approvals (their commits marked faulty
+    in `records`, the history) and place in line on its environment's card."""
     for t in threads:
         going = model.running(t)
         if going and going.environment in by_name:
             by_name[going.environment].running.append(going)
-        for a in model.approvals(t, who.identity, console.policy, now):
+        for a in model.marked_faulty(model.approvals(t, who.identity, console.policy, now), records):
             if a.pending and a.request.environment in by_name:
                 by_name[a.request.environment].waiting.append(a)
         waits = model.queued(t, now)

@@ -237,7 +237,8 @@ class Console:
             viewer=who, notice=notice, path=request.url.path, now=self.service.clock(), prefix=PREFIX,
             can_mail_links=self.sign_in is not None and self.sign_in.mails_links,
             slack_login=self.sign_in is not None and self.sign_in.slack_login,
-            waiting_for_you=request.scope.get("state", {}).get("waiting_for_you", 0), **context,
+            waiting_for_you=request.scope.get("state", {}).get("waiting_for_you", 0),
+            model_configured=self.parts.llm_configured, **context,
         )
         response = HTMLResponse(body, status_code=code, headers=HEADERS)
         new_browser = request.scope.get("state", {}).get("new_browser")
