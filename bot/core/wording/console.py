@@ -9,16 +9,21 @@ from bot.core.events import Change
 from bot.core.wording.changes import goes
 
 __all__ = [
-    "PREVIEW_STOPS", "approval_key_facts", "approval_needed", "confirm_cancel", "confirm_rollback", "confirm_stop",
-    "confirm_take", "deploy_needs_a_tag", "deploys_once_sent", "faulty_warning", "goes_back_warning",
-    "matrix_scrolls", "menu", "preview_stop", "reason_asks", "reason_in_parentheses", "refused_at_once",
-    "tags_unreadable",
+    "PREVIEW_STOPS", "approval_key_facts", "approval_needed", "confirm_cancel", "confirm_promote",
+    "confirm_rollback", "confirm_stop", "confirm_take", "deploy_needs_a_tag", "deploys_once_sent", "faulty_warning",
+    "goes_back_warning", "matrix_scrolls", "menu", "preview_stop", "reason_asks", "reason_in_parentheses",
+    "refused_at_once", "tags_unreadable",
 ]
 
 
 def confirm_rollback(service: str, environment: str, from_tag: str, to_tag: str) -> str:
     return (f"Roll back {service} in {environment} from {from_tag} to {to_tag}? A new thread asks for approval "
             "where it must, and the service stays locked there afterwards.")
+
+
+def confirm_promote(service: str, source: str, environment: str, tag: str, commit: str) -> str:
+    return (f"Promote {service} {tag} ({commit[:7]}), which passed {source}, to {environment}? A new thread "
+            "deploys that commit, asking for approval where it must.")
 
 
 def confirm_cancel() -> str:

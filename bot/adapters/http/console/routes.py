@@ -149,6 +149,7 @@ def templates() -> jinja2.Environment:
     env.globals.update(ago=model.ago, left=model.left, change_lines=wording.change_lines,
                        expired_in_place=wording.expired_in_place)
     env.globals.update(shown=shown, confirm_rollback=wording.confirm_rollback, confirm_cancel=wording.confirm_cancel,
+                       confirm_promote=wording.confirm_promote,
                        confirm_stop=wording.confirm_stop, confirm_take=wording.confirm_take,
                        verified_on_record=wording.verified_on_record, skipped_on_record=wording.skipped_on_record,
                        menu=wording.menu, matrix_scrolls=wording.matrix_scrolls)
