@@ -2,7 +2,7 @@
 in the one before (deploybot.toml's `promotion = ["staging", "production"]`, for every
 service or per service, with an optional `soak`). Pure: the deploy path (bot/runtime/
 deploying.py) reads the previous environment's history and asks `refusal`; `promote SERVICE
-to ENV` asks `newest_passed`.
+to ENV` asks `candidates`.
 
 A commit passed the previous environment when a deploy of it there succeeded, at least the
 soak ago, and (where verification is configured for the service there) was verified; a
@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 from bot.core import wording
 
@@ -109,8 +109,22 @@ def passed(record: Deployed, now: datetime, soak: timedelta, verify: bool) -> bo
 
 def newest_passed(records: Sequence[Deployed], now: datetime, soak: timedelta, verify: bool) -> Deployed | None:
     """The newest deploy (records newest first) whose commit passed: the one to promote."""
+    found = candidates(records, now, soak, verify)
+    return found[0] if found else None
+
+
+D = TypeVar("D", bound=Deployed)
+
+
+def candidates(records: Sequence[D], now: datetime, soak: timedelta, verify: bool) -> list[D]:
+    """What `promote` may deploy, best first: the newest deploy of each commit that passed
+    (records newest first), none of a commit ever marked faulty there."""
     faulty = {r.commit for r in records if r.faulty}
-    return next((r for r in records if r.commit not in faulty and passed(r, now, soak, verify)), None)
+    found: dict[str, D] = {}
+    for r in records:
+        if r.commit not in faulty and r.commit not in found and passed(r, now, soak, verify):
+            found[r.commit] = r
+    return list(found.values())
 
 
 def refusal(

@@ -11,7 +11,7 @@ from bot.core import promotion, wording
 from bot.core.events import CommandResult, DeployService, Event, Promote
 from bot.core.policy import Policy
 from bot.runtime.gathering import HISTORY_LOOKED_AT
-from bot.runtime.ports import DeployerError, History, Versions
+from bot.runtime.ports import DeployerError, DeployRecord, History, Versions
 
 
 async def plan(step: Promote, history: History, deployers: Mapping[str, Versions], policy: Policy,
@@ -25,24 +25,36 @@ async def plan(step: Promote, history: History, deployers: Mapping[str, Versions
     )
     if invalid:
         return CommandResult(step_id=step.id, ok=False, text=invalid)
-    rules = policy.promotion
-    previous = rules.previous(service, env)
+    previous = policy.promotion.previous(service, env)
     if previous is None:
         return CommandResult(step_id=step.id, ok=False, text=wording.no_promotion_order(service, env))
-    records = await history.recent(previous, HISTORY_LOOKED_AT, service=service)
-    soak, verify = rules.soak(service), rules.needs_verification(service, previous)
-    faulty = {r.commit for r in records if r.faulty}
-    seen: set[str] = set()
-    for record in records:
-        if record.commit in faulty or record.commit in seen or not promotion.passed(record, now, soak, verify):
-            continue
-        seen.add(record.commit)
-        if await _still_points(deployers.get(service), record.tag, record.commit):
-            return DeployService(
-                service=service, tag=record.tag, environment=env, source="command",
-                reason=wording.promoted_from(previous, record.tag, record.at, now),
-            )
+    record = await pick(service, env, history, deployers, policy, now)
+    if record is not None:
+        return DeployService(service=service, tag=record.tag, environment=env, source="command",
+                             reason=wording.promoted_from(previous, record.tag, record.at, now))
     return CommandResult(step_id=step.id, ok=False, text=wording.nothing_to_promote(service, env, previous))
+
+
+async def candidates(history: History, policy: Policy, service: str, environment: str,
+                     now: datetime) -> list[DeployRecord]:
+    """What `promote SERVICE to ENVIRONMENT` may deploy, best first (promotion.candidates,
+    over the environment before's deploys of the service); none outside a promotion order.
+    `plan` takes the first whose tag still names its commit; the console's board shows it."""
+    rules = policy.promotion
+    previous = rules.previous(service, environment)
+    if previous is None:
+        return []
+    records = await history.recent(previous, HISTORY_LOOKED_AT, service=service)
+    return promotion.candidates(records, now, rules.soak(service), rules.needs_verification(service, previous))
+
+
+async def pick(service: str, environment: str, history: History, deployers: Mapping[str, Versions],
+               policy: Policy, now: datetime) -> DeployRecord | None:
+    """The deploy `plan` promotes: the best candidate whose tag still names its commit."""
+    for record in await candidates(history, policy, service, environment, now):
+        if await _still_points(deployers.get(service), record.tag, record.commit):
+            return record
+    return None
 
 
 async def _still_points(versions: Versions | None, tag: str, commit: str) -> bool:

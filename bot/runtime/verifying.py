@@ -70,6 +70,7 @@ class Verifying:
             ended = VerificationEnded(deploy_id=started.deploy_id, outcome="skipped", by=who.label,
                                       reason=action.reason)
             thread = await journal.decide(thread, [ended])
+            await self._mark_verified(thread, started)
             await self._release(started, wake=True)
             return thread
         return await self._verify_now(thread, started, message.id, who.label, journal)
@@ -117,12 +118,17 @@ class Verifying:
         return await journal.decide(thread, [action.ended, rollback])
 
     async def _mark_verified(self, thread: Thread, started: VerificationStarted) -> None:
+        """The verdict on the deploy's history record, which outlives the thread: verified (by
+        whom, if early) or skipped (by whom, why)."""
         recorded = verification.ended(thread, started.deploy_id)
+        env, deploy_id = started.environment, started.deploy_id
         try:
             if recorded is not None and recorded.outcome == "verified":
-                await self.history.mark_verified(started.environment, started.deploy_id, recorded.at)
-        except Exception:  # the thread has it; the history's mark is for promotion and metrics
-            log.exception("thread %s: could not mark %s verified", thread.id, started.deploy_id)
+                await self.history.mark_verified(env, deploy_id, recorded.at, recorded.by if recorded.early else "")
+            elif recorded is not None and recorded.outcome == "skipped":
+                await self.history.mark_skipped(env, deploy_id, recorded.at, recorded.by, recorded.reason)
+        except Exception:  # the thread has it; the history's mark is for promotion, metrics and the audit
+            log.exception("thread %s: could not mark %s %s", thread.id, deploy_id, recorded and recorded.outcome)
 
     async def _round(self, started: VerificationStarted) -> list[CheckObserved]:
         """Every check asked at once, and all of them answered (or given up on) by the round's

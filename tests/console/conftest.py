@@ -206,9 +206,11 @@ class Console:
         page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
-def serve_console(redis_url: str, tmp: Path, config: str, repo: Path, port: int | None = None) -> Iterator[Console]:
+def serve_console(redis_url: str, tmp: Path, config: str, repo: Path, port: int | None = None,
+                  model: bool = True) -> Iterator[Console]:
     """A `python -m bot serve` of its own on an emptied Redis, with `config` as its deploybot.toml
-    and `repo` as its repository (`port`: when the config must name it first); stopped after."""
+    and `repo` as its repository (`port`: when the config must name it first; `model`: False for
+    a bot with no model configured, which takes only exact commands); stopped after."""
 
     async def flush() -> None:
         redis = Redis.from_url(redis_url)
@@ -225,6 +227,8 @@ def serve_console(redis_url: str, tmp: Path, config: str, repo: Path, port: int 
         API_TOKEN=TOKEN, DEPLOYBOT_CONFIG=str(tmp / "deploybot.toml"), LLM_BASE_URL=llm.base_url,
         LLM_MODEL="fake-model", LLM_API_KEY="sk-console-test-key-0123456789", PUBLIC_URL=f"http://127.0.0.1:{port}",
     )
+    if not model:
+        env = {k: v for k, v in env.items() if not k.startswith("LLM_")}
     shots = DOCS if os.environ.get("CONSOLE_SCREENSHOTS") == "1" else tmp / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     log = tmp / "serve.log"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from playwright.sync_api import FloatRect, Locator, Page, expect
 
+from bot.core import wording
 from tests.console.conftest import Console, release
 from tests.console.test_console import approve_on_its_page, card, row, section, signed_in
 from tests.helpers import reply
@@ -362,3 +363,49 @@ def test_a_running_deploy_s_output_shows_as_it_comes_with_secrets_redacted(conte
     with console.api() as api:
         assert api.get(f"/console/threads/{thread_id}/output").status_code == 204
         assert api.get("/console/threads/not-a-thread/output").status_code == 404
+
+
+def test_a_phone_navigates_from_one_row_and_the_matrix_scrolls_in_its_box(context, console: Console):
+    page = signed_in(context, console, "alice")
+    page.goto(f"{console.url}/console/matrix")
+    header = page.locator("header.top")
+    links = page.get_by_role("navigation", name="Console").get_by_role("link")
+    expect(links).to_have_count(6)  # a laptop: every link shown, no menu to open
+    expect(page.get_by_role("link", name="Deploys")).to_be_visible()
+    expect(page.locator("header.top summary")).to_be_hidden()
+    console.shot(page, "matrix")
+
+    page.set_viewport_size(PHONE)
+    page.goto(f"{console.url}/console/matrix")
+    one_row = header.bounding_box()
+    assert one_row is not None and one_row["height"] <= 56, one_row  # the navigation: one row, not three
+    expect(page.get_by_role("link", name="Deploys")).to_be_hidden()
+    console.shot(page, "matrix-phone")
+    page.locator("header.top summary", has_text="Menu").click()  # a menu, no framework
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    console.shot(page, "menu-phone")
+    page.get_by_role("link", name="Deploys").click()
+    expect(page).to_have_url(re.compile(r"/console/deploys$"))
+    expect(page.get_by_role("link", name="Deploys")).to_be_hidden()  # closed again on the next page
+
+    page.goto(f"{console.url}/console/matrix")
+    fits(page)  # the page itself is no wider than the screen
+    box = page.get_by_role("region", name="Services by environment")
+    sizes = box.evaluate("b => [b.scrollWidth, b.clientWidth]")
+    if sizes[0] > sizes[1]:  # wider than the screen: it scrolls inside its box, and says so
+        expect(page.locator(".scroll-hint")).to_be_visible()
+        expect(page.locator(".scroll-hint")).to_have_text(wording.matrix_scrolls(3))
+        first = box.locator("tbody th").first
+        assert first.evaluate("e => getComputedStyle(e).position") == "sticky"
+        before = first.bounding_box()
+        box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
+        after = first.bounding_box()
+        assert before is not None and after is not None and abs(after["x"] - before["x"]) <= 1, (before, after)
+        last = box.locator("thead th").last
+        last_box = last.bounding_box()
+        assert last_box is not None and last_box["x"] + last_box["width"] <= PHONE["width"] + 1, last_box
+    else:
+        expect(page.locator(".scroll-hint")).to_be_hidden()
+    page.set_viewport_size({"width": 1280, "height": 860})
+    page.goto(f"{console.url}/console/matrix")
+    expect(page.locator(".scroll-hint")).to_be_hidden()  # it fits: no hint

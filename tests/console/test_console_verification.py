@@ -6,6 +6,7 @@ an approver's Verify now ends the bake, the deploy verified in the history."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -73,3 +74,41 @@ def test_a_verifying_deploy_shows_live_and_an_approver_verifies_it_now(context, 
         [record] = api.get("/deploys", params={"environment": "production"}).json()["deploys"]
     assert datetime.fromisoformat(record["verified_at"]) == datetime.fromisoformat(ended["at"]), record
     assert record["faulty"] is False
+
+
+def test_a_skipped_verification_is_on_the_deploys_record_its_audit_page_and_exports(context, console: Console):
+    thread_id, _ = console.waiting_deploy("v1.2.2")
+    alice = signed_in(context, console, "alice")
+    alice.goto(f"{console.url}/console/threads/{thread_id}")
+    alice.get_by_role("button", name="Approve", exact=True).click()
+    verifying = alice.get_by_role("region", name=re.compile("^Verifying backend"))
+    expect(verifying.get_by_role("button", name="Skip verification")).to_be_visible(timeout=LIVE)
+    console.llm.script(reply(intent="done_for_now", message="Skipped."))
+    verifying.get_by_label("Reason to skip verification").fill("dashboards down, <b>checked</b> by hand")
+    verifying.get_by_role("button", name="Skip verification").click()
+    body = console.wait(thread_id, {"done", "failed", "cancelled", "waiting_for_human"})
+    [ended] = [e for e in body["events"] if e["type"] == "verification_ended"]
+    assert (ended["outcome"], ended["by"]) == ("skipped", "alice"), ended
+    said = "verification skipped by alice: dashboards down, <b>checked</b> by hand"  # as text, escaped
+
+    for viewport, name in (({"width": 1280, "height": 860}, "desktop"), ({"width": 390, "height": 844}, "phone")):
+        alice.set_viewport_size(viewport)
+        alice.goto(f"{console.url}/console/deploys?environment=production")
+        record = alice.locator(".record", has_text="v1.2.2").first
+        expect(record.locator(".flag-skipped")).to_have_text(said)
+        record.get_by_role("link", name="audit").click()
+        verdict = alice.locator("ol.audit li", has=alice.get_by_role("heading", name="Verification"))
+        expect(verdict).to_contain_text(said)
+        console.shot(alice, f"deploy-skipped-verification-{name}")
+
+    for export in ("deploys.csv", "deploys.jsonl"):
+        got = alice.request.get(f"{console.url}/console/{export}?environment=production")
+        assert got.status == 200, export
+        text = got.text()
+        assert "verification_skipped_by" in text and "dashboards down, <b>checked</b> by hand" in text, text
+    rows = [json.loads(line) for line in alice.request.get(
+        f"{console.url}/console/deploys.jsonl?environment=production").text().splitlines()]
+    [skipped] = [r for r in rows if r["tag"] == "v1.2.2"]
+    assert (skipped["verification_skipped_by"], skipped["verification_skip_reason"], skipped["verified_at"]) == (
+        "alice", "dashboards down, <b>checked</b> by hand", None), skipped
+    assert datetime.fromisoformat(skipped["verification_skipped_at"]) == datetime.fromisoformat(ended["at"])

@@ -184,6 +184,25 @@ async def test_verified_marks_show_when_the_verification_passed_in_every_listing
     assert [r.verified_at for r in await environments.recent("staging", 10)] == []
 
 
+async def test_a_skipped_verification_and_who_verified_early_show_on_the_record(environments):
+    records = [replace(record(n), deploy_id=f"d{n}") for n in range(3)]
+    for r in records:
+        await environments.record(r)
+    at = SINCE + timedelta(minutes=10)
+    await environments.mark_skipped("production", "d1", at, "alice", "the dashboard is down, checked by hand")
+    await environments.mark_verified("production", "d2", at, by="erin")  # "verify now"
+    await environments.mark_verified("production", "d0", at)  # its checks held for the whole bake
+    listings = [await environments.recent("production", 10), await environments.recent("production", 10, "backend"),
+                (await environments.page("production", 10))[0], await environments.since("production", SINCE, 10)]
+    for listing in listings:
+        d2, d1, d0 = listing
+        assert (d1.verification_skipped_at, d1.verification_skipped_by, d1.verification_skip_reason) == (
+            at, "alice", "the dashboard is down, checked by hand")
+        assert d1.verified_at is None  # skipped is not verified: promotion must not count it
+        assert (d2.verified_at, d2.verified_by, d2.verification_skipped_at) == (at, "erin", None)
+        assert (d0.verified_at, d0.verified_by, d0.verification_skipped_by) == (at, "", "")
+
+
 async def test_a_service_lock_and_the_environment_lock(environments):
     api = Lock("production", "d-api", "deploying api v1", SINCE, "api")
     web = Lock("production", "d-web", "deploying web v2", SINCE, "web")

@@ -5,6 +5,7 @@ personal token (a file that names people trusts no bare name)."""
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 from dataclasses import replace
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bot.core import wording
 from bot.runtime.clock import utcnow
 from tests.helpers import ledger_lines, settle, types
 
@@ -159,13 +161,18 @@ async def test_promote_proposes_the_newest_commit_that_passed_staging(bot, app, 
                                   headers=bot.auth("alice"))
     assert no_order.status_code == 422 and "no environment before staging" in no_order.json()["detail"]
 
-    # The console's board: a Promote button where the order has an environment before, as the person.
+    # The console's board: a Promote button where the order has an environment before, as the person;
+    # shown disabled with the reason while it would do nothing (tests/console/test_promote.py: the rest).
     async with httpx.AsyncClient(base_url=bot.api.base_url) as browser:
         signed = await browser.post("/auth/link", json={"code": await app.credentials.issue_link("alice", 60)})
         assert signed.status_code == 200, signed.text
         board = (await browser.get("/console/")).text
-        assert re.findall(r'action="/console/environments/(\w+)/services/(\w+)/promote"', board) == [
-            ("production", "backend"), ("production", "frontend")]
+        assert re.findall(r'action="/console/environments/(\w+)/services/(\w+)/promote"', board) == []
+        assert re.findall(r'aria-label="Promote (\w+) from staging to (\w+)"', board) == [
+            ("backend", "production"), ("frontend", "production")]
+        assert html.escape(wording.runs_already("production", "v1.2.2", commit(git_repo, "v1.2.2"))) in board
+        assert html.escape(wording.nothing_to_promote("frontend", "production", "staging")) in board
+        # A form posted without the commit a confirmation named starts the thread, as the API does
         csrf = re.search(r'name="csrf_token" value="([^"]+)"', board)[1]  # type: ignore[index]
         action = "/console/environments/production/services/backend/promote"
         assert (await browser.post(action, data={"csrf_token": "forged"})).status_code == 403

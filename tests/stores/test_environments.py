@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -94,3 +95,19 @@ async def test_a_lock_that_keeps_vanishing_is_given_up_after_three_tries(envs, r
     with pytest.raises(RuntimeError, match="could not read or take the lock on production"):
         await envs.acquire(lock("t2"), 10_000)
     assert len(gets) == 3
+
+
+async def test_a_record_stored_before_the_verdict_fields_loads_and_takes_its_verdict(envs, redis):
+    """A record as an older deploybot wrote it (no audit trail, no verification fields), with a
+    verification skipped since: it loads, with what the marks say."""
+    old = {"environment": "production", "service": "backend", "tag": "v1.2.3", "commit": "c" * 40, "ok": True,
+           "at": "2026-11-01T10:00:00+00:00", "approved_by": "alice", "thread_id": "t1", "deploy_id": "d1"}
+    await redis.lpush(envs.keys.history("production"), json.dumps(old))
+    [loaded] = await envs.recent("production", 5)
+    assert (loaded.deploy_id, loaded.verified_at, loaded.verification_skipped_by, loaded.requested_by) == (
+        "d1", None, "", "")
+    at = utcnow()
+    await envs.mark_skipped("production", "d1", at, "alice", "checked by hand")
+    [loaded] = await envs.recent("production", 5)
+    assert (loaded.verification_skipped_at, loaded.verification_skipped_by, loaded.verification_skip_reason) == (
+        at, "alice", "checked by hand")

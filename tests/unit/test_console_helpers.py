@@ -28,6 +28,7 @@ from bot.adapters.http.console.forms import (
 from bot.adapters.http.console.live import watched
 from bot.adapters.http.console.routes import Viewer
 from bot.adapters.http.console.threads import link
+from bot.core import wording
 from bot.core.audit import audit_trail
 from bot.core.events import ApprovalRequested, DeployResult, DeployService, DeployStarted, HumanResponse, UserMessage
 from bot.core.people import SESSION, Identity
@@ -185,3 +186,33 @@ def test_the_console_shows_the_audit_trail_the_history_keeps_whether_the_thread_
     assert (row["requested_by"], row["request"], row["finished_at"]) == (
         "carol", "deploy backend v1.2.3 to production", result.at.isoformat())
     assert model.audit(bare, None).asked_by == "" and model.record_fields(model.audit(bare, None))["started_at"] == ""
+
+
+def _card(**asked) -> model.Approval:
+    request = ApprovalRequested(
+        step_id="s1", thread_id="t1", args_hash="h", service="backend", tag="v1.2.2", commit="c" * 40,
+        environment="production", requested_by="api:carol", expires_at=datetime(2026, 12, 2, tzinfo=UTC), **asked)
+    return model.Approval("t1", request, "", "alice", None, None, pending=True, expired=False)
+
+
+def test_an_approval_card_warns_of_a_faulty_commit_and_of_going_back_but_not_of_a_rollback():
+    from bot.core.events import Change
+
+    back = Change(from_tag="v1.2.3", from_commit="b" * 40, to_commit="c" * 40, behind=2)
+    going_back = _card(change=back)
+    assert going_back.warnings == [wording.goes_back_warning(2, "production")]
+    assert going_back.key_facts == "asked by carol · goes back 2 commits"
+    assert _card(change=back, rollback_of="d1").warnings == []  # its rollback flag says so
+    assert _card(change=back.model_copy(update={"behind": 0, "ahead": 3})).warnings == []
+
+    def rec(env: str, service: str, commit: str, faulty: bool) -> DeployRecord:
+        return DeployRecord(env, service, "v1.2.2", commit, True, datetime(2026, 12, 1, tzinfo=UTC), None, "t", "d",
+                            faulty=faulty)
+
+    records = [rec("staging", "backend", "c" * 40, True), rec("development", "frontend", "c" * 40, True),
+               rec("production", "backend", "c" * 40, False), rec("development", "backend", "c" * 40, True)]
+    [marked] = model.marked_faulty([_card()], records)
+    assert marked.faulty_in == ("development", "staging")  # its own service's deploys, where marked
+    assert marked.warnings == [wording.faulty_warning("c" * 40, ["development", "staging"])]
+    decided = replace(_card(), pending=False)
+    assert model.marked_faulty([decided], records) == [decided]  # only what may still be approved

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,7 +11,7 @@ from bot.config.settings_file import FileConfig, ServiceEntry
 from bot.core import commands, prompt, wording
 from bot.core.catalog import Catalog, Service
 from bot.core.events import DeployService, Error, Promote, UserMessage
-from bot.core.promotion import Order, Promotion, exempt, newest_passed, parse_soak, refusal
+from bot.core.promotion import Order, Promotion, candidates, exempt, newest_passed, parse_soak, refusal
 from bot.core.thread import Thread
 from bot.runtime.agent import _blocked_deploy
 from bot.runtime.ports import DeployRecord
@@ -53,6 +54,42 @@ def test_failed_and_faulty_deploys_do_not_pass():
     why = refusal("aaa", "staging", records, NOW, SOAK, verify=False)
     assert why is not None and why.missing == "faulty" and why.newest is records[2]
     assert newest_passed(records, NOW, SOAK, verify=False) is records[2]
+
+
+def test_the_candidates_promote_picks_from_best_first_each_commit_once_never_a_faulty_one():
+    records = [deployed("ccc", 10), deployed("bbb", 40), deployed("aaa", 50), deployed("bbb", 60),
+               deployed("aaa", 90, faulty=True), deployed("zzz", 100, ok=False), deployed("yyy", 120)]
+    assert candidates(records, NOW, SOAK, verify=False) == [records[1], records[6]]  # ccc soaks still
+    assert candidates([], NOW, SOAK, verify=False) == []
+    assert newest_passed(records, NOW, SOAK, verify=False) is records[1]
+
+
+def test_the_boards_promote_is_offered_only_when_it_would_deploy_something():
+    from bot.adapters.http.console.model import Promotable, promotable
+    from bot.core.freeze_windows import stop_the_line
+    from bot.runtime.ports import Lock
+    from tests.unit.conftest import team_policy
+
+    policy, good = team_policy(), deployed("bbb", 40, tag="v2")
+    on_now = replace(deployed("aaa", 500, tag="v1"), environment="production")
+
+    def offered(candidate=good, current=on_now, locks=(), freezes=()):
+        return promotable("api", "production", "staging", candidate, current, locks, freezes, policy, NOW)
+
+    assert offered() == Promotable("staging", "v2", "bbb", None)
+    assert offered(current=None).why_not is None  # nothing there yet
+    assert offered(candidate=None).why_not == wording.nothing_to_promote("api", "production", "staging")
+    assert offered(current=replace(good, environment="production")).why_not == wording.runs_already(
+        "production", "v2", "bbb")
+    mine = Lock("production", "manual:bob", "db migration", NOW, "api")
+    assert offered(locks=[mine]).why_not == mine.describe()
+    assert offered(locks=[replace(mine, service="web")]).why_not is None  # another service's lock
+    whole = replace(mine, service="")
+    assert offered(locks=[whole]).why_not == whole.describe()
+    stopped = stop_the_line("production", reason="incident 4711", set_by="bob", since=NOW - timedelta(minutes=1))
+    frozen = offered(freezes=[stopped]).why_not
+    assert frozen is not None and "incident 4711" in frozen  # the deploy rule's own words
+    assert offered(freezes=[stop_the_line("staging", reason="x", set_by="bob", since=NOW)]).why_not is None
 
 
 def test_where_verification_is_configured_a_commit_must_be_verified():

@@ -277,6 +277,8 @@ async def test_verify_now_ends_the_bake_early_only_when_every_check_holds_and_on
     [ended] = thread.of(VerificationEnded)
     assert (ended.outcome, ended.early, ended.by) == ("verified", True, "carol")
     assert await parts.environments.holder("production", "backend") is None
+    record = next(r for r in await parts.environments.recent("production", 5) if r.tag == "v1.2.3")
+    assert (record.verified_at, record.verified_by) == (ended.at, "carol")  # on the record, which outlives the thread
 
 
 async def test_skip_verification_is_for_approvers_and_is_recorded_with_its_reason():
@@ -296,7 +298,10 @@ async def test_skip_verification_is_for_approvers_and_is_recorded_with_its_reaso
     assert (ended.outcome, ended.by, ended.reason) == ("skipped", "bob", "dashboards down, checked by hand")
     assert await parts.environments.holder("production", "backend") is None
     record = next(r for r in await parts.environments.recent("production", 5) if r.tag == "v1.2.3")
-    assert record.verified_at is None and not record.faulty
+    assert record.verified_at is None and not record.faulty  # skipped is not verified
+    # Who skipped it and why, on the record, which outlives the thread
+    assert (record.verification_skipped_at, record.verification_skipped_by, record.verification_skip_reason) == (
+        ended.at, "bob", "dashboards down, checked by hand")
 
 
 def test_plans_are_per_service_and_environment():

@@ -77,29 +77,51 @@ return 0
 """
 
 _TIMES = {f.name for f in fields(DeployRecord) if "datetime" in str(f.type)}
+# The verification's fields: marked after the record is written (mark_verified, mark_skipped).
+_VERDICT = ("verified_at", "verified_by", "verification_skipped_at", "verification_skipped_by",
+            "verification_skip_reason")
 
 
 def dump_record(entry: DeployRecord) -> str:
     data = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(entry).items()}
     data.pop("faulty")  # kept apart: a record is never rewritten
-    data.pop("verified_at")  # likewise
+    for name in _VERDICT:  # likewise
+        data.pop(name)
     return json.dumps(data)
 
 
 def load_record(
     raw: bytes | str, faulty: set[str] | frozenset[str] = frozenset(), verified: Mapping[str, datetime] | None = None,
+    verdicts: Mapping[str, dict[str, Any]] | None = None,
 ) -> DeployRecord:
     data: dict[str, Any] = json.loads(raw)
-    data.pop("verified_at", None)
+    for name in _VERDICT:
+        data.pop(name, None)
     for name in _TIMES & data.keys():
         if data[name] is not None:
             data[name] = datetime.fromisoformat(data[name])
-    at = (verified or {}).get(data["deploy_id"])
-    return DeployRecord(**{**data, "faulty": data["deploy_id"] in faulty, "verified_at": at})
+    deploy_id = data["deploy_id"]
+    return DeployRecord(**{**data, "faulty": deploy_id in faulty, "verified_at": (verified or {}).get(deploy_id),
+                           **(verdicts or {}).get(deploy_id, {})})
 
 
 def _verified(raw: Mapping[Any, Any]) -> dict[str, datetime]:
     return {text(k): datetime.fromisoformat(text(v)) for k, v in raw.items()}
+
+
+def _verdicts(raw: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
+    """deploy id -> the verification fields its verdict sets (only the fields it knows: a
+    newer process may have written more)."""
+    found: dict[str, dict[str, Any]] = {}
+    for key, value in raw.items():
+        verdict = json.loads(value)
+        if verdict.get("outcome") == "skipped":
+            found[text(key)] = {"verification_skipped_at": datetime.fromisoformat(verdict["at"]),
+                                "verification_skipped_by": verdict.get("by", ""),
+                                "verification_skip_reason": verdict.get("reason", "")}
+        elif verdict.get("outcome") == "verified":
+            found[text(key)] = {"verified_by": verdict.get("by", "")}
+    return found
 
 
 def history_cursor(from_tail: int, deploy_id: str) -> str:
@@ -204,9 +226,10 @@ class RedisEnvironments:
                 pipe.lrange(self.keys.history(environment), 0, limit - 1)
                 pipe.smembers(self.keys.faulty(environment))
                 pipe.hgetall(self.keys.verified(environment))
-                raw, faulty, verified = await pipe.execute()
-            marked = {text(f) for f in faulty}
-            return [load_record(item, marked, _verified(verified)) for item in raw]
+                pipe.hgetall(self.keys.verdicts(environment))
+                raw, faulty, verified, verdicts = await pipe.execute()
+            marked, said = {text(f) for f in faulty}, _verdicts(verdicts)
+            return [load_record(item, marked, _verified(verified), said) for item in raw]
         return (await self.page(environment, limit, None, service, scan=HISTORY_SCAN))[0]
 
     async def page(
@@ -229,6 +252,7 @@ class RedisEnvironments:
             start = length - found
         faulty = {text(f) for f in await self.redis.smembers(self.keys.faulty(environment))}
         verified = _verified(await self.redis.hgetall(self.keys.verified(environment)))
+        verdicts = _verdicts(await self.redis.hgetall(self.keys.verdicts(environment)))
         records: list[tuple[int, DeployRecord]] = []
         read = 0
         while start < length and len(records) <= limit and (scan is None or read < scan):
@@ -236,7 +260,7 @@ class RedisEnvironments:
             if not raw:
                 break
             for offset, item in enumerate(raw):
-                record = load_record(item, faulty, verified)
+                record = load_record(item, faulty, verified, verdicts)
                 if service is None or record.service == service:
                     records.append((length - 1 - (start + offset), record))
             start += len(raw)
@@ -284,15 +308,25 @@ class RedisEnvironments:
         key = self.keys.history(environment)
         faulty = {text(f) for f in await self.redis.smembers(self.keys.faulty(environment))}
         verified = _verified(await self.redis.hgetall(self.keys.verified(environment)))
+        verdicts = _verdicts(await self.redis.hgetall(self.keys.verdicts(environment)))
         found: list[DeployRecord] = []
         start = 0
         while len(found) < limit:
             raw = await self.redis.lrange(key, start, start + SINCE_CHUNK - 1)
-            records = [load_record(item, faulty, verified) for item in raw]
+            records = [load_record(item, faulty, verified, verdicts) for item in raw]
             found += [r for r in records if r.at >= after]
             if len(raw) < SINCE_CHUNK or any(r.at < after for r in records):
                 break
             start += len(raw)
         return found[:limit]
-    async def mark_verified(self, environment: str, deploy_id: str, at: datetime) -> None:
-        await self.redis.hset(self.keys.verified(environment), deploy_id, at.isoformat())
+    async def mark_verified(self, environment: str, deploy_id: str, at: datetime, by: str = "") -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(self.keys.verified(environment), deploy_id, at.isoformat())
+            if by:
+                pipe.hset(self.keys.verdicts(environment), deploy_id,
+                          json.dumps({"outcome": "verified", "at": at.isoformat(), "by": by}))
+            await pipe.execute()
+
+    async def mark_skipped(self, environment: str, deploy_id: str, at: datetime, by: str, reason: str) -> None:
+        verdict = {"outcome": "skipped", "at": at.isoformat(), "by": by, "reason": reason}
+        await self.redis.hset(self.keys.verdicts(environment), deploy_id, json.dumps(verdict))

@@ -103,6 +103,12 @@ class Keys:
         """deploy id -> when its verification passed, for the deploys to `environment`."""
         return f"{self.prefix}:deploys:{environment}:verified"
 
+    def verdicts(self, environment: str) -> str:
+        """deploy id -> who verified it early, or skipped its verification and why (JSON), for
+        the deploys to `environment`. Apart from `verified`, whose plain times older
+        processes read."""
+        return f"{self.prefix}:deploys:{environment}:verdicts"
+
     def conversation(self, scope: str) -> str:
         """A channel's conversation (a Slack thread, an email chain) -> its bot thread."""
         return f"{self.prefix}:conversation:{{{scope}}}"

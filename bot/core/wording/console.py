@@ -3,9 +3,15 @@ form and matrix (bot/adapters/http/console/deploy_form.py, matrix.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from bot.core.events import Change
+from bot.core.wording.changes import goes
+
 __all__ = [
-    "PREVIEW_STOPS", "approval_needed", "confirm_cancel", "confirm_rollback", "confirm_stop", "confirm_take",
-    "deploy_needs_a_tag", "deploys_once_sent", "preview_stop", "reason_asks", "reason_in_parentheses",
+    "PREVIEW_STOPS", "approval_key_facts", "approval_needed", "confirm_cancel", "confirm_promote",
+    "confirm_rollback", "confirm_stop", "confirm_take", "deploy_needs_a_tag", "deploys_once_sent", "faulty_warning",
+    "goes_back_warning", "matrix_scrolls", "menu", "preview_stop", "reason_asks", "reason_in_parentheses",
     "refused_at_once", "retry_reason", "tags_unreadable",
 ]
 
@@ -18,6 +24,11 @@ def confirm_rollback(service: str, environment: str, from_tag: str, to_tag: str)
 def retry_reason(thread_id: str) -> str:
     """The reason a Retry of a failed deploy is asked with (said in the command's parentheses)."""
     return f"retry of thread {thread_id}"
+
+
+def confirm_promote(service: str, source: str, environment: str, tag: str, commit: str) -> str:
+    return (f"Promote {service} {tag} ({commit[:7]}), which passed {source}, to {environment}? A new thread "
+            "deploys that commit, asking for approval where it must.")
 
 
 def confirm_cancel() -> str:
@@ -35,6 +46,29 @@ def confirm_take(target: str, holder: str) -> str:
 def approval_needed(required: int, deciders: str) -> str:
     """Who must approve a deploy the console's form would ask for: "needs 2 approvals from alice or erin"."""
     return f"needs {required} approvals from {deciders}" if required > 1 else f"needs an approval from {deciders}"
+
+
+# An approval card (the approvals page, the board, a thread): what to know before approving.
+
+
+def approval_key_facts(asker: str, change: Change | None) -> str:
+    """Who asked and how far it moves, on one line ("asked by carol · 3 commits ahead"): what
+    a phone shows above Approve, under the heading that names the service, tag and environment."""
+    if change is None or change.unknown:
+        return f"asked by {asker}"
+    moves = goes(change.ahead, change.behind) if change.from_commit else "the first deploy there"
+    return f"asked by {asker} · {moves}"
+
+
+def goes_back_warning(behind: int, environment: str) -> str:
+    removed = f"{behind} commit deployed on {environment} now would be removed" if behind == 1 else (
+        f"{behind} commits deployed on {environment} now would be removed")
+    return f"Goes back to an older commit: {removed} (like a rollback)."
+
+
+def faulty_warning(commit: str, environments: Sequence[str]) -> str:
+    return (f"Commit {commit[:7]} was marked faulty in {', '.join(environments)}: a deploy of it there was "
+            "rolled back or failed its verification. Look again before approving.")
 
 
 def deploys_once_sent() -> str:
@@ -64,6 +98,16 @@ def reason_asks() -> str:
 
 def deploy_needs_a_tag() -> str:
     return "choose a tag to deploy"
+
+
+def matrix_scrolls(count: int) -> str:
+    """Above the matrix when it is wider than the screen (a phone): it scrolls inside its box."""
+    return f"{count} environments: swipe the table sideways to see them all."
+
+
+def menu() -> str:
+    """What opens the navigation on a phone, where its links take one row."""
+    return "Menu"
 
 
 def tags_unreadable(service: str, error: object) -> str:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 __all__ = [
     "how_long", "no_promotion_order", "not_a_duration", "not_promoted", "nothing_to_promote", "order_repeats",
-    "order_unknown", "promoted_from", "short_commit",
+    "order_unknown", "promoted_from", "promotion_moved", "runs_already", "short_commit",
 ]
 
 
@@ -56,6 +56,20 @@ def promoted_from(previous: str, tag: str, at: datetime, now: datetime) -> str:
 
 def nothing_to_promote(service: str, environment: str, previous: str) -> str:
     return f"Nothing to promote: no commit of {service} has passed {previous} yet, so none may go to {environment}."
+
+
+def runs_already(environment: str, tag: str, commit: str) -> str:
+    """Why the console offers no Promote: what it would send is on there already."""
+    return f"{environment} already runs {tag} ({commit[:7]}): nothing newer has passed the environment before."
+
+
+def promotion_moved(tag: str, commit: str, to_tag: str, to_commit: str) -> str:
+    """A Promote sent from a page that named another commit than `promote` would pick now
+    (`to_tag`, `to_commit`; "": none)."""
+    if not to_commit:
+        return f"{tag} ({commit[:7]}) is no longer what Promote would send, and nothing is now: reload the page"
+    return (f"{tag} ({commit[:7]}) is no longer what Promote would send, {to_tag} ({to_commit[:7]}) is: "
+            "reload the page and look again")
 
 
 def no_promotion_order(service: str, environment: str) -> str:

@@ -12,7 +12,8 @@ __all__ = [
     "failed_verification_rolled_back", "http_check_answered", "http_check_status", "http_check_without",
     "may_not_skip_verification", "query_failed", "query_not_a_number", "query_not_finite", "query_refused",
     "query_without_result", "rollback_past_freeze", "verification_failed", "verification_rollback_proposed",
-    "verification_skipped", "verified", "verify_now_refused", "verifying",
+    "verification_skipped", "verified", "verified_on_record", "verify_now_refused", "verifying",
+    "skipped_on_record",
 ]
 
 
@@ -88,6 +89,17 @@ def verification_failed(what: str, check: str, value: str) -> str:
 
 def verification_skipped(what: str, by: str, reason: str) -> str:
     return f"Verification of {what} skipped by {by}: {reason}. The lock is released."
+
+
+# The verdict as a deploy's history record keeps it (the deploys page, a deploy's audit trail).
+
+
+def verified_on_record(by: str) -> str:
+    return f"verified early by {by}: every check held" if by else "verified: every check held for the whole bake"
+
+
+def skipped_on_record(by: str, reason: str) -> str:
+    return f"verification skipped by {by or 'someone unknown'}: {reason or 'no reason given'}"
 
 
 def verify_now_refused(check: str, value: str) -> str:

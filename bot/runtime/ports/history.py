@@ -25,6 +25,12 @@ class DeployRecord:
     forced_by: str | None = None
     faulty: bool = False  # rolled back since: never a rollback target again
     verified_at: datetime | None = None
+    verified_by: str = ""  # who ended the bake early ("verify now"); "" when its checks held for all of it
+    # A verification skipped ("skip verification: REASON"): when, by whom, why. Not verified:
+    # promotion does not count it as passed.
+    verification_skipped_at: datetime | None = None
+    verification_skipped_by: str = ""
+    verification_skip_reason: str = ""
     # The audit trail, kept here because the record outlives its thread (THREAD_RETENTION;
     # the history has DEPLOY_HISTORY_RETENTION). Empty in records older than these fields.
     requested_by: str = ""  # who asked: the person, else the channel's id for them
@@ -71,9 +77,15 @@ class History(Protocol):
         """The deploy was rolled back: `recent` shows it `faulty` from now on."""
         ...
 
-    async def mark_verified(self, environment: str, deploy_id: str, at: datetime) -> None:
-        """The deploy's checks held for its whole bake (bot/core/verification.py): `recent`
-        shows it with `verified_at` from now on."""
+    async def mark_verified(self, environment: str, deploy_id: str, at: datetime, by: str = "") -> None:
+        """The deploy's checks held for its whole bake (bot/core/verification.py), or `by`
+        ended it early with "verify now": `recent` shows it with `verified_at` (and
+        `verified_by`) from now on."""
+        ...
+
+    async def mark_skipped(self, environment: str, deploy_id: str, at: datetime, by: str, reason: str) -> None:
+        """`by` skipped the deploy's verification for `reason`: `recent` shows it with
+        `verification_skipped_at`, `_by` and `verification_skip_reason` from now on."""
         ...
 
     async def since(self, environment: str, after: datetime, limit: int) -> list[DeployRecord]:

@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from bot.runtime.ports import DeployRecord, Lock
 from bot.testing.memory.clock import Monotonic
@@ -26,7 +27,7 @@ class MemoryEnvironments:
         self._held = Expiry(clock)  # (environment, service) -> owner, with the lock's TTL
         self._history: dict[str, deque[DeployRecord]] = {}
         self._faulty: set[str] = set()
-        self._verified: dict[str, datetime] = {}
+        self._verdicts: dict[str, dict[str, Any]] = {}  # deploy id -> its verification's fields
 
     def _holder(self, environment: str, service: str = "") -> Lock | None:
         key = (environment, service)
@@ -94,7 +95,7 @@ class MemoryEnvironments:
     async def recent(self, environment: str, limit: int, service: str | None = None) -> list[DeployRecord]:
         await round_trip()
         scanned = list(self._history.get(environment, ()))[:HISTORY_SCAN if service else limit]
-        found = [replace(r, faulty=r.deploy_id in self._faulty, verified_at=self._verified.get(r.deploy_id))
+        found = [self._marked(r)
                  for r in scanned if service is None or r.service == service]
         return found[:limit]
 
@@ -108,7 +109,7 @@ class MemoryEnvironments:
             if not cursor.startswith("h:"):
                 raise ValueError("not a cursor from this listing")
             start = next((i + 1 for i, r in enumerate(records) if r.deploy_id == cursor[2:]), len(records))
-        found = [replace(r, faulty=r.deploy_id in self._faulty, verified_at=self._verified.get(r.deploy_id))
+        found = [self._marked(r)
                  for r in records[start:] if service is None or r.service == service][:limit + 1]
         shown = found[:limit]
         return shown, f"h:{shown[-1].deploy_id}" if len(found) > limit else None
@@ -136,8 +137,17 @@ class MemoryEnvironments:
         for r in self._history.get(environment, ()):  # newest first, as RedisEnvironments
             if r.at < after or len(found) == limit:
                 break
-            found.append(replace(r, faulty=r.deploy_id in self._faulty, verified_at=self._verified.get(r.deploy_id)))
+            found.append(self._marked(r))
         return found
-    async def mark_verified(self, environment: str, deploy_id: str, at: datetime) -> None:
+    async def mark_verified(self, environment: str, deploy_id: str, at: datetime, by: str = "") -> None:
         await round_trip()
-        self._verified[deploy_id] = at
+        self._verdicts[deploy_id] = {"verified_at": at, "verified_by": by}
+
+    async def mark_skipped(self, environment: str, deploy_id: str, at: datetime, by: str, reason: str) -> None:
+        await round_trip()
+        self._verdicts[deploy_id] = {"verification_skipped_at": at, "verification_skipped_by": by,
+                                     "verification_skip_reason": reason}
+
+    def _marked(self, record: DeployRecord) -> DeployRecord:
+        """The record with the marks kept apart from it (a record is never rewritten)."""
+        return replace(record, faulty=record.deploy_id in self._faulty, **self._verdicts.get(record.deploy_id, {}))

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from bot.adapters.http.console import model
-from bot.adapters.http.console.board import BOARD_SCAN
+from bot.adapters.http.console.board import BOARD_SCAN, everywhere
 from bot.adapters.http.console.forms import back, text
 from bot.adapters.http.console.routes import PREFIX, Console
 from bot.adapters.http.shared import MAX_TEXT_CHARS
@@ -34,6 +34,8 @@ async def approvals_page(console: Console, request: Request) -> Response:
     threads = list({t.id: t for t in (*active, *recent)}.values())
     found = [a for t in threads for a in model.approvals(t, who.identity, console.policy, now)]
     pending = sorted((a for a in found if a.pending), key=lambda a: a.request.expires_at)
+    if pending:  # each one's commit, marked faulty anywhere since it was asked
+        pending = model.marked_faulty(pending, await everywhere(console))
     decided = sorted((a for a in found if a.closed_at is not None), key=lambda a: a.closed_at or now,
                      reverse=True)[:DECIDED_SHOWN]
     return console.render(request, "approvals.html", pending=pending, decided=decided, version=version,

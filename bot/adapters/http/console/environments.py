@@ -16,6 +16,7 @@ from bot.core import authority, commands, wording
 from bot.core.events import ResumeDeploys, StopDeploys
 from bot.core.freeze_windows import ALL
 from bot.core.policy import lock_owner
+from bot.runtime import promoting
 from bot.runtime.ports import Lock
 from bot.runtime.service import Forbidden, Invalid, WrongState
 
@@ -195,13 +196,23 @@ async def roll_back(console: Console, request: Request, environment: str, servic
 async def promote(console: Console, request: Request, environment: str, service_name: str) -> Response:
     """Start a thread that promotes the service to the environment, as POST /deploys/promote
     does: the exact command, so the thread finds the commit (or says there is none) and the
-    usual rules apply to its deploy."""
+    usual rules apply to its deploy. `commit`, when posted: the one the board's confirmation
+    named, which must still be the one `promote` picks."""
     who = console.viewer(request)
-    await console.form(request, who)
+    fields = await console.form(request, who)
     who.starts()
     console.known_environment(environment)
     console.known_service(service_name, environment)
     if console.policy.promotion.previous(service_name, environment) is None:
         raise Invalid(wording.no_promotion_order(service_name, environment))
+    shown = fields.get("commit", "")[:64]
+    if shown:  # what the board named must still be what `promote` picks, or it would send another
+        deploying = console.parts.deploying
+        now_picked = await promoting.pick(service_name, environment, console.parts.history, deploying.deployers,
+                                          console.policy, console.service.clock())
+        if now_picked is None or now_picked.commit != shown:
+            raise WrongState(wording.promotion_moved(fields.get("tag", "")[:200], shown,
+                                                     now_picked.tag if now_picked else "",
+                                                     now_picked.commit if now_picked else ""))
     thread = await console.launch(commands.promote_text(service_name, environment), who)
     return back({}, f"{PREFIX}/threads/{thread.id}", "promote")

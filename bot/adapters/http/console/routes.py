@@ -149,7 +149,10 @@ def templates() -> jinja2.Environment:
     env.globals.update(ago=model.ago, left=model.left, change_lines=wording.change_lines,
                        expired_in_place=wording.expired_in_place)
     env.globals.update(shown=shown, confirm_rollback=wording.confirm_rollback, confirm_cancel=wording.confirm_cancel,
-                       confirm_stop=wording.confirm_stop, confirm_take=wording.confirm_take)
+                       confirm_promote=wording.confirm_promote,
+                       confirm_stop=wording.confirm_stop, confirm_take=wording.confirm_take,
+                       verified_on_record=wording.verified_on_record, skipped_on_record=wording.skipped_on_record,
+                       menu=wording.menu, matrix_scrolls=wording.matrix_scrolls)
     return env
 
 
@@ -235,7 +238,8 @@ class Console:
             viewer=who, notice=notice, path=request.url.path, now=self.service.clock(), prefix=PREFIX,
             can_mail_links=self.sign_in is not None and self.sign_in.mails_links,
             slack_login=self.sign_in is not None and self.sign_in.slack_login,
-            waiting_for_you=request.scope.get("state", {}).get("waiting_for_you", 0), **context,
+            waiting_for_you=request.scope.get("state", {}).get("waiting_for_you", 0),
+            model_configured=self.parts.llm_configured, **context,
         )
         response = HTMLResponse(body, status_code=code, headers=HEADERS)
         new_browser = request.scope.get("state", {}).get("new_browser")

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from bot.adapters.http.console import model
+from bot.adapters.http.console.board import everywhere
 from bot.adapters.http.console.forms import Page, back, id_like, reason, text, whole_number
 from bot.adapters.http.console.routes import MAX_REASON_CHARS, PREFIX, Console, Viewer
 from bot.adapters.http.shared import MAX_TEXT_CHARS
@@ -45,11 +46,14 @@ async def thread_page(console: Console, request: Request, thread_id: str) -> Res
     if thread is None:
         raise Page(404, "Not found", f"there is no thread {thread_id!r}")
     now, policy = console.service.clock(), console.policy
+    approvals = model.approvals(thread, who.identity, policy, now)
+    if any(a.pending for a in approvals):  # its commit, marked faulty anywhere since it was asked
+        approvals = model.marked_faulty(approvals, await everywhere(console))
     return console.render(
         request, "thread.html", thread=thread, status=thread.status(now), outcome=outcomes.outcome(thread, now),
         about=outcomes.about(thread), retry=_retry(thread, now, who), output=await _output(console, thread),
         items=model.timeline(thread, console.parts.secrets, console.words),
-        approvals=model.approvals(thread, who.identity, policy, now),
+        approvals=approvals,
         blocked=model.blocked(thread, who.identity, policy),
         verifying=model.verifying(thread, who.identity, policy),
         version=version, watch=f"thread:{thread.id}",

@@ -9,11 +9,20 @@ whichever module X is in.
 """
 
 from bot.adapters.http.console.model.ages import ago, left
-from bot.adapters.http.console.model.approvals import Approval, Decision, approvals, decision, describe_deciders, names
+from bot.adapters.http.console.model.approvals import (
+    Approval,
+    Decision,
+    approvals,
+    decision,
+    describe_deciders,
+    marked_faulty,
+    names,
+)
 from bot.adapters.http.console.model.board import (
     Deployed,
     Environment,
     Held,
+    Promotable,
     ServiceRow,
     current_of,
     deployed,
@@ -23,6 +32,7 @@ from bot.adapters.http.console.model.board import (
     newest_first,
     newest_per_service,
     ordered,
+    promotable,
     rollback_target,
     rollbackable,
     service_rows,
@@ -49,10 +59,11 @@ from bot.adapters.http.console.model.timeline import Item, Words, timeline
 
 __all__ = [
     "Approval", "Audit", "BLOCKING", "Blocked", "CheckState", "Decision", "Deployed", "Environment",
-    "Freezing", "Held", "Item", "Queued", "Row", "Running", "ServiceRow", "Stop", "Verifying", "Window",
+    "Freezing", "Held", "Item", "Promotable", "Queued", "Row", "Running", "ServiceRow", "Stop", "Verifying", "Window",
     "Words", "ago", "approvals", "audit", "blocked", "current_of", "decision", "deployed",
-    "describe_deciders", "environment", "freezing", "held", "latest_per_service", "left", "matches", "names",
-    "newest_first", "newest_per_service", "next_window", "ordered", "queued", "record_fields",
+    "describe_deciders", "environment", "freezing", "held", "latest_per_service", "left", "marked_faulty",
+    "matches", "names",
+    "newest_first", "newest_per_service", "next_window", "ordered", "promotable", "queued", "record_fields",
     "rollback_target", "rollbackable", "row", "running", "service_rows", "services_in", "stop", "timeline",
     "verifying",
 ]

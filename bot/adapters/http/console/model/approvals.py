@@ -4,8 +4,9 @@ may decide it and why the viewer may not."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
 from bot.core import authority, people, standing, wording
 from bot.core.events import (
@@ -57,6 +58,7 @@ class Approval:
     expiry: ApprovalExpired | None = None  # the recorded expiry: closed, nothing deployed
     required: int = 1  # approvals it needs under the rules it follows now (Thread.approval_rules)
     rules_then: str = ""  # a closed one's rules as they were when decided ("2 of alice, erin"); "": open
+    faulty_in: tuple[str, ...] = ()  # the environments where a deploy of its commit was marked faulty
 
     @property
     def may_decide(self) -> bool:
@@ -66,6 +68,24 @@ class Approval:
     def progress(self) -> str:
         """"1 of 2: approved by bob", for a request that needs several approvals ("" else)."""
         return wording.approval_progress(self.given, self.required) if self.required > 1 else ""
+
+    @property
+    def key_facts(self) -> str:
+        """Who asked and how far it moves: above Approve on a phone, under the heading."""
+        return wording.approval_key_facts(people.shown(self.request.asker or "unknown").name, self.request.change)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What to know before approving it: its commit was marked faulty since, or it goes
+        back to an older commit (commits on the environment now would be removed) without
+        being a rollback (whose flag says so)."""
+        found = []
+        if self.faulty_in:
+            found.append(wording.faulty_warning(self.request.commit, self.faulty_in))
+        change = self.request.change
+        if change is not None and not change.unknown and change.behind and not self.request.rollback_of:
+            found.append(wording.goes_back_warning(change.behind, self.request.environment))
+        return found
 
     @property
     def closed_at(self) -> datetime | None:
@@ -101,6 +121,33 @@ def approvals(thread: Thread, viewer: Identity, policy: Policy, now: datetime) -
             rules_then=_rules_then(stands.rules) if stands.closed else "",
         ))
     return found[::-1]
+
+
+def marked_faulty(found: Iterable[Approval], records: Iterable[Deployed]) -> list[Approval]:
+    """`found`, each pending one with the environments where a deploy of its commit (of its
+    service) is marked faulty in `records`, the deploy history (bot.runtime.ports.DeployRecord)."""
+    faulty: dict[tuple[str, str], set[str]] = {}
+    for r in records:
+        if r.faulty:
+            faulty.setdefault((r.service, r.commit), set()).add(r.environment)
+    return [
+        replace(a, faulty_in=tuple(sorted(faulty.get((a.request.service, a.request.commit), ()))))
+        if a.pending else a
+        for a in found
+    ]
+
+
+class Deployed(Protocol):
+    """What `marked_faulty` reads of a deploy record."""
+
+    @property
+    def service(self) -> str: ...
+    @property
+    def commit(self) -> str: ...
+    @property
+    def environment(self) -> str: ...
+    @property
+    def faulty(self) -> bool: ...
 
 
 def _rules_then(rules: ApprovalRules) -> str:

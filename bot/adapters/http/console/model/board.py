@@ -4,12 +4,15 @@ would put back."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from bot.adapters.http.console.model.approvals import Approval, names
 from bot.adapters.http.console.model.deploys import Queued, Running, Verifying
 from bot.adapters.http.console.model.freezes import Freezing, Stop, Window
-from bot.core import authority, deploys, people, wording
+from bot.core import authority, deploy_rules, deploys, people, wording
+from bot.core.events import DeployService
+from bot.core.freeze_windows import Freeze
 from bot.core.people import Identity
 from bot.core.policy import Policy, lock_owner
 from bot.runtime.ports import DeployRecord, Lock
@@ -45,7 +48,38 @@ class ServiceRow:
     current: Deployed | None = None  # its newest successful deploy
     failed: Deployed | None = None  # its newest deploy, when that failed
     lock: Held | None = None  # its own lock (the environment's is the card's)
-    promote_from: str | None = None  # the environment its Promote button takes the commit from (None: no button)
+    promote: Promotable | None = None  # its Promote button (None: none, outside a promotion order)
+
+
+@dataclass(frozen=True)
+class Promotable:
+    """What a service's Promote button sends: the commit (and its tag) the environment before
+    (`source`) passed, as `promote` would pick it; or why it is not offered now."""
+
+    source: str
+    tag: str = ""
+    commit: str = ""
+    why_not: str | None = None  # why Promote would do nothing now (shown by the button, disabled); None: offered
+
+
+def promotable(service: str, environment: str, source: str, candidate: DeployRecord | None,
+               current: DeployRecord | None, locks: Iterable[Lock], freezes: Sequence[Freeze], policy: Policy,
+               now: datetime) -> Promotable:
+    """The Promote button of `service` in `environment`: `candidate`, what `promote` would deploy
+    (bot.runtime.promoting.candidates), unless `source` holds nothing that passed, `current`
+    (what is on there) is that commit already, or the lock or a freeze (the deploy rule) stops it."""
+    if candidate is None:
+        return Promotable(source, why_not=wording.nothing_to_promote(service, environment, source))
+    offered = Promotable(source, candidate.tag, candidate.commit)
+    if current is not None and current.commit == candidate.commit:
+        return replace(offered, why_not=wording.runs_already(environment, current.tag, current.commit))
+    holder = next((lock for lock in locks if lock.service in ("", service)), None)
+    if holder is not None:
+        return replace(offered, why_not=holder.describe())
+    step = DeployService(service=service, tag=candidate.tag, environment=environment, source="command")
+    facts = deploy_rules.Facts(policy=policy, step=step, commit=candidate.commit, now=now, freezes=tuple(freezes))
+    frozen = deploy_rules.freeze(facts)
+    return replace(offered, why_not=frozen.message) if frozen is not None else offered
 
 
 @dataclass

@@ -54,6 +54,7 @@
         tick();
         confirms();
         localTimes();
+        scrolls();
         listen();
       })
       .catch(function () { loading = false; pending = true; });
@@ -119,6 +120,15 @@
 
   // A confirmation's "No, keep it": closes its question, and nothing is sent (without a script
   // the toggle itself closes it).
+  function scrolls() {
+    // A box wider than the screen (the matrix on a phone) scrolls inside itself: say so.
+    document.querySelectorAll("[data-hint]").forEach(function (box) {
+      var hint = document.getElementById(box.dataset.hint);
+      if (hint) hint.hidden = box.scrollWidth <= box.clientWidth;
+    });
+  }
+  window.addEventListener("resize", scrolls);
+
   function confirms() {
     document.querySelectorAll("button.confirm-no").forEach(function (b) { b.hidden = false; });
   }
@@ -129,6 +139,7 @@
     if (open) { open.open = false; open.querySelector("summary").focus(); }
   });
   confirms();
+  scrolls();
 
   // Finding a tag keeps the reason typed so far (without a script, the reason shown when the page came).
   document.addEventListener("submit", function (e) {
