@@ -4,11 +4,12 @@ what, `policy` and `people` the rules and who is who; `deploy_rules`, `freeze_wi
 `promotion`, `verification`, `standing`, `outcomes`, `triggers`, `gate` the rest of the
 decisions; `wording` every sentence people see; `prompt`, `commands` and `agents` what the model
 and agents are told and parsed from; `deploys` (a deploy's id) and `audit` (what its history
-record keeps); `transcript`, `views`, `notices` how a thread is shown."""
+record keeps); `transcript`, `views`, `notices` how a thread is shown; `catalog` the services, `code_links`
+their code host's pages."""
 
 __all__ = [
-    "agents", "audit", "authority", "catalog", "characters", "commands", "control", "delivery_metrics",
-    "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity", "notices",
-    "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing", "thread", "tokens",
-    "transcript", "triggers", "verification", "views", "wording",
+    "agents", "audit", "authority", "catalog", "characters", "code_links", "commands", "control",
+    "delivery_metrics", "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
+    "notices", "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing", "thread",
+    "tokens", "transcript", "triggers", "verification", "views", "wording"
 ]

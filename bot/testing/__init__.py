@@ -2,9 +2,10 @@
 (`fake_slack`, `fake_socket_mode`, `fake_github`, `fake_llm`, `quick_llm`, `prometheus`; `http`
 their shared plumbing), real processes and Redis topologies (`cluster`, `ha`, `chaos`), in-memory
 ports for fast tests of the core (`memory`, one module per port) and
-`seed_history` (a long deploy history, stored fast)."""
+`seed_history` (a long deploy history, stored fast); `try_gate` (the GitHub gate, tried on this
+machine)."""
 
 __all__ = [
     "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
-    "prometheus", "quick_llm", "seed_history",
+    "prometheus", "quick_llm", "seed_history", "try_gate"
 ]

@@ -13,55 +13,56 @@ FACES: dict[str, list[str]] = {
     "bot": ["adapters", "config", "core", "runtime", "testing", "wiring"],
     "bot.adapters": ["channels", "deployers", "github_api", "http", "llm", "outbound", "probes", "redis"],
     "bot.adapters.channels": [
-        "cli", "deliveries", "email", "github", "log", "mcp", "mcp_bridge", "outgoing_webhooks", "slack",
+        "cli", "deliveries", "email", "github", "log", "mcp", "mcp_bridge", "outgoing_webhooks", "slack"
     ],
     "bot.adapters.channels.email": ["EmailChannel", "Smtp"],
     "bot.adapters.channels.github": ["GitHubDeployments", "GitHubGate", "GitHubWebhook"],
     "bot.adapters.channels.slack": [
         "COULD_NOT_OPEN_FORM", "EVENT_TTL", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",
-        "SlackChannel", "SlackNotifier", "build", "client",
+        "SlackChannel", "SlackNotifier", "build", "client"
     ],
     "bot.adapters.deployers": [
-        "command", "commit_times", "dry_run", "git_refs", "github_actions", "pair", "prefixed", "tag_order",
+        "command", "commit_times", "dry_run", "git_refs", "github_actions", "output", "pair", "prefixed", "tag_order"
     ],
     "bot.adapters.http": ["api", "auth", "console", "front_door", "limits", "logs", "origins", "sessions", "shared"],
     "bot.adapters.http.api": ["create_app"],
     "bot.adapters.http.console": ["mount"],
     "bot.adapters.probes": ["ANSWER_LIMIT", "BODY_LIMIT", "PROMETHEUS_TIMEOUT", "HttpProbe"],
     "bot.adapters.redis": [
-        "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "freezes", "inbox",
-        "keys", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts", "threads", "timers",
-        "work",
+        "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "freezes", "inbox", "keys",
+        "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts", "threads", "timers",
+        "work"
     ],
     "bot.config": ["settings", "settings_file"],
     "bot.core": [
-        "agents", "audit", "authority", "catalog", "characters", "commands", "control", "delivery_metrics",
-        "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
-        "notices", "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing",
-        "thread", "tokens", "transcript", "triggers", "verification", "views", "wording",
+        "agents", "audit", "authority", "catalog", "characters", "code_links", "commands", "control",
+        "delivery_metrics", "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
+        "notices", "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing", "thread",
+        "tokens", "transcript", "triggers", "verification", "views", "wording"
     ],
     "bot.runtime": [
         "agent", "clock", "delivery", "deploying", "gathering", "gc", "loop", "ports", "promoting", "retry",
-        "scheduler", "service", "steps", "verifying", "worker",
+        "scheduler", "service", "steps", "verifying", "worker"
     ],
     "bot.testing": [
         "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
-        "prometheus", "quick_llm", "seed_history",
+        "prometheus", "quick_llm", "seed_history", "try_gate"
     ],
     "bot.adapters.http.console.model": [
         "Approval", "Audit", "BLOCKING", "Blocked", "CheckState", "Decision", "Deployed", "Environment", "Freezing",
-        "Held", "Item", "Queued", "Row", "Running", "ServiceRow", "Stop", "Verifying", "Window", "Words", "ago",
-        "approvals", "audit", "blocked", "current_of", "decision", "deployed", "describe_deciders", "environment",
-        "freezing", "held", "latest_per_service", "left", "matches", "names", "newest_first", "newest_per_service",
-        "next_window", "ordered", "queued", "record_fields", "rollback_target", "rollbackable", "row", "running",
-        "service_rows", "services_in", "stop", "timeline", "verifying"
+        "Held", "Item", "Promotable", "Queued", "Row", "Running", "ServiceRow", "Stop", "Verifying", "Window", "Words",
+        "ago", "approvals", "audit", "blocked", "current_of", "decision", "deployed", "describe_deciders",
+        "environment", "freezing", "held", "latest_per_service", "left", "marked_faulty", "matches", "names",
+        "newest_first", "newest_per_service", "next_window", "ordered", "promotable", "queued", "record_fields",
+        "rollback_target", "rollbackable", "row", "running", "service_rows", "services_in", "stop", "timeline",
+        "verifying"
     ],
     "bot.runtime.ports": [
         "Channel", "Check", "CheckState", "CommitTimes", "Comparison", "Conflict", "DeployCounters", "DeployOutcome",
         "DeployQueue", "DeployRecord", "DeployRequest", "DeployRunner", "Deployer", "DeployerError", "Endpoint",
-        "FreezeStore", "Health", "History", "Inbox", "LeaseLost", "LlmError", "Lock", "Locks", "NextStepModel",
-        "Notifier", "Observation", "Probe", "Removal", "Retention", "Route", "ScheduleMarks", "Tally", "ThreadExists",
-        "ThreadNotFound", "ThreadStore", "Timers", "Versions", "Work", "WorkQueue"
+        "FreezeStore", "Health", "History", "Inbox", "LeaseLost", "LiveOutput", "LlmError", "Lock", "Locks",
+        "NextStepModel", "Notifier", "Observation", "Probe", "Removal", "Retention", "Route", "ScheduleMarks", "Tally",
+        "ThreadExists", "ThreadNotFound", "ThreadStore", "Timers", "Versions", "Work", "WorkQueue"
     ],
     "bot.core.events": [
         "ApprovalEscalated", "ApprovalExpired", "ApprovalReminded", "ApprovalRequested", "ApprovalRulesChanged",
@@ -80,8 +81,8 @@ FACES: dict[str, list[str]] = {
     ],
     "bot.testing.memory": [
         "OK", "Crash", "ManualClock", "MemoryDeployQueue", "MemoryDeployer", "MemoryEnvironments", "MemoryFreezes",
-        "MemoryInbox", "MemoryThreadStore", "MemoryTimers", "Monotonic", "Outcome", "RecordingNotifier", "Reply",
-        "ScriptedModel"
+        "MemoryInbox", "MemoryLiveOutput", "MemoryThreadStore", "MemoryTimers", "Monotonic", "Outcome",
+        "RecordingNotifier", "Reply", "ScriptedModel"
     ],
     "bot.testing.fake_github": ["FakeGitHub"],
     "bot.wiring": ["app", "channels", "children", "deployers", "sign_in"],
