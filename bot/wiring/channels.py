@@ -176,6 +176,7 @@ def email(parts: Parts) -> Channel | None:
         max_bytes=settings.max_bytes,
         trusted_authserv_ids=settings.trusted_authserv_ids,
         mailbox_authenticated_domains=settings.mailbox_authenticated_domains,
+        public_url=parts.settings.public_url,
     )
     # It hears every event too (to mail approvers); stopping lets the mails being sent go out.
     return Plugged(channel, (Route("/email/inbound", channel.endpoint),), channel, stopping=channel.drain)

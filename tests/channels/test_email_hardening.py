@@ -349,6 +349,14 @@ async def test_out_of_office_replies_and_bounces_are_ignored_and_leave_nothing(a
              Message_ID="<ooo-2@mail.example.com>"),
         mime("Away.", From="alice@example.com", In_Reply_To=root, X_Autoreply="yes",
              Message_ID="<ooo-3@mail.example.com>"),
+        # iCloud's vacation reply sets none of the above: its own header, and its subject
+        mime("I am on vacation.", From="bob@example.com", To=str(bob["Reply-To"]), X_Apple_Action="VACATION",
+             In_Reply_To=str(bob["Message-ID"]), Subject="Auto reply: hi", Message_ID="<ooo-4@icloud.com>"),
+        # a bounce from the receiving server quoting the approval email (its code in the quote)
+        mime("Delivery has failed.\n\n" + "".join(
+            f"> {line}\n" for line in bob.get_body(preferencelist=("plain",)).get_content().splitlines()),
+             From="MAILER-DAEMON@example.com", In_Reply_To=str(bob["Message-ID"]),
+             Subject="Undelivered Mail Returned to Sender", Message_ID="<bounce-2@mx.example.com>"),
     ]
     for raw in automatic:
         r = await post(api, raw)

@@ -216,6 +216,8 @@ async def test_a_protected_deployment_is_asked_approved_2_of_2_answered_once_and
     await fake_slack.wait_for("chat.postMessage", channel=NOTIFY, text="Approval needed")
     await fake_slack.wait_for("chat.postMessage", channel=NOTIFY, text="GitHub Actions deployment")
     await mail.wait_for(to="bob@example.com", body="Reply APPROVE to deploy")
+    # the mail links to the thread in the console (PUBLIC_URL says where the bot is reached)
+    await mail.wait_for(to="bob@example.com", body=f"In the console: {PUBLIC_URL}/console/threads/{thread_id}")
 
     # The creator may not approve their own deployment.
     with pytest.raises(Refused):

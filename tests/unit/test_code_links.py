@@ -71,8 +71,9 @@ def test_the_service_page_links_tags_commits_and_compares_to_the_code_host():
     places = [services.Place(grid.Cell("web", "staging", True, before, ("deployed",)), (), None),
               services.Place(grid.Cell("web", "production", True, here, ("deployed",), differs_from="staging"),
                              (), None)]
-    html = page("service.html", service=Service("web", links=CodeLinks.github("acme/web")), places=places,
-                history=[here, before], may_deploy=True)
+    links = CodeLinks.github("acme/web")
+    html = page("service.html", service=Service("web", links=links), places=places,
+                history=[here, before], may_deploy=True, code_links=lambda name: links)
     assert 'href="https://github.com/acme/web/tree/v2%22%3E%3Cb%3Ex"' in html and "<b>x" not in html
     assert f'href="https://github.com/acme/web/commit/{"b" * 40}"' in html
     assert f'href="https://github.com/acme/web/compare/{"b" * 40}...{"c" * 40}"' in html

@@ -450,3 +450,35 @@ def test_the_new_text_is_read_from_the_top_of_the_body_and_the_code_from_all_of_
     assert html.html_only and html.token == TOKEN and len(html.text) <= MAX_READ
     assert html.text.startswith("no, wait\nx")
     assert read(mail(html="<p>no, wait</p>" + "<div>" * 20_000)).text == "no, wait"  # no tag cut in half
+
+
+# Out-of-office replies as the common providers send them, and bounces by who sends them.
+@pytest.mark.parametrize("headers, automatic", [
+    ({"X_Apple_Action": "VACATION", "Subject": "Auto reply: Re: Approve deploy"}, "X-Apple-Action: vacation"),
+    ({"Subject": "Automatic reply: Approve deploy"}, "an automatic reply's subject"),
+    ({"Subject": "Out of Office: Approve deploy"}, "an automatic reply's subject"),
+    ({"Subject": "AW: Abwesenheitsnotiz: Approve deploy"}, "an automatic reply's subject"),
+    ({"Subject": "Réponse automatique : Approve deploy"}, "an automatic reply's subject"),
+    ({"X_Auto_Response_Suppress": "All", "Subject": "Re: Approve deploy"}, None),  # Outlook sets it on any mail
+    ({"From": "MAILER-DAEMON@mx.example.com"}, "a mail from MAILER-DAEMON"),
+    ({"From": "Mail Delivery System <postmaster@example.com>"}, "a mail from postmaster"),
+    ({"Subject": "Re: out of office plans: approve"}, None),  # words in a subject, not its prefix
+])
+def test_out_of_office_and_bounces_of_every_provider_are_flagged(headers, automatic):
+    assert read(mail("I am away until Monday.\n\n> Deploy backend v1.2.3 to production?", **headers)).automatic == (
+        automatic)
+
+
+def test_a_related_reply_whose_html_comes_after_an_inline_image_is_read():
+    """multipart/related with the image first (the `start` part) and the HTML after it: a
+    reply from a client that puts its signature's logo first."""
+    boundary = "rel"
+    raw = HEAD + (
+        f"Content-Type: multipart/related; boundary={boundary}\r\n\r\n"
+        f"--{boundary}\r\nContent-Type: image/png\r\nContent-ID: <logo@x>\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        "iVBORw0KGgo=\r\n"
+        f"--{boundary}\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+        "<div>APPROVE</div><img src=\"cid:logo@x\"><blockquote>Deploy backend?</blockquote>\r\n"
+        f"--{boundary}--\r\n").encode()
+    mail_ = read(raw)
+    assert mail_.text.strip().startswith("APPROVE") and mail_.html_only

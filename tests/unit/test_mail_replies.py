@@ -182,3 +182,15 @@ def test_the_eml_corpus_reads_the_same_against_the_sent_mail(name):
         assert mail.refusal == HTML_ONLY_APPROVAL
         return
     assert mail.refusal is None and decision(mail.text) == (expected == "approve", feedback)
+
+
+def test_an_approval_mail_links_to_its_thread_only_where_public_url_says_and_without_its_password():
+    from bot.adapters.channels.email.render import console_link
+
+    assert console_link(None, "t1") == "" and console_link("", "t1") == ""
+    assert console_link("https://deploy.example.com/", "t1") == "https://deploy.example.com/console/threads/t1"
+    assert console_link("https://bot:s3cret@deploy.example.com:8443/ops", "t1") == (
+        "https://deploy.example.com:8443/ops/console/threads/t1")
+    text = approval_text(REQUEST, TOKEN, link="https://deploy.example.com/console/threads/t1")
+    assert "\nIn the console: https://deploy.example.com/console/threads/t1\n" in text
+    assert "In the console" not in approval_text(REQUEST, TOKEN)

@@ -26,6 +26,7 @@ class Mailbox:
     max_bytes: int = 1_000_000
     trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
     mailbox_authenticated_domains: frozenset[str] = frozenset()  # EMAIL_MAILBOX_AUTHENTICATED_DOMAINS
+    public_url: str | None = None  # PUBLIC_URL: approval mails link to the thread in the console
     deliveries: Deliveries = field(init=False)  # the mails being sent, in the background
 
     def __post_init__(self) -> None:

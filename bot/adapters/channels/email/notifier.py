@@ -143,7 +143,8 @@ def _approval_mail(
     from_email = thread.origin.channel == KIND
     token = tokens.make_token(channel.reply_secret, request.approval_id, address, request.expires_at)
     return render.message(
-        channel.sender, address, _approval_subject(thread, request), render.approval_text(request, token, intro),
+        channel.sender, address, _approval_subject(thread, request),
+        render.approval_text(request, token, intro, render.console_link(channel.public_url, thread.id)),
         reply_to=f"{local}+{token}@{domain}",
         in_reply_to=thread.origin.at(KIND, "root") if from_email else None,
         own_id=render.approval_message_id(request.approval_id, address, channel.sender),

@@ -233,10 +233,23 @@ def clean_id(value: str) -> str:
     return "".join(c for c in value if not c.isspace() and unicodedata.category(c) not in ("Cc", "Zl", "Zp"))
 
 
+# The subject prefixes of the common providers' out-of-office replies ("Automatic reply: ...",
+# behind any "Re:", "AW:"): a person approving writes none of them first.
+AUTO_REPLY_SUBJECT = re.compile(
+    r"^(?:(?:re|aw|sv|vs|antw|ref|rif|tr|wg|fw|fwd)\s*:\s*)*"
+    r"(?:auto(?:matic)?[ -]?reply|auto[ -]?response|autoreply|out of (?:the )?office|abwesenheitsnotiz"
+    r"|automatische antwort|r[ée]ponse automatique|respuesta autom[áa]tica|risposta automatica"
+    r"|automatisch antwoord|automatiskt svar)\s*:",
+    re.IGNORECASE,
+)
+
+
 def _automatic(msg: EmailMessage) -> str | None:
     """What marks `msg` as automatic mail, or None: `Auto-Submitted` other than "no" (RFC
     3834), `Precedence: bulk|junk|list|auto_reply`, `X-Autoreply` or `X-Autorespond`, an
-    empty `Return-Path: <>` (a bounce) or a delivery report (multipart/report)."""
+    empty `Return-Path: <>` (a bounce), a delivery report (multipart/report), iCloud's
+    `X-Apple-Action: VACATION`, an out-of-office subject, or a mail from MAILER-DAEMON or
+    postmaster."""
     submitted = re.split(r"[\s;(]", _header(msg, "Auto-Submitted").strip(), maxsplit=1)[0].lower()
     if submitted and submitted != "no":
         return f"Auto-Submitted: {submitted[:40]}"
@@ -250,6 +263,14 @@ def _automatic(msg: EmailMessage) -> str | None:
         return "Return-Path: <>"
     if msg.get_content_type() == "multipart/report":
         return "a delivery report"
+    apple = _header(msg, "X-Apple-Action").strip().lower()
+    if apple == "vacation":  # iCloud's out-of-office reply, which sets none of the above
+        return "X-Apple-Action: vacation"
+    if AUTO_REPLY_SUBJECT.match(" ".join(_header(msg, "Subject", decoded=True).split())):
+        return "an automatic reply's subject"
+    sender = parseaddr(_header(msg, "From"))[1].strip().lower().partition("@")[0]
+    if sender in ("mailer-daemon", "postmaster"):  # a bounce sent without an empty Return-Path
+        return f"a mail from {'MAILER-DAEMON' if sender == 'mailer-daemon' else sender}"
     return None
 
 
@@ -267,13 +288,23 @@ def _body(msg: EmailMessage) -> tuple[EmailMessage, str, bool]:
     """(the body's part, its text, whether it is HTML). The plain-text part when there is one
     with any text: what the sender's client wrote for readers without HTML, with nothing
     hidden in it."""
-    plain = msg.get_body(preferencelist=("plain",))
-    html = msg.get_body(preferencelist=("html",))
+    plain = msg.get_body(preferencelist=("plain",)) or _first_inline(msg, "text/plain")
+    html = msg.get_body(preferencelist=("html",)) or _first_inline(msg, "text/html")
     if isinstance(plain, EmailMessage) and ((content := _content(plain)).strip() or html is None):
         return plain, content, False
     if isinstance(html, EmailMessage):
         return html, _content(html), True
     raise MalformedEmail("the email has no text or HTML body")
+
+
+def _first_inline(msg: EmailMessage, kind: str) -> EmailMessage | None:
+    """The first part of type `kind` that is no attachment: where `get_body` finds none (a
+    multipart/related whose first part, its start, is an inline image and its HTML after it)."""
+    for part in msg.walk():
+        if (part.get_content_type() == kind and part.get_content_disposition() != "attachment"
+                and isinstance(part, EmailMessage)):
+            return part
+    return None
 
 
 def _content(part: EmailMessage) -> str:

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from email.message import EmailMessage
 from email.utils import make_msgid
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from bot.core import standing, wording
 from bot.core.events import ApprovalRequested, Cancelled, Event, HumanResponse, LockTaken, SenderConfirmationRequested
@@ -95,9 +96,23 @@ def _change(request: ApprovalRequested) -> list[str]:
     return ["", f"  Changes:     {one_line(head, MAX_FIELD)}", *(f"    {one_line(line, MAX_FIELD)}" for line in rest)]
 
 
-def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> str:
-    """`intro`: a paragraph on top (why someone it was escalated to is asked). Every field
-    the model or a person chose is on its own one line: none can add a line of ours."""
+def console_link(public_url: str | None, thread_id: str) -> str:
+    """The thread's page in the console, where PUBLIC_URL says the bot is reached; "" without
+    one (a link to 127.0.0.1 helps nobody reading mail elsewhere). No user or password of the
+    URL goes into a mail."""
+    if not public_url:
+        return ""
+    parts = urlsplit(public_url.rstrip("/"))
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{parts.port}" if parts.port else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, "", "")) + f"/console/threads/{quote(thread_id)}"
+
+
+def approval_text(request: ApprovalRequested, token: str, intro: str = "", link: str = "") -> str:
+    """`intro`: a paragraph on top (why someone it was escalated to is asked); `link`: the
+    thread's page in the console. Every field the model or a person chose is on its own one
+    line: none can add a line of ours."""
     return "\n".join([
         *([intro, ""] if intro else []),
         f"{one_line(_named(request.asker), 200) or 'Someone'} asked to deploy:",
@@ -109,6 +124,7 @@ def approval_text(request: ApprovalRequested, token: str, intro: str = "") -> st
         *([f"  Why:         {one_line(request.reason, MAX_FIELD)}"] if request.reason else []),
         f"  Valid until: {wording.utc(request.expires_at)}",
         *_change(request),
+        *(["", f"In the console: {link}"] if link else []),
         "",
         "Reply APPROVE to deploy, or reply with what should change.",
         "",

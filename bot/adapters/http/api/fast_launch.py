@@ -78,6 +78,8 @@ def _plain_launch(scope: Scope) -> bool:
         return False
     if "identity" not in scope.get("state", {}):
         return False
+    if any(k == b"idempotency-key" for k, _ in scope["headers"]):
+        return False  # the route's: it finds a retry's first thread (api/idempotency.py)
     content_type = next((v for k, v in scope["headers"] if k == b"content-type"), b"")
     return content_type.lower() in JSON_TYPES
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
-from bot.adapters.http.api import json_text
+from bot.adapters.http.api import idempotency, json_text
 from bot.adapters.http.api.who import MAX_LIMIT, acting, authorized, the_parts
 from bot.adapters.http.shared import MAX_TEXT_CHARS, Parts
 from bot.core import transcript
@@ -50,8 +50,14 @@ router = APIRouter(prefix="/threads", dependencies=[Depends(authorized), Depends
 # validate and re-serialise the answer (CPU per request).
 @router.post("", status_code=201, response_class=JSONResponse, responses={201: {"description": "the new thread's id"}})
 async def launch(request: Request, body: LaunchBody) -> JSONResponse:
+    """With an `Idempotency-Key` header, a retry of the same launch answers 200 with the
+    thread the first made (api/idempotency.py)."""
     a: Parts = await the_parts(request)
+    key = idempotency.key_of(request.headers.get(idempotency.HEADER))
     who = acting(request, a, body.user, text=body.message)
+    if key is not None:
+        thread, new = await idempotency.launch(a.service, body.message, who, key, a.queue)
+        return JSONResponse({"id": thread.id}, status_code=201 if new else 200)
     thread = await a.service.launch(body.message, who, channel="api", handoff=a.queue)
     return JSONResponse({"id": thread.id}, status_code=201)
 

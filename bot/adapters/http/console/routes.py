@@ -43,6 +43,7 @@ from bot.adapters.http.shared import (
 )
 from bot.core import authority, wording
 from bot.core.characters import visible
+from bot.core.code_links import CodeLinks
 from bot.core.people import ANONYMOUS, SERVICE, Identity, shown
 from bot.core.thread import Thread
 from bot.runtime.ports import DeployRecord
@@ -239,7 +240,7 @@ class Console:
             can_mail_links=self.sign_in is not None and self.sign_in.mails_links,
             slack_login=self.sign_in is not None and self.sign_in.slack_login,
             waiting_for_you=request.scope.get("state", {}).get("waiting_for_you", 0),
-            model_configured=self.parts.llm_configured, **context,
+            model_configured=self.parts.llm_configured, code_links=self.code_links, **context,
         )
         response = HTMLResponse(body, status_code=code, headers=HEADERS)
         new_browser = request.scope.get("state", {}).get("new_browser")
@@ -247,6 +248,11 @@ class Console:
             response.set_cookie(BROWSER_COOKIE, new_browser, path=PREFIX, httponly=True, samesite="lax",
                                 secure=secure_cookies(self.sign_in, request))
         return response
+
+    def code_links(self, service: str) -> CodeLinks:
+        """Where the service's tags and commits are on its code host (none for a service unknown now)."""
+        found = self.policy.catalog.services.get(service)
+        return found.links if found is not None else CodeLinks()
 
     def page(self, request: Request, error: Page) -> HTMLResponse:
         if error.status == 401:
