@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     redacting = configure_logging(settings)
     loop = children.fast_event_loops()  # before any event loop starts, or a git or deploy command
+    if args.command in ("serve", "worker") and (problem := children.run(store_problem(settings))):
+        print(f"configuration error: {problem}", file=sys.stderr)
+        return 2
     if args.command == "serve":
         if not settings.api_token and (settings.slack or settings.email):
             print(
@@ -353,6 +356,29 @@ async def _gc(settings: Settings, args: argparse.Namespace) -> int:
                 return 0
     finally:
         await app.close()
+
+
+async def store_problem(settings: Settings) -> str | None:
+    """Why the store must not be used (it may evict keys), or None; a store that does not
+    answer now is the run's to wait for (the web answers 503 meanwhile), and one that will not
+    say its policy is warned about."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    from bot.adapters.redis import eviction
+    from bot.wiring.app import redis_client
+
+    redis = redis_client(settings, max_connections=2)
+    try:
+        problem, warning = await eviction.problem(redis)
+    except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+        logging.getLogger("deploybot").warning("Redis did not answer at start (%s): its policy is not checked", e)
+        return None
+    finally:
+        await redis.aclose()
+    if warning:
+        logging.getLogger("deploybot").warning("%s", warning)
+    return problem
 
 
 async def _work(settings: Settings) -> int:

@@ -29,9 +29,9 @@ FACES: dict[str, list[str]] = {
     "bot.adapters.http.console": ["mount"],
     "bot.adapters.probes": ["ANSWER_LIMIT", "BODY_LIMIT", "PROMETHEUS_TIMEOUT", "HttpProbe"],
     "bot.adapters.redis": [
-        "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "freezes", "inbox", "keys",
-        "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts", "threads", "timers",
-        "work"
+        "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "eviction", "freezes",
+        "inbox", "keys", "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts",
+        "threads", "timers", "work"
     ],
     "bot.config": ["settings", "settings_file"],
     "bot.core": [

@@ -2,12 +2,13 @@
 handoff between processes), `inbox` (delivery dedupe and channel pointers), `timers`,
 `environments` (locks), `freezes`, `schedules`, `credentials`, `deploy_counters`, `cursors`,
 `live_output` (a running deploy's lines); `thread_scripts` the threads' Lua;
-`keys` builds every key; `connect` makes the client (`embedded`: the no-secrets server),
+`keys` builds every key; `eviction` refuses a Redis that may evict; `connect` makes the client
+(`embedded`: the no-secrets server),
 `replicas`, `replies` and `scripts` are how it is talked to. Each implements a port of
 bot/runtime/ports/ (contracts: tests/contract)."""
 
 __all__ = [
-    "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "freezes", "inbox", "keys",
-    "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts", "threads", "timers",
-    "work"
+    "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "eviction", "freezes",
+    "inbox", "keys", "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts",
+    "threads", "timers", "work"
 ]
