@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.types import ASGIApp
 
@@ -249,7 +250,9 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     runner = Runner(
         name=name, store=store, deploying=deploying, llm=llm,  # a lease names the worker process that holds it
         context_budget=settings.context_budget, notifier=fanout, policy=policy, secrets=settings.secrets(),
-        transient=(RedisConnectionError, RedisTimeoutError), clock=clock, timers=timers,
+        # A full Redis (maxmemory, noeviction) refuses writes as if it were away: a deploy's
+        # result waits for room instead of being dropped.
+        transient=(RedisConnectionError, RedisTimeoutError, OutOfMemoryError), clock=clock, timers=timers,
         verifying=Verifying(HttpProbe(), environments, environments, policy, deploying.wake_next),
     )
     service = ThreadService(store, policy, fanout, clock, raw_users=raw_users())

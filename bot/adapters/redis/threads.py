@@ -37,6 +37,7 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import OutOfMemoryError
 
 from bot.adapters.redis import cursors, packing, scripts
 from bot.adapters.redis import thread_scripts as lua
@@ -391,4 +392,16 @@ class RedisThreadStore:
         return True
 
     async def ping(self) -> None:
+        """Raise if Redis is unreachable, or full: at its maxmemory it refuses every write
+        (OutOfMemoryError), which is an outage too though PING still answers."""
         await self.redis.ping()
+        if full(await self.redis.info("memory")):
+            raise OutOfMemoryError("Redis is at its maxmemory: writes are refused")
+
+
+def full(info: dict[str, Any]) -> bool:
+    """Whether an INFO memory answer (or a cluster's, one per node) says used_memory has
+    reached maxmemory on some node (0: no limit)."""
+    nodes = [info] if "used_memory" in info else [v for v in info.values() if isinstance(v, dict)]
+    return any(int(n.get("maxmemory", 0) or 0) and int(n.get("used_memory", 0)) >= int(n["maxmemory"])
+               for n in nodes)

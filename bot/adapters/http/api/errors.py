@@ -9,6 +9,7 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.adapters.http.shared import MAX_TEXT_CHARS, http_status
@@ -21,11 +22,13 @@ log = logging.getLogger(__name__)
 # 422; the bytes of the body as a whole are capped before it is read
 # (bot.adapters.http.front_door, wrapped around this app by the root).
 TEXT_FIELDS = ("message", "text", "reason")
+FULL = "storage is full: nothing was stored, retry shortly (deploybot's Redis reached its maxmemory)"
 
 
 def install(web: FastAPI) -> None:
     web.add_exception_handler(RedisConnectionError, unavailable)
     web.add_exception_handler(RedisTimeoutError, unavailable)
+    web.add_exception_handler(OutOfMemoryError, full)
     web.add_exception_handler(Refused, refused)  # type: ignore[arg-type]
     web.add_exception_handler(RequestValidationError, too_long)  # type: ignore[arg-type]
 
@@ -36,6 +39,13 @@ async def unavailable(_: Request, exc: Exception) -> JSONResponse:
     log.warning("redis unreachable: %s", exc)
     return JSONResponse({"detail": "storage unavailable, retry shortly"}, status_code=503,
                         headers={"Retry-After": "1"})
+
+
+async def full(_: Request, exc: Exception) -> JSONResponse:
+    """Redis is out of memory (maxmemory reached, noeviction): nothing was stored, as when it is
+    unreachable, and the sender is told to retry; the operator must free or add memory."""
+    log.error("redis is full, writes are refused: %s", exc)
+    return JSONResponse({"detail": FULL}, status_code=503, headers={"Retry-After": "5"})
 
 
 async def refused(_: Request, exc: Refused) -> JSONResponse:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -68,6 +69,8 @@ class FastLaunch:
             return await errors.refused(request, e)
         except (RedisConnectionError, RedisTimeoutError) as e:
             return await errors.unavailable(request, e)
+        except OutOfMemoryError as e:
+            return await errors.full(request, e)
         return JSONResponse({"id": thread.id}, status_code=201)
 
 

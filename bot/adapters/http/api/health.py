@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
+from redis.exceptions import OutOfMemoryError
 
 from bot.adapters.http.api.who import the_parts
 from bot.adapters.http.shared import Parts
@@ -15,6 +16,8 @@ router = APIRouter()
 async def healthz(a: Parts = Depends(the_parts)) -> JSONResponse:
     try:
         await a.health.ping()
+    except OutOfMemoryError:
+        return JSONResponse({"ok": False, "redis": "full: at its maxmemory, writes are refused"}, status_code=503)
     except Exception as e:  # any failure to reach Redis makes us unhealthy, not crash
         return JSONResponse({"ok": False, "redis": f"unreachable: {e}"}, status_code=503)
     return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.llm_configured else "none"})
