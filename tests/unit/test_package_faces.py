@@ -33,7 +33,9 @@ FACES: dict[str, list[str]] = {
         "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts", "threads", "timers",
         "work"
     ],
-    "bot.config": ["settings", "settings_file"],
+    "bot.config": [
+        "file_freezes", "file_people", "file_services", "file_triggers", "file_values", "settings", "settings_file"
+    ],
     "bot.core": [
         "agents", "audit", "authority", "catalog", "characters", "code_links", "commands", "control",
         "delivery_metrics", "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
