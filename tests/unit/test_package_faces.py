@@ -34,7 +34,8 @@ FACES: dict[str, list[str]] = {
         "work"
     ],
     "bot.config": [
-        "file_freezes", "file_people", "file_services", "file_triggers", "file_values", "settings", "settings_file"
+        "access", "channels", "fields", "file_freezes", "file_people", "file_services", "file_triggers", "file_values",
+        "github", "reading", "redaction", "services", "settings", "settings_file", "store", "triggering", "web"
     ],
     "bot.core": [
         "agents", "audit", "authority", "catalog", "characters", "code_links", "commands", "control",
