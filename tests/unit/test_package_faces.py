@@ -44,8 +44,9 @@ FACES: dict[str, list[str]] = {
         "tokens", "transcript", "triggers", "verification", "views", "wording"
     ],
     "bot.runtime": [
-        "agent", "clock", "delivery", "deploying", "gathering", "gc", "loop", "ports", "promoting", "retry",
-        "scheduler", "service", "steps", "verifying", "worker"
+        "agent", "clock", "delivery", "deploy_checks", "deploy_parts", "deploy_queue", "deploy_run", "deploying",
+        "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "steps",
+        "verifying", "worker"
     ],
     "bot.testing": [
         "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
