@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel, ValidationError
 
 from bot.core.promotion import parse_soak
 from bot.core.triggers import target_problem
@@ -84,3 +86,49 @@ def key_path(loc: Iterable[str | int]) -> str:
             key = part if _BARE_KEY.match(part) else '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
             text += f".{key}" if text else key
     return text
+
+
+_MESSAGES = {
+    "bool_type": "should be true or false",
+    "bool_parsing": "should be true or false",
+    "string_type": "should be a string",
+    "tuple_type": "should be a list of strings",
+    "dict_type": "should be a table",
+    "model_type": "should be a table",
+    "missing": "is missing",
+}
+
+
+def problems(error: ValidationError, tables: Mapping[tuple[str, ...], type[BaseModel]]) -> list[str]:
+    """One line per problem, each naming the key path; our messages as written (`tables`: each
+    table's model by key path, for what an unknown key may have meant)."""
+    lines: list[str] = []
+    for e in error.errors(include_url=False):
+        cause = e.get("ctx", {}).get("error")
+        if isinstance(cause, _Problems):
+            lines += cause.problems
+            continue
+        loc = tuple(e["loc"])
+        where = key_path(loc)
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{where}: {_unknown_key(loc, tables)}")
+        elif isinstance(cause, ValueError):
+            lines.append(f"{where}: {cause}")
+        else:
+            message = _MESSAGES.get(e["type"], e["msg"])
+            if e["type"] == "tuple_type" and loc in (("triggers",), ("schedules",), ("freezes",)):
+                message = f"should be an array of tables: write [[{loc[0]}]] above each entry"
+            one_or_many = loc[-1] in ("slack", "email", "notify") or loc[::2] == ("freezes", "environments")
+            if e["type"] == "tuple_type" and one_or_many:
+                message = "should be a string or a list of strings"
+            lines.append(f"{where}: {message}" if where else message)
+    return lines
+
+
+def _unknown_key(loc: tuple[str | int, ...], tables: Mapping[tuple[str, ...], type[BaseModel]]) -> str:
+    table = tables.get(tuple("*" if i == 1 else str(part) for i, part in enumerate(loc[:-1])))
+    if table is None:
+        return "unknown key"
+    known = [field.alias or name for name, field in table.model_fields.items() if not field.exclude]
+    hint = _did_you_mean(str(loc[-1]), known)
+    return f"unknown key{hint}; expected one of: {', '.join(known)}" if not hint else f"unknown key{hint}"

@@ -38,6 +38,7 @@ from bot.config.file_values import (
     _Problems,
     _soak,
     key_path,
+    problems,
 )
 from bot.core.freeze_windows import Freeze
 from bot.core.gate import GateRule
@@ -287,7 +288,7 @@ def load(path: Path) -> FileConfig:
     try:
         config = FileConfig.model_validate(data)
     except ValidationError as e:
-        raise FileError(f"{path}: {line}" for line in problems(e)) from None
+        raise FileError(f"{path}: {line}" for line in problems(e, _TABLES)) from None
     config._source = path
     return config
 
@@ -298,50 +299,7 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     ("services", "*", "verify", "*"): VerifyEntry,
     ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry, ("freezes", "*"): FreezeEntry,
     ("github_environments", "*"): GitHubEnvironmentEntry,
-}
-_MESSAGES = {
-    "bool_type": "should be true or false",
-    "bool_parsing": "should be true or false",
-    "string_type": "should be a string",
-    "tuple_type": "should be a list of strings",
-    "dict_type": "should be a table",
-    "model_type": "should be a table",
-    "missing": "is missing",
-}
-
-
-def problems(error: ValidationError) -> list[str]:
-    """One line per problem, each naming the key path; our messages as written."""
-    lines: list[str] = []
-    for e in error.errors(include_url=False):
-        cause = e.get("ctx", {}).get("error")
-        if isinstance(cause, _Problems):
-            lines += cause.problems
-            continue
-        loc = tuple(e["loc"])
-        where = key_path(loc)
-        if e["type"] == "extra_forbidden":
-            lines.append(f"{where}: {_unknown_key(loc)}")
-        elif isinstance(cause, ValueError):
-            lines.append(f"{where}: {cause}")
-        else:
-            message = _MESSAGES.get(e["type"], e["msg"])
-            if e["type"] == "tuple_type" and loc in (("triggers",), ("schedules",), ("freezes",)):
-                message = f"should be an array of tables: write [[{loc[0]}]] above each entry"
-            one_or_many = loc[-1] in ("slack", "email", "notify") or loc[::2] == ("freezes", "environments")
-            if e["type"] == "tuple_type" and one_or_many:
-                message = "should be a string or a list of strings"
-            lines.append(f"{where}: {message}" if where else message)
-    return lines
-
-
-def _unknown_key(loc: tuple[str | int, ...]) -> str:
-    table = _TABLES.get(tuple("*" if i == 1 else str(part) for i, part in enumerate(loc[:-1])))
-    if table is None:
-        return "unknown key"
-    known = [field.alias or name for name, field in table.model_fields.items() if not field.exclude]
-    hint = _did_you_mean(str(loc[-1]), known)
-    return f"unknown key{hint}; expected one of: {', '.join(known)}" if not hint else f"unknown key{hint}"
+}  # by key path (a name as "*"), for the keys an unknown one may have meant
 
 
 # --- the file and the variables ---------------------------------------------------------------
