@@ -9,582 +9,50 @@ groups hold known people, approvers and may_lock name known people (`carol`) or 
 
 Only settings.py uses this module: it passes in the variables (this module reads no
 environment) and turns `FileConfig` into the directory and rules of bot/core/people.py.
+Each table's entries are read by a sibling module (file_people, file_services, file_triggers,
+file_freezes; what they share in file_values); this one holds the file as a whole, its checks
+across entries, its reading, and its clashes with the variables.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime, time, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Annotated
 
-from croniter import croniter  # type: ignore[import-untyped]
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    StrictBool,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from bot.config.file_freezes import FreezeEntry
+from bot.config.file_people import AgentEntry, EnvironmentEntry, PersonEntry
+from bot.config.file_services import DeployerKind, ServiceEntry, VerifyEntry
+from bot.config.file_triggers import GitHubEnvironmentEntry, ScheduleEntry, TriggerEntry
+from bot.config.file_values import (
+    _NAME,
+    _SLACK_ID,
+    FILE_NAME,
+    VARIABLE,
+    FileError,
+    _did_you_mean,
+    _Problems,
+    _soak,
+    key_path,
+    problems,
 )
-
-from bot.core.code_links import template_problem
-from bot.core.deploy_command import command_argv
-from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
+from bot.core.freeze_windows import Freeze
 from bot.core.gate import GateRule
-from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written
+from bot.core.people import ANYONE, GROUP, Directory, Person, Written
 from bot.core.policy import parse_approvers
 from bot.core.promotion import Order, Promotion, order_problems, parse_soak
-from bot.core.triggers import KINDS, Schedule, Trigger, target_problem
-from bot.core.verification import VerifyCheck, VerifyPlan, parse_condition, parse_duration
-
-FILE_NAME = "deploybot.toml"
-VARIABLE = "DEPLOYBOT_CONFIG"
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_KIND = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-
-
-def _deployer_kind(value: str) -> str:
-    if not _KIND.match(value):
-        raise ValueError(f"{value[:40]!r} is not a deployer's name (like command or github)")
-    return value
-
-
-# How a service deploys: a kind registered in bot/wiring/deployers.py (which refuses a name it
-# does not know, at start); here only its shape.
-DeployerKind = Annotated[str, AfterValidator(_deployer_kind)]
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-_SLACK_ID = re.compile(r"^[UW][A-Z0-9]+$")  # people: U…, or W… on Enterprise Grid
-_GITHUB_LOGIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38})$")
-_EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
-
-
-class FileError(ValueError):
-    """deploybot.toml is missing, not TOML, or not valid: `problems` has one line each."""
-
-    def __init__(self, problems: Iterable[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-
-class _Problems(ValueError):
-    """Problems found across entries, each already naming its key path."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems))
-
-
-def _unique(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(values))
-
-
-class PersonEntry(BaseModel):
-    """`[people.alice]`: `slack` and `email` each a string or a list of them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    slack: tuple[str, ...] = ()
-    email: tuple[str, ...] = ()
-    github: tuple[str, ...] = ()  # GitHub logins: a gated deployment's creator (docs/github-gate.md)
-
-    @field_validator("slack", "email", "github", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
-
-    @field_validator("slack")
-    @classmethod
-    def _slack_ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
-        ids = tuple(i.strip() for i in ids)
-        for user_id in ids:
-            if not _SLACK_ID.match(user_id):
-                raise ValueError(f"{user_id!r} is not a Slack user id (like U012AB3CD)")
-        return _unique(ids)
-
-    @field_validator("github")
-    @classmethod
-    def _logins(cls, logins: tuple[str, ...]) -> tuple[str, ...]:
-        logins = tuple(login.strip().lower() for login in logins)
-        for login in logins:
-            if not _GITHUB_LOGIN.match(login):
-                raise ValueError(f"{login!r} is not a GitHub login (like octocat)")
-        return _unique(logins)
-
-    @field_validator("email")
-    @classmethod
-    def _addresses(cls, addresses: tuple[str, ...]) -> tuple[str, ...]:
-        addresses = tuple(a.strip().lower() for a in addresses)
-        for address in addresses:
-            if not _EMAIL.match(address):
-                raise ValueError(f"{address!r} is not an email address (like alice@example.com)")
-        return _unique(addresses)
-
-
-class AgentEntry(BaseModel):
-    """`[agents.claude-code]`: an AI agent that asks for deploys over MCP (bot/adapters/channels/mcp.py)
-    and never decides. `owner`: the person its requests count as for approver_must_differ;
-    `environments`: where it may ask for deploys (unset: anywhere); its limits; `notify`:
-    where its threads are posted for people to decide (`slack:C…`, `email:…`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    owner: str | None = None
-    environments: tuple[str, ...] = ()
-    max_open: int = Field(5, ge=1)
-    max_per_hour: int = Field(20, ge=1)
-    notify: tuple[str, ...] = ()
-
-    @field_validator("notify")
-    @classmethod
-    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
-        return _targets(targets)
-
-    def agent(self, name: str) -> Agent:
-        return Agent(name, self.owner, self.environments, self.max_open, self.max_per_hour, self.notify)
-
-
-class EnvironmentEntry(BaseModel):
-    """`[environments.production]`: whatever is left out comes from the variables."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    # Strict: TOML has true and false; "yes" is a mistake, not a yes.
-    protected: StrictBool | None = None
-    approvers: tuple[str, ...] | None = None
-    approver_must_differ: StrictBool | None = None
-    may_lock: tuple[str, ...] | None = None
-    # GitHub services: every CI check on the commit must be green before asking and again
-    # right before running (an approver may deploy anyway, with a reason).
-    required_checks: StrictBool = False
-    # A rollback that succeeds locks the service there ("rolled back from TAG by PERSON").
-    lock_after_rollback: StrictBool = True
-    # Approvals over time (seconds): a reminder every remind_after (unset: APPROVAL_REMIND;
-    # 0: never), and after escalate_after the people of escalate_to are asked too.
-    remind_after: int | None = Field(None, ge=0)
-    escalate_after: int | None = Field(None, gt=0)
-    escalate_to: tuple[str, ...] = ()
-    required_approvals: int | None = Field(None, ge=1)  # from different people (unset: 1)
-
-    def written(self) -> Written:
-        return Written(self.protected, self.approvers, self.approver_must_differ, self.may_lock)
-
-
-def _duration(value: str) -> str:
-    if parse_duration(value).total_seconds() <= 0:
-        raise ValueError(f"{value!r} should be longer than nothing")
-    return value
-
-
-def _url(value: str) -> str:
-    if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError(f"{value!r} is not an http:// or https:// URL")
-    return value
-
-
-def _shown(url: str) -> str:
-    """A check's URL as people see it: no user, password or query (often a credential)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
-
-
-class PrometheusCheckEntry(BaseModel):
-    """`[[services.api.verify.production.prometheus]]`: a PromQL query that must meet a condition."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    url: str  # the Prometheus server: its HTTP API /api/v1/query is asked
-    query: str
-    condition: str  # "< 0.01"
-
-    _check_url = field_validator("url")(_url)
-
-    @field_validator("condition")
-    @classmethod
-    def _condition(cls, value: str) -> str:
-        parse_condition(value)
-        return value
-
-
-class HttpCheckEntry(BaseModel):
-    """`[[services.api.verify.production.http]]`: a URL that must answer `status` (and hold `contains`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    url: str
-    status: int = Field(200, ge=100, le=599)
-    contains: str = ""
-    timeout: str = "5s"
-
-    _check_url = field_validator("url")(_url)
-    _check_timeout = field_validator("timeout")(_duration)
-
-
-class VerifyEntry(BaseModel):
-    """`[services.api.verify.production]`: how a deploy of api to production is verified after
-    it succeeded: its checks every `interval` for `bake`; a check may be unanswerable for
-    `grace`; a failure proposes a rollback (`on_failure = "propose"`) or rolls back at once."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    bake: str = "10m"
-    interval: str = "30s"
-    grace: str = "1m"
-    on_failure: Literal["propose", "rollback"] = "propose"
-    prometheus: tuple[PrometheusCheckEntry, ...] = ()
-    http: tuple[HttpCheckEntry, ...] = ()
-
-    _check_durations = field_validator("bake", "interval", "grace")(_duration)
-
-    @model_validator(mode="after")
-    def _some_check(self) -> VerifyEntry:
-        if not self.prometheus and not self.http:
-            raise ValueError("has no check: add [[...prometheus]] or [[...http]] entries")
-        return self
-
-    def plan(self) -> VerifyPlan:
-        checks: list[VerifyCheck] = []
-        names: set[str] = set()
-
-        def named(name: str) -> str:
-            unique, n = name, 1
-            while unique in names:
-                n += 1
-                unique = f"{name} #{n}"
-            names.add(unique)
-            return unique
-
-        for p in self.prometheus:
-            checks.append(VerifyCheck(kind="prometheus", name=named(p.query), url=p.url, query=p.query,
-                                      condition=p.condition))
-        for h in self.http:
-            checks.append(VerifyCheck(kind="http", name=named(f"GET {_shown(h.url)}"), url=h.url, status=h.status,
-                                      contains=h.contains, timeout=parse_duration(h.timeout).total_seconds()))
-        return VerifyPlan(parse_duration(self.bake), parse_duration(self.interval), parse_duration(self.grace),
-                          tuple(checks), self.on_failure)
-
-
-_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-
-
-def _soak(value: str | None) -> str | None:
-    if value is not None:
-        parse_soak(value)
-    return value
-
-
-class LinksEntry(BaseModel):
-    """`[services.api.links]`: URL templates of a code host that is not GitHub (a service with
-    `github` links to GitHub without them)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tag: str = ""  # "https://git.example.com/acme/api/-/tags/{tag}"
-    commit: str = ""  # ".../-/commit/{commit}"
-    compare: str = ""  # ".../-/compare/{from}...{to}"
-
-    @model_validator(mode="after")
-    def _templates(self) -> LinksEntry:
-        for kind in ("tag", "commit", "compare"):
-            template = getattr(self, kind)
-            problem = template_problem(kind, template) if template else None
-            if problem:
-                raise ValueError(problem)
-        return self
-
-
-class ServiceEntry(BaseModel):
-    """`[services.api]`: where its tags come from and how it deploys."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    repo: str | None = None  # a local git repository (relative to this file); unset: GIT_REPO
-    github: str | None = None  # owner/name on GitHub
-    deployer: DeployerKind = "command"
-    command: str | None = None  # the deploy command (unset: DEPLOY_COMMAND)
-    workflow: str | None = None  # the GitHub Actions workflow file (deployer = "github")
-    environments: tuple[str, ...] | None = None  # unset: every environment
-    tag_prefix: str = ""
-    verify: dict[str, VerifyEntry] = Field(default_factory=dict)  # per environment
-    # The service's own promotion order and soak (unset: the top-level ones).
-    promotion: tuple[str, ...] | None = None
-    soak: Annotated[str | None, AfterValidator(_soak)] = None
-    links: LinksEntry | None = None  # its code host's pages (unset: GitHub's, with `github`)
-
-    @field_validator("command")
-    @classmethod
-    def _command(cls, value: str | None) -> str | None:
-        if value is not None:
-            command_argv(value, what="command")
-        return value
-
-    @field_validator("github")
-    @classmethod
-    def _repository(cls, value: str | None) -> str | None:
-        if value is not None and not _REPOSITORY.match(value):
-            raise ValueError(f"{value!r} is not a GitHub repository (like acme/web)")
-        return value
-
-    @model_validator(mode="after")
-    def _deployer(self) -> ServiceEntry:
-        if self.deployer == "github" and not (self.github and self.workflow):
-            raise ValueError('deployer = "github" needs github = "owner/name" and workflow = "deploy.yml"')
-        if self.deployer == "github" and (self.repo or self.command):
-            raise ValueError('deployer = "github" takes its tags from GitHub: repo and command do not apply')
-        if self.deployer == "command" and self.workflow:
-            raise ValueError('workflow applies to deployer = "github" only')
-        outside = sorted(set(self.verify) - set(self.environments)) if self.environments is not None else []
-        if outside:
-            raise ValueError(f"verify names {', '.join(outside)}, not among its environments")
-        return self
-
-
-def _targets(targets: tuple[str, ...]) -> tuple[str, ...]:
-    targets = tuple(t.strip() for t in targets)
-    if not targets:
-        raise ValueError("name at least one target: 'slack:CHANNEL_ID' or 'email:ADDRESS'")
-    for target in targets:
-        if why := target_problem(target):
-            raise ValueError(why)
-    return _unique(t if t.startswith("slack:") else t.lower() for t in targets)
-
-
-class TriggerEntry(BaseModel):
-    """`[[triggers]]`: what GitHub event asks to deploy which service where, posted where."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    on: str
-    service: str
-    environment: str
-    notify: tuple[str, ...]
-
-    @field_validator("notify", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
-
-    @field_validator("on")
-    @classmethod
-    def _kind(cls, value: str) -> str:
-        if value not in KINDS:
-            raise ValueError(f"{value!r} is not one of: {', '.join(KINDS)}")
-        return value
-
-    @field_validator("service", "environment")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        value = value.strip()
-        if not _NAME.match(value):
-            raise ValueError(f"{value!r}: a name holds only letters, digits, '.', '_' and '-'")
-        return value
-
-    @field_validator("notify")
-    @classmethod
-    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
-        return _targets(targets)
-
-    def trigger(self) -> Trigger:
-        return Trigger(self.on, self.service, self.environment, self.notify)  # type: ignore[arg-type]
-
-
-class GitHubEnvironmentEntry(BaseModel):
-    """`[[github_environments]]`: deployments of `repository` to its GitHub environment
-    `github_environment` are gated by deploybot as deploys to `environment` (docs/github-gate.md)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    repository: str
-    github_environment: str
-    environment: str
-    service: str = ""
-    notify: tuple[str, ...] = ()
-
-    @field_validator("notify", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
-
-    @field_validator("repository")
-    @classmethod
-    def _repository(cls, value: str) -> str:
-        if not _REPOSITORY.match(value):
-            raise ValueError(f"{value!r} is not a GitHub repository (like acme/web)")
-        return value
-
-    @field_validator("github_environment")
-    @classmethod
-    def _github_environment(cls, value: str) -> str:
-        value = value.strip()
-        if not value or len(value) > 255:
-            raise ValueError("name the GitHub environment (up to 255 characters)")
-        return value
-
-    @field_validator("environment", "service")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        value = value.strip()
-        if value and not _NAME.match(value):
-            raise ValueError(f"{value!r}: a name holds only letters, digits, '.', '_' and '-'")
-        return value
-
-    @field_validator("notify")
-    @classmethod
-    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
-        return _targets(targets) if targets else ()
-
-    def rule(self) -> GateRule:
-        return GateRule(self.repository, self.github_environment, self.environment, self.service, self.notify)
-
-
-class ScheduleEntry(BaseModel):
-    """`[[schedules]]`: a cron expression (5 fields) in a time zone, the message a thread
-    starts with at each occurrence, and where it is posted."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    cron: str
-    timezone: str = "UTC"
-    message: str
-    notify: tuple[str, ...]
-
-    @field_validator("notify", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
-
-    @field_validator("cron")
-    @classmethod
-    def _cron(cls, value: str) -> str:
-        value = " ".join(value.split())
-        if len(value.split()) != 5 or not croniter.is_valid(value):
-            raise ValueError(f"{value!r} is not a cron expression of 5 fields (minute hour day month weekday)")
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value.strip())
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{value!r} is not a time zone (like Europe/Berlin or UTC)") from None
-        return value.strip()
-
-    @field_validator("message")
-    @classmethod
-    def _message(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("say what the thread should ask for")
-        return value.strip()
-
-    @field_validator("notify")
-    @classmethod
-    def _notify(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
-        return _targets(targets)
-
-    def schedule(self) -> Schedule:
-        return Schedule(self.cron, self.timezone, self.message, self.notify)
-
-
-class FreezeEntry(BaseModel):
-    """`[[freezes]]`: no deploy to `environments` (a list of names, or "*" for all) starts
-    during the window, in `timezone` (wall-clock time there, daylight saving included):
-    every week from `from` to `to` ("Fri 16:00" to "Mon 08:00"), or once from `start` to
-    `end` (a date, "2026-12-24 18:00", or a TOML date or datetime; a date alone as `end`
-    includes that whole day). Written as it was; `freeze()` is what bot/core/freeze_windows.py uses."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    environments: tuple[str, ...]
-    from_: str | None = Field(None, alias="from")  # `from` is a Python keyword
-    to: str | None = None
-    start: datetime | date | str | None = None
-    end: datetime | date | str | None = None
-    timezone: str = "UTC"
-    reason: str
-
-    @field_validator("environments", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
-
-    @field_validator("environments")
-    @classmethod
-    def _environments(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        names = _unique(n.strip() for n in names)
-        if not names:
-            raise ValueError('name at least one environment, or write "*" for all')
-        if ANYONE in names and len(names) > 1:
-            raise ValueError('"*" means every environment: write environments = "*" on its own')
-        for name in names:
-            if name != ANYONE and not _NAME.match(name):
-                raise ValueError(f"{name!r}: a name holds only letters, digits, '.', '_' and '-'")
-        return names
-
-    @field_validator("from_", "to", mode="before")
-    @classmethod
-    def _weekly(cls, value: Any) -> Any:
-        if isinstance(value, date | datetime | time):
-            raise ValueError(
-                f"{value} is not a weekday and a time: from and to repeat every week (like \"Fri 16:00\"); "
-                "a freeze that happens once has start and end"
-            )
-        if not isinstance(value, str):
-            raise ValueError('should be a weekday and a time, like "Fri 16:00"')
-        return str(parse_weekly(value))
-
-    @field_validator("start", "end", mode="before")
-    @classmethod
-    def _moment(cls, value: Any, info: ValidationInfo) -> Any:
-        if not isinstance(value, str | date | datetime | time):
-            raise ValueError('should be a date, or a date and a time (like 2026-12-24 or "2026-12-24 18:00")')
-        parse_moment(value, end=info.field_name == "end")
-        return value.strip() if isinstance(value, str) else value
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        zone(value)
-        return value.strip()
-
-    @field_validator("reason")
-    @classmethod
-    def _reason(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("say why: the people whose deploys wait are told it")
-        return value.strip()
-
-    @model_validator(mode="after")
-    def _window(self) -> FreezeEntry:
-        every_week = self.from_ is not None or self.to is not None
-        once = self.start is not None or self.end is not None
-        if every_week and once:
-            raise ValueError("give from and to (every week) or start and end (once), not both")
-        if not every_week and not once:
-            raise ValueError(
-                'say when: from and to (every week, like from = "Fri 16:00") or start and end (once, '
-                "like start = 2026-12-24)"
-            )
-        if every_week and (self.from_ is None or self.to is None):
-            raise ValueError("a weekly freeze needs both from and to")
-        if once and (self.start is None or self.end is None):
-            raise ValueError("a one-off freeze needs both start and end")
-        self.freeze()  # whatever else is wrong (it ends before it starts), said by bot/core/freeze_windows.py
-        return self
-
-    def freeze(self) -> Freeze:
-        if self.from_ is not None and self.to is not None:
-            return weekly(self.environments, self.from_, self.to, timezone=self.timezone, reason=self.reason)
-        if self.start is None or self.end is None:
-            raise ValueError("a freeze needs from and to, or start and end")
-        return one_off(self.environments, self.start, self.end, timezone=self.timezone, reason=self.reason)
+from bot.core.triggers import Schedule, Trigger
+
+# Read by settings.py, and by the tests, from here.
+__all__ = [
+    "FILE_NAME", "VARIABLE", "AgentEntry", "DeployerKind", "EnvironmentEntry", "FileConfig", "FileError", "FreezeEntry",
+    "GitHubEnvironmentEntry", "PersonEntry", "ScheduleEntry", "ServiceEntry", "TriggerEntry", "VerifyEntry",
+    "conflicts", "key_path", "load", "locate", "problems", "read",
+]
 
 
 class FileConfig(BaseModel):
@@ -781,22 +249,6 @@ def _unknown_person(ref: str, people: Mapping[str, PersonEntry]) -> str:
     return f"there is no person {ref!r} under [people]{_did_you_mean(ref, people)}"
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
-def key_path(loc: Iterable[str | int]) -> str:
-    """('people', 'alice', 'email', 0) -> people.alice.email[0]; odd keys quoted as in TOML."""
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            key = part if _BARE_KEY.match(part) else '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
-            text += f".{key}" if text else key
-    return text
-
 
 # --- reading the file -------------------------------------------------------------------------
 
@@ -836,7 +288,7 @@ def load(path: Path) -> FileConfig:
     try:
         config = FileConfig.model_validate(data)
     except ValidationError as e:
-        raise FileError(f"{path}: {line}" for line in problems(e)) from None
+        raise FileError(f"{path}: {line}" for line in problems(e, _TABLES)) from None
     config._source = path
     return config
 
@@ -847,50 +299,7 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     ("services", "*", "verify", "*"): VerifyEntry,
     ("triggers", "*"): TriggerEntry, ("schedules", "*"): ScheduleEntry, ("freezes", "*"): FreezeEntry,
     ("github_environments", "*"): GitHubEnvironmentEntry,
-}
-_MESSAGES = {
-    "bool_type": "should be true or false",
-    "bool_parsing": "should be true or false",
-    "string_type": "should be a string",
-    "tuple_type": "should be a list of strings",
-    "dict_type": "should be a table",
-    "model_type": "should be a table",
-    "missing": "is missing",
-}
-
-
-def problems(error: ValidationError) -> list[str]:
-    """One line per problem, each naming the key path; our messages as written."""
-    lines: list[str] = []
-    for e in error.errors(include_url=False):
-        cause = e.get("ctx", {}).get("error")
-        if isinstance(cause, _Problems):
-            lines += cause.problems
-            continue
-        loc = tuple(e["loc"])
-        where = key_path(loc)
-        if e["type"] == "extra_forbidden":
-            lines.append(f"{where}: {_unknown_key(loc)}")
-        elif isinstance(cause, ValueError):
-            lines.append(f"{where}: {cause}")
-        else:
-            message = _MESSAGES.get(e["type"], e["msg"])
-            if e["type"] == "tuple_type" and loc in (("triggers",), ("schedules",), ("freezes",)):
-                message = f"should be an array of tables: write [[{loc[0]}]] above each entry"
-            one_or_many = loc[-1] in ("slack", "email", "notify") or loc[::2] == ("freezes", "environments")
-            if e["type"] == "tuple_type" and one_or_many:
-                message = "should be a string or a list of strings"
-            lines.append(f"{where}: {message}" if where else message)
-    return lines
-
-
-def _unknown_key(loc: tuple[str | int, ...]) -> str:
-    table = _TABLES.get(tuple("*" if i == 1 else str(part) for i, part in enumerate(loc[:-1])))
-    if table is None:
-        return "unknown key"
-    known = [field.alias or name for name, field in table.model_fields.items() if not field.exclude]
-    hint = _did_you_mean(str(loc[-1]), known)
-    return f"unknown key{hint}; expected one of: {', '.join(known)}" if not hint else f"unknown key{hint}"
+}  # by key path (a name as "*"), for the keys an unknown one may have meant
 
 
 # --- the file and the variables ---------------------------------------------------------------

@@ -33,7 +33,10 @@ FACES: dict[str, list[str]] = {
         "inbox", "keys", "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts",
         "threads", "timers", "work"
     ],
-    "bot.config": ["settings", "settings_file"],
+    "bot.config": [
+        "access", "channels", "fields", "file_freezes", "file_people", "file_services", "file_triggers", "file_values",
+        "github", "reading", "redaction", "services", "settings", "settings_file", "store", "triggering", "web"
+    ],
     "bot.core": [
         "agents", "audit", "authority", "catalog", "characters", "code_links", "commands", "control",
         "delivery_metrics", "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
@@ -41,8 +44,9 @@ FACES: dict[str, list[str]] = {
         "tokens", "transcript", "triggers", "verification", "views", "wording"
     ],
     "bot.runtime": [
-        "agent", "clock", "delivery", "deploying", "gathering", "gc", "loop", "ports", "promoting", "retry",
-        "scheduler", "service", "steps", "verifying", "worker"
+        "agent", "clock", "delivery", "deploy_checks", "deploy_parts", "deploy_queue", "deploy_run", "deploying",
+        "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "steps",
+        "verifying", "worker"
     ],
     "bot.testing": [
         "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
