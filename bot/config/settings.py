@@ -44,7 +44,7 @@ from bot.core.catalog import LEGACY_SERVICES, Catalog, Service
 from bot.core.code_links import CodeLinks
 from bot.core.deploy_command import DRY_RUN, command_argv
 from bot.core.gate import GateRule, service_for
-from bot.core.people import Directory
+from bot.core.people import Directory, Normalise
 from bot.core.policy import DEFAULT_ENVIRONMENTS, Policy, PolicyError, Timing, parse_approvers, parse_required
 from bot.core.prompt import CONTEXT_BUDGET, MIN_BUDGET
 from bot.core.redis_target import RedisTarget
@@ -267,6 +267,7 @@ class Settings(BaseSettings):
 
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
+    _policies: dict[tuple[tuple[str, Normalise], ...], Policy] = PrivateAttr(default_factory=dict)
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -486,7 +487,7 @@ class Settings(BaseSettings):
         }
         return {name: value for name, value in values.items() if value is not None and value.strip()}
 
-    def _build_policy(self) -> Policy:
+    def _build_policy(self, normalisers: Mapping[str, Normalise] | None = None) -> Policy:
         file = self._file
         named_protected = _words(self.protected_environments) if self.protected_environments is not None else None
         protected = named_protected if named_protected is not None else frozenset({"production"})
@@ -495,10 +496,10 @@ class Settings(BaseSettings):
         policy = Policy.configured(
             environments,
             protected,
-            directory=file.directory() if file is not None else None,
+            directory=file.directory(normalisers) if file is not None else None,
             written=file.written() if file is not None else None,
-            approvers=self.approvers,
-            approver_emails=self.approver_emails,
+            listed={"slack": self.approvers, "email": self.approver_emails},  # APPROVERS: Slack ids
+            normalisers=normalisers,
             approver_must_differ=bool(self.approver_must_differ),
             approval_ttl=timedelta(seconds=self.approval_ttl),
             max_steps=self.max_steps,
@@ -595,16 +596,23 @@ class Settings(BaseSettings):
             names.add(f"[{bound}]" if ":" in bound else bound)
         return frozenset(names)
 
-    def policy(self) -> Policy:
+    def policy(self, kinds: Mapping[str, Normalise] | None = None) -> Policy:
         """Environments and who may approve, lock and unlock: deploybot.toml and the
-        variables together (built, and checked, when Settings was)."""
+        variables together (checked when Settings was). `kinds`: each channel's kind of ids
+        and how they compare (the root's registry hands them in); without them ids compare
+        as written, trimmed."""
         if self._policy is None:  # built by model_construct, which skips validation
             self._policy = self._build_policy()
-        return self._policy
+        if not kinds:
+            return self._policy
+        key = tuple(sorted(kinds.items(), key=lambda kind: kind[0]))
+        if key not in self._policies:
+            self._policies[key] = self._build_policy(kinds)
+        return self._policies[key]
 
-    def directory(self) -> Directory:
+    def directory(self, kinds: Mapping[str, Normalise] | None = None) -> Directory:
         """The people of deploybot.toml (none without it), for channels to know who speaks."""
-        return self.policy().directory
+        return self.policy(kinds).directory
 
     @property
     def open_mode(self) -> bool:

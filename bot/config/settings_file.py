@@ -41,7 +41,7 @@ from bot.core.code_links import template_problem
 from bot.core.deploy_command import command_argv
 from bot.core.freeze_windows import Freeze, one_off, parse_moment, parse_weekly, weekly, zone
 from bot.core.gate import GateRule
-from bot.core.people import ANYONE, GROUP, Agent, Directory, Person, Written
+from bot.core.people import ANYONE, GROUP, Agent, Directory, Normalise, Person, Written
 from bot.core.policy import parse_approvers
 from bot.core.promotion import Order, Promotion, order_problems, parse_soak
 from bot.core.triggers import KINDS, Schedule, Trigger, target_problem
@@ -622,10 +622,15 @@ class FileConfig(BaseModel):
             raise _Problems(problems)
         return self
 
-    def directory(self) -> Directory:
-        people = (Person(name, entry.slack, entry.email, entry.github) for name, entry in self.people.items())
+    def directory(self, normalisers: Mapping[str, Normalise] | None = None) -> Directory:
+        """The people, their ids by kind (`slack`, `email`, `github` of [people.NAME]), compared
+        by the kinds' `normalisers` (the channels' own, handed in by the root)."""
+        people = (
+            Person(name, {"slack": entry.slack, "email": entry.email, "github": entry.github})
+            for name, entry in self.people.items()
+        )
         agents = (entry.agent(name) for name, entry in self.agents.items())
-        return Directory(people, self.groups, agents=agents)
+        return Directory(people, self.groups, agents=agents, normalisers=normalisers)
 
     def written(self) -> dict[str, Written]:
         return {env: entry.written() for env, entry in self.environments.items()}

@@ -15,7 +15,7 @@ each service's deployer (Plugged.fronts).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from bot.adapters.http.limits import API_MAX_BYTES, GITHUB_MAX_BYTES, SLACK_MAX_
 from bot.adapters.redis.credentials import RedisCredentials
 from bot.adapters.redis.inbox import RedisInbox
 from bot.config.settings import Settings
+from bot.core.people import Normalise
 from bot.core.policy import Policy
 from bot.runtime.ports import Channel, Deployer, History, Notifier, Route
 from bot.runtime.service import ThreadService
@@ -93,6 +94,9 @@ class Kind:
     # Its events store the channel's own id of the speaker as `user` (Slack's and email's
     # always did): changing it would change what is stored.
     raw_user: bool = False
+    # Its kind of people's ids (`slack = …` under [people.NAME]) and how they compare, from its
+    # package: imported only when asked (a channel's SDK is not loaded for the registry).
+    ids: Callable[[], tuple[str, Normalise]] | None = None
 
 
 # --- the channels ------------------------------------------------------------------------------
@@ -227,6 +231,24 @@ def mcp(parts: Parts) -> Channel | None:
     return Plugged(parts.service, around=around)
 
 
+def _slack_ids() -> tuple[str, Normalise]:
+    from bot.adapters.channels.slack import KIND, normalise_user
+
+    return KIND, normalise_user
+
+
+def _email_ids() -> tuple[str, Normalise]:
+    from bot.adapters.channels.email import KIND, normalise_address
+
+    return KIND, normalise_address
+
+
+def _github_ids() -> tuple[str, Normalise]:
+    from bot.adapters.channels.github import KIND, normalise_login
+
+    return KIND, normalise_login
+
+
 def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
     email = settings.email
     return (("/email/inbound", email.max_bytes if email else API_MAX_BYTES),)
@@ -235,15 +257,15 @@ def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
 CHANNELS: dict[str, Kind] = {
     "log": Kind("none: it only tells (the log, or the terminal)", log),
     "slack": Kind("Slack's request signature (SLACK_SIGNING_SECRET), or Socket Mode's own connection", slack,
-                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),), raw_user=True),
+                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),), raw_user=True, ids=_slack_ids),
     "outgoing_webhooks": Kind("none: it only tells (signed with NOTIFY_WEBHOOK_SECRET)", outgoing_webhooks),
     "github_deployments": Kind("none: it only tells (GitHub Deployments, with GITHUB_TOKEN)", github_deployments),
     "email": Kind("the inbound secret, then the sender: the receiving server's Authentication-Results verdict "
                   "for a mailbox-authenticated domain, a reply token, or a confirmation round trip", email,
-                  _email_limits, raw_user=True),
+                  _email_limits, raw_user=True, ids=_email_ids),
     # Before the webhook, which hands it the deliveries; the last to hear events, as before.
     "github_gate": Kind("GitHub's signature on its deployment_protection_rule deliveries (through /github/webhook); "
-                        "the creator is GitHub's word about its own user", github_gate),
+                        "the creator is GitHub's word about its own user", github_gate, ids=_github_ids),
     "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
                            lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
     "mcp": Kind("an agent's token, which the front door resolves before a byte of the body is read "
@@ -256,6 +278,12 @@ def raw_users() -> frozenset[str]:
     """The kinds whose events store the channel's own id of the speaker as `user` (the
     service is told them: ThreadService.raw_users)."""
     return frozenset(name for name, kind in CHANNELS.items() if kind.raw_user)
+
+
+def people_kinds(channels: Mapping[str, Kind] | None = None) -> dict[str, Normalise]:
+    """Each registered channel's kind of people's ids and how they compare: what the
+    directory is told (`settings.policy(people_kinds())`)."""
+    return dict(kind.ids() for kind in (CHANNELS if channels is None else channels).values() if kind.ids)
 
 
 def make_channels(parts: Parts) -> dict[str, Channel]:

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from bot.config.settings_file import FileConfig, FileError, conflicts, load, locate, read
-from bot.core.people import EMAIL, SLACK, Identity, Written
+from bot.core.people import Identity, Written
+from tests.people_kinds import KINDS
+
+SLACK, EMAIL = "slack", "email"  # the kinds of [people.NAME]'s ids
 
 EXAMPLE = """
 [people.alice]
@@ -62,9 +65,9 @@ def test_the_example_reads_into_normalized_entries(tmp_path):
     assert config.written() == {
         "production": Written(True, ("group:sre", "carol"), True, ("group:sre",)),
     }
-    people = config.directory()
-    assert people.by_email("ALICE@corp.example.com") == Identity("alice", EMAIL, "alice@corp.example.com")
-    assert people.by_slack("U045EF6GH") == Identity("bob", SLACK, "U045EF6GH")
+    people = config.directory(KINDS)
+    assert people.by("email", "ALICE@corp.example.com") == Identity("alice", EMAIL, "alice@corp.example.com")
+    assert people.by("slack", "U045EF6GH") == Identity("bob", SLACK, "U045EF6GH")
     assert people.expand(["group:sre"]) == {"alice", "bob"}
     with pytest.raises(ValueError):
         config.groups = {}  # frozen
