@@ -47,7 +47,7 @@ composition root uses are importable from here.
 """
 
 from bot.adapters.channels.email.channel import EmailChannel
-from bot.adapters.channels.email.kind import KIND, normalise_address
+from bot.adapters.channels.email.kind import KIND, TARGET, normalise_address
 from bot.adapters.channels.email.smtp import Smtp
 
-__all__ = ["KIND", "EmailChannel", "Smtp", "normalise_address"]
+__all__ = ["KIND", "TARGET", "EmailChannel", "Smtp", "normalise_address"]
