@@ -53,10 +53,7 @@ from bot.core.identity import SERVICE as SERVICE
 ANYONE = "*"
 GROUP = "group:"
 
-OPEN_MODE_NOTICE = (
-    "no approvers are configured (no deploybot.toml, no APPROVERS or APPROVER_EMAILS): "
-    "anyone may approve deploys, to protected environments too"
-)
+OPEN_MODE_NOTICE = wording.no_approvers_configured()
 
 
 # A channel's own way of comparing its ids (an address lower-cased): raw id -> the id compared.
@@ -430,10 +427,7 @@ def _approvers(
 def _unguarded(env: str, is_protected: bool, listed: bool, approvers: set[str], refs: list[str]) -> list[str]:
     """The problem with a protected environment that nobody may approve, if it is one."""
     if is_protected and not listed:
-        return [
-            f"{env} is protected but has no approvers: list them under [environments.{env}] "
-            "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
-        ]
+        return [wording.protected_without_approvers(env)]
     if is_protected and not approvers:
         return [
             f"{env} is protected but its approvers ({describe(refs)}) name nobody" if refs

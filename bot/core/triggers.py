@@ -24,7 +24,6 @@ from bot.core import wording
 
 Kind = Literal["release", "tag", "workflow_run"]
 KINDS: tuple[Kind, ...] = ("release", "tag", "workflow_run")
-GITHUB = "github"  # the channel (and `via`) of a thread a GitHub delivery started
 SCHEDULE = "schedule"  # ... and of one a schedule started
 
 
