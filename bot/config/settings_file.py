@@ -90,9 +90,11 @@ def _unique(values: Iterable[str]) -> tuple[str, ...]:
 
 
 class PersonEntry(BaseModel):
-    """`[people.alice]`: `slack` and `email` each a string or a list of them."""
+    """`[people.alice]`: each channel's ids for the person, a string or a list of them: `slack`,
+    `email`, `github`, and the kind of any other channel registered (`chat = "u-1"`), which the
+    file alone cannot know: those are checked when the root hands the kinds in (`directory`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     slack: tuple[str, ...] = ()
     email: tuple[str, ...] = ()
@@ -129,6 +131,24 @@ class PersonEntry(BaseModel):
             if not _EMAIL.match(address):
                 raise ValueError(f"{address!r} is not an email address (like alice@example.com)")
         return _unique(addresses)
+
+
+    @model_validator(mode="after")
+    def _other_kinds(self) -> PersonEntry:
+        for kind, value in (self.model_extra or {}).items():
+            if not _strings(value):
+                raise ValueError(f"{kind} should be a string or a list of strings")
+        return self
+
+    def ids(self) -> dict[str, tuple[str, ...]]:
+        """Its ids by kind: the three this file knows, then any other channel's, trimmed."""
+        other = {kind: _unique(v.strip() for v in ((value,) if isinstance(value, str) else value))
+                 for kind, value in (self.model_extra or {}).items()}
+        return {"slack": self.slack, "email": self.email, "github": self.github, **other}
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 class AgentEntry(BaseModel):
@@ -622,14 +642,26 @@ class FileConfig(BaseModel):
         return self
 
     def directory(self, normalisers: Mapping[str, Normalise] | None = None) -> Directory:
-        """The people, their ids by kind (`slack`, `email`, `github` of [people.NAME]), compared
-        by the kinds' `normalisers` (the channels' own, handed in by the root)."""
-        people = (
-            Person(name, {"slack": entry.slack, "email": entry.email, "github": entry.github})
-            for name, entry in self.people.items()
-        )
+        """The people, their ids by kind (`slack = …` of [people.NAME]), compared by the kinds'
+        `normalisers` (the channels' own, handed in by the root). Told the kinds, a key of
+        [people.NAME] that is none of them is refused (ValueError, a line each)."""
+        if normalisers is not None and (unknown := self.unknown_kinds(normalisers)):
+            raise _Problems(unknown)
+        people = (Person(name, entry.ids()) for name, entry in self.people.items())
         agents = (entry.agent(name) for name, entry in self.agents.items())
         return Directory(people, self.groups, agents=agents, normalisers=normalisers)
+
+    def unknown_kinds(self, kinds: Iterable[str]) -> list[str]:
+        """Each key of a [people.NAME] that is no kind of ids the channels have (a typo)."""
+        known = [*PersonEntry.model_fields, *(k for k in kinds if k not in PersonEntry.model_fields)]
+        lines = []
+        for name, entry in self.people.items():
+            for kind in entry.model_extra or {}:
+                if kind not in known:
+                    hint = _did_you_mean(kind, known)
+                    expected = hint or f"; expected one of: {', '.join(known)}"
+                    lines.append(f"{key_path(('people', name, kind))}: unknown key{expected}")
+        return lines
 
     def written(self) -> dict[str, Written]:
         return {env: entry.written() for env, entry in self.environments.items()}

@@ -310,7 +310,12 @@ def notify_targets(channels: Mapping[str, Kind] | None = None) -> dict[str, Noti
 
 def problems(settings: Settings, channels: Mapping[str, Kind] | None = None) -> list[str]:
     """What the registered channels find wrong in deploybot.toml, one line each (refused at
-    start): a notify target that is no channel's, or a value its channel does not take."""
+    start): a kind of people's ids that is no channel's, a notify target that is no channel's,
+    or a value its channel does not take."""
+    try:  # a key of [people.NAME] that is no registered channel's kind of ids
+        settings.policy(people_kinds(channels))
+    except ValueError as e:
+        return str(e).splitlines()
     kinds = notify_targets(channels)
     lists = [
         *((f"triggers[{i}].notify", t.notify) for i, t in enumerate(settings.triggers())),

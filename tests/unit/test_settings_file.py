@@ -112,8 +112,19 @@ def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
 
 
 def test_unknown_keys_inside_entries(tmp_path):
-    assert problems_of(tmp_path, '[people.alice]\nslak = "U1"\n') == [
-        "people.alice.slak: unknown key (did you mean slack?)"
+    # A person's keys are kinds of ids, which the registered channels bring: checked once the
+    # root hands them in (refused at start), with the same words.
+    config = load(write(tmp_path, '[people.alice]\nslak = "U1"\n\n[people.bob]\npager = "p-1"\n'))
+    with pytest.raises(ValueError) as e:
+        config.directory(KINDS)
+    assert str(e.value).splitlines() == [
+        "people.alice.slak: unknown key (did you mean slack?)",
+        "people.bob.pager: unknown key; expected one of: slack, email, github",
+    ]
+    paged = load(write(tmp_path, '[people.bob]\npager = "p-1"\n'))
+    assert paged.directory({**KINDS, "pager": str.upper}).by("pager", "p-1").person == "bob"  # one more channel's
+    assert problems_of(tmp_path, '[people.alice]\nchat = 7\n') == [
+        "people.alice: chat should be a string or a list of strings"
     ]
     assert problems_of(tmp_path, "[environments.production]\nprotect = true\n") == [
         "environments.production.protect: unknown key (did you mean protected?)"

@@ -189,3 +189,15 @@ def test_outgoing_webhooks_need_both_variables_and_are_secrets(tmp_path):
                         notify_webhook_secret="whsec", github_webhook_secret="ghsec")
     assert settings.notify_webhook.urls == ("https://a.example/T1/B2/xyz", "http://b.example/h")
     assert {"whsec", "ghsec", "https://a.example/T1/B2/xyz"} <= set(settings.secrets())
+
+
+def test_a_person_s_ids_of_a_kind_no_registered_channel_has_are_refused_at_start(tmp_path):
+    (tmp_path / "deploybot.toml").write_text(GOOD.replace('slack = "UBOB"', 'slack = "UBOB"\nchat = " U-1 "'))
+    settings = Settings(_env_file=None, **ON)  # the file alone reads: it cannot know the channels
+    assert channel_registry.problems(settings) == [
+        "people.bob.chat: unknown key; expected one of: slack, email, github",
+    ]
+    chat = channel_registry.Kind("a test's", lambda parts: None, ids=lambda: ("chat", str.lower))
+    with_chat = {**channel_registry.CHANNELS, "chat": chat}
+    assert channel_registry.problems(settings, with_chat) == []
+    assert settings.directory(channel_registry.people_kinds(with_chat)).by("chat", "u-1").person == "bob"
