@@ -209,8 +209,10 @@ def test_a_deployer_kind_nobody_registered_is_refused_at_start(tmp_path: Path):
 # --- docs/extending.md shows this file and the real ones, as they are -----------------------
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
-SOURCES = [Path(__file__)] + [Path(__file__).resolve().parents[2] / "bot" / "wiring" / name
-                              for name in ("channels.py", "deployers.py")]
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = [Path(__file__)] + [ROOT / "bot" / "wiring" / name for name in ("channels.py", "deployers.py")] + [
+    ROOT / "tests" / "chat_channel" / "__init__.py", ROOT / "tests" / "test_chat_channel.py",  # the chat channel
+]
 
 
 def blocks(language: str) -> list[str]:
