@@ -216,9 +216,11 @@ def read_settings() -> Settings | None:
         problems = [str(e)]
     else:
         # A service's deployer must be a registered kind (bot/wiring/deployers.py).
+        # A notify target must be one of a registered channel's (bot/wiring/channels.py).
+        from bot.wiring.channels import problems as wrong_targets
         from bot.wiring.deployers import problems as unknown_deployers
 
-        problems = unknown_deployers(settings)
+        problems = unknown_deployers(settings) + wrong_targets(settings)
     for problem in problems:
         print(f"configuration error: {problem}", file=sys.stderr)
     return None if problems else settings

@@ -19,18 +19,19 @@ from bot.core.events import (
     VerifyCheck,
     identity_of,
 )
-from bot.core.people import Agent, Directory, Identity, Person, Written
+from bot.core.people import Agent, Identity, Written
 from bot.core.policy import Policy, lock_owner
 from bot.core.thread import Thread
 from bot.core.triggers import SCHEDULE
 from bot.runtime.ports import Lock
+from tests.people_kinds import a_person, directory_of
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "people-and-approvals.md"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
-DIRECTORY = Directory(
-    [Person("alice", ("UALICE",), ("alice@example.com",)), Person("bob", ("UBOB",), ("bob@example.com",)),
-     Person("dave", ("UDAVE",), ("dave@example.com",)), Person("erin", ("UERIN",), ("erin@example.com",))],
+DIRECTORY = directory_of(
+    [a_person("alice", ("UALICE",), ("alice@example.com",)), a_person("bob", ("UBOB",), ("bob@example.com",)),
+     a_person("dave", ("UDAVE",), ("dave@example.com",)), a_person("erin", ("UERIN",), ("erin@example.com",))],
     agents=[Agent("claude", owner="alice", environments=("staging",))],
 )
 POLICY = Policy.configured(
@@ -41,12 +42,12 @@ POLICY = Policy.configured(
 
 # The table's columns, in its order: who each one is.
 ACTORS: dict[str, Identity] = {
-    "an approver (bob)": DIRECTORY.by_slack("UBOB"),
-    "a person with no powers (dave)": DIRECTORY.by_slack("UDAVE"),
+    "an approver (bob)": DIRECTORY.by("slack", "UBOB"),
+    "a person with no powers (dave)": DIRECTORY.by("slack", "UDAVE"),
     "an agent (claude)": DIRECTORY.by_agent("claude"),  # type: ignore[dict-item]
     "the shared `API_TOKEN`": Identity(None, "api", "ci"),
-    "an outsider": DIRECTORY.by_slack("U0STRANGER"),
-    "a GitHub login nobody lists": DIRECTORY.by_github("octocat"),
+    "an outsider": DIRECTORY.by("slack", "U0STRANGER"),
+    "a GitHub login nobody lists": DIRECTORY.by("github", "octocat"),
     "a trigger or schedule": Identity(None, SCHEDULE, "nightly"),
 }
 assert all(a is not None for a in ACTORS.values())
@@ -109,7 +110,7 @@ def unlocking(lock: Lock) -> authority.Unlock:
     return authority.Unlock(lock.environment, lock.owner, lock.target, lock.by())
 
 
-OTHER = DIRECTORY.by_slack("UERIN")  # "someone else": a person with no powers who is none of the columns
+OTHER = DIRECTORY.by("slack", "UERIN")  # "someone else": a person with no powers who is none of the columns
 CAROL = "manual:carol"  # the owner of "someone else's lock": set by hand by someone who is none of the columns
 Situation = Callable[[Identity, Facts], authority.Action]
 

@@ -25,6 +25,7 @@ from bot.core.freeze_windows import stop_the_line
 from bot.core.people import API, Identity
 from bot.wiring.app import App, sign_in_linker
 from tests.helpers import eventually, reply, settle
+from tests.people_kinds import KINDS
 from tests.test_web_hardening import detail, exchange, request_head
 
 TOKEN = "shared-api-token-people"
@@ -372,7 +373,7 @@ async def test_a_link_is_mailed_to_a_persons_address_at_most_once_a_minute(app: 
     async def mail(address: str, url: str) -> None:
         sent.append((address, url))
 
-    auth = Auth(TOKEN, open_mode=False, credentials=app.credentials, directory=settings.directory(),
+    auth = Auth(TOKEN, open_mode=False, credentials=app.credentials, directory=settings.directory(KINDS),
                 sessions=Sessions(b"s" * 32, 60), sign_in_link=sign_in_linker(settings, app.credentials), mail=mail)
     await auth.email_link("ALICE@example.com")
     await auth.email_link("alice@example.com")  # again at once: not mailed twice

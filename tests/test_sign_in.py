@@ -23,6 +23,7 @@ from bot.adapters.http.shared import RETURN_COOKIE, SESSION_COOKIE
 from bot.wiring.app import App, sign_in_linker
 from tests.conftest import free_port
 from tests.helpers import eventually, ledger_lines, reply
+from tests.people_kinds import KINDS
 
 TOKEN = "shared-api-token-sign-in"
 ATTACKER = "attacker@evil.test"
@@ -157,7 +158,7 @@ async def test_a_link_goes_to_the_stored_address_never_to_the_input(app: App, se
     async def mail(address: str, url: str) -> None:
         sent.append(address)
 
-    auth = Auth(TOKEN, open_mode=False, credentials=app.credentials, directory=settings.directory(),
+    auth = Auth(TOKEN, open_mode=False, credentials=app.credentials, directory=settings.directory(KINDS),
                 sessions=Sessions(b"s" * 32, 60), sign_in_link=sign_in_linker(settings, app.credentials), mail=mail)
     for hostile in HOSTILE:
         await auth.email_link(hostile)

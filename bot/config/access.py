@@ -4,6 +4,7 @@ failing closed. `s`: the Settings; `file`: the deploybot.toml read, if any."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import timedelta
 
@@ -12,6 +13,7 @@ from bot.config.fields import Fields
 from bot.config.reading import words
 from bot.config.services import catalog
 from bot.config.settings_file import FileConfig
+from bot.core.people import Normalise
 from bot.core.policy import DEFAULT_ENVIRONMENTS, Policy, Timing, parse_approvers, parse_required
 from bot.core.verification import VerifyPlan
 
@@ -60,7 +62,7 @@ def policy_environments(s: Fields, file: FileConfig | None) -> frozenset[str]:
     return named | protected
 
 
-def build_policy(s: Fields, file: FileConfig | None) -> Policy:
+def build_policy(s: Fields, file: FileConfig | None, normalisers: Mapping[str, Normalise] | None = None) -> Policy:
     named_protected = words(s.protected_environments) if s.protected_environments is not None else None
     protected = named_protected if named_protected is not None else frozenset({"production"})
     environments = policy_environments(s, file)  # with [environments.*], the file names them
@@ -68,10 +70,10 @@ def build_policy(s: Fields, file: FileConfig | None) -> Policy:
     policy = Policy.configured(
         environments,
         protected,
-        directory=file.directory() if file is not None else None,
+        directory=file.directory(normalisers) if file is not None else None,
         written=file.written() if file is not None else None,
-        approvers=s.approvers,
-        approver_emails=s.approver_emails,
+        listed={"slack": s.approvers, "email": s.approver_emails},  # APPROVERS: Slack ids
+        normalisers=normalisers,
         approver_must_differ=bool(s.approver_must_differ),
         approval_ttl=timedelta(seconds=s.approval_ttl),
         max_steps=s.max_steps,

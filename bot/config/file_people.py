@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from bot.config.file_values import _SLACK_ID, _targets, _unique
 from bot.core.people import Agent, Written
@@ -16,9 +16,11 @@ _EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
 
 
 class PersonEntry(BaseModel):
-    """`[people.alice]`: `slack` and `email` each a string or a list of them."""
+    """`[people.alice]`: each channel's ids for the person, a string or a list of them: `slack`,
+    `email`, `github`, and the kind of any other channel registered (`chat = "u-1"`), which the
+    file alone cannot know: those are checked when the root hands the kinds in (`directory`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     slack: tuple[str, ...] = ()
     email: tuple[str, ...] = ()
@@ -55,6 +57,23 @@ class PersonEntry(BaseModel):
             if not _EMAIL.match(address):
                 raise ValueError(f"{address!r} is not an email address (like alice@example.com)")
         return _unique(addresses)
+
+    @model_validator(mode="after")
+    def _other_kinds(self) -> PersonEntry:
+        for kind, value in (self.model_extra or {}).items():
+            if not _strings(value):
+                raise ValueError(f"{kind} should be a string or a list of strings")
+        return self
+
+    def ids(self) -> dict[str, tuple[str, ...]]:
+        """Its ids by kind: the three this file knows, then any other channel's, trimmed."""
+        other = {kind: _unique(v.strip() for v in ((value,) if isinstance(value, str) else value))
+                 for kind, value in (self.model_extra or {}).items()}
+        return {"slack": self.slack, "email": self.email, "github": self.github, **other}
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 class AgentEntry(BaseModel):

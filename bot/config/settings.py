@@ -51,7 +51,7 @@ from bot.config.web import bind_host, host_names
 from bot.core import wording
 from bot.core.catalog import Catalog
 from bot.core.gate import GateRule
-from bot.core.people import Directory
+from bot.core.people import Directory, Normalise
 from bot.core.policy import Policy, PolicyError
 from bot.core.redis_target import RedisTarget
 from bot.core.triggers import Schedule, Trigger
@@ -68,6 +68,7 @@ __all__ = [
 class Settings(Fields):
     _file: FileConfig | None = PrivateAttr(None)
     _policy: Policy | None = PrivateAttr(None)
+    _policies: dict[tuple[tuple[str, Normalise], ...], Policy] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _complete(self) -> Self:
@@ -187,16 +188,23 @@ class Settings(Fields):
         ALLOWED_HOSTS, PUBLIC_URL's host, and the address HOST binds to unless it is all of them."""
         return host_names(self)
 
-    def policy(self) -> Policy:
+    def policy(self, kinds: Mapping[str, Normalise] | None = None) -> Policy:
         """Environments and who may approve, lock and unlock: deploybot.toml and the
-        variables together (built, and checked, when Settings was)."""
+        variables together (checked when Settings was). `kinds`: each channel's kind of ids
+        and how they compare (the root's registry hands them in); without them ids compare
+        as written, trimmed."""
         if self._policy is None:  # built by model_construct, which skips validation
             self._policy = access.build_policy(self, self._file)
-        return self._policy
+        if not kinds:
+            return self._policy
+        key = tuple(sorted(kinds.items(), key=lambda kind: kind[0]))
+        if key not in self._policies:
+            self._policies[key] = access.build_policy(self, self._file, kinds)
+        return self._policies[key]
 
-    def directory(self) -> Directory:
+    def directory(self, kinds: Mapping[str, Normalise] | None = None) -> Directory:
         """The people of deploybot.toml (none without it), for channels to know who speaks."""
-        return self.policy().directory
+        return self.policy(kinds).directory
 
     @property
     def open_mode(self) -> bool:

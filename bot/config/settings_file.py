@@ -42,7 +42,7 @@ from bot.config.file_values import (
 )
 from bot.core.freeze_windows import Freeze
 from bot.core.gate import GateRule
-from bot.core.people import ANYONE, GROUP, Directory, Person, Written
+from bot.core.people import ANYONE, GROUP, Directory, Normalise, Person, Written
 from bot.core.policy import parse_approvers
 from bot.core.promotion import Order, Promotion, order_problems, parse_soak
 from bot.core.triggers import Schedule, Trigger
@@ -90,10 +90,27 @@ class FileConfig(BaseModel):
             raise _Problems(problems)
         return self
 
-    def directory(self) -> Directory:
-        people = (Person(name, entry.slack, entry.email, entry.github) for name, entry in self.people.items())
+    def directory(self, normalisers: Mapping[str, Normalise] | None = None) -> Directory:
+        """The people, their ids by kind (`slack = …` of [people.NAME]), compared by the kinds'
+        `normalisers` (the channels' own, handed in by the root). Told the kinds, a key of
+        [people.NAME] that is none of them is refused (ValueError, a line each)."""
+        if normalisers is not None and (unknown := self.unknown_kinds(normalisers)):
+            raise _Problems(unknown)
+        people = (Person(name, entry.ids()) for name, entry in self.people.items())
         agents = (entry.agent(name) for name, entry in self.agents.items())
-        return Directory(people, self.groups, agents=agents)
+        return Directory(people, self.groups, agents=agents, normalisers=normalisers)
+
+    def unknown_kinds(self, kinds: Iterable[str]) -> list[str]:
+        """Each key of a [people.NAME] that is no kind of ids the channels have (a typo)."""
+        known = [*PersonEntry.model_fields, *(k for k in kinds if k not in PersonEntry.model_fields)]
+        lines = []
+        for name, entry in self.people.items():
+            for kind in entry.model_extra or {}:
+                if kind not in known:
+                    hint = _did_you_mean(kind, known)
+                    expected = hint or f"; expected one of: {', '.join(known)}"
+                    lines.append(f"{key_path(('people', name, kind))}: unknown key{expected}")
+        return lines
 
     def written(self) -> dict[str, Written]:
         return {env: entry.written() for env, entry in self.environments.items()}

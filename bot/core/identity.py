@@ -1,23 +1,21 @@
 """Who did something: an `Identity` is the person (a name of deploybot.toml, or None for someone
 the directory does not know), how they were seen (`via`) and the channel's detail
-(`evidence`: the Slack user id, the address, the token id). bot/core/people.py turns whatever
-reaches the bot into one; the events record it. Pure: no I/O, and no import of the rest of the
-core, so anything may import it.
+(`evidence`: the channel's own id, e.g. a Slack user id or an address, or the token id).
+bot/core/people.py turns whatever reaches the bot into one; the events record it. Pure: no I/O,
+and no import of the rest of the core, so anything may import it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# How an identity was seen: its `via`.
-SLACK = "slack"
-EMAIL = "email"
+# How an identity was seen: its `via`. These are the core's own; a channel's identities carry
+# its kind (its package's KIND), which the core never names.
 TOKEN = "token"  # a personal API token; evidence: the token id
 SESSION = "session"  # a signed-in web session; evidence: the session id
 NAME = "name"  # named by someone trusted (a test; the API in open mode); evidence: the name
 API = "api"  # named by the shared API token's `user`, which proves nothing; evidence: the name
 CLI = "cli"  # named with the CLI's --user (it runs where the bot's secrets are); evidence: the name
-GITHUB = "github"  # GitHub's word about its own user (a signed delivery); evidence: the login
 AGENT = "agent"  # an AI agent of deploybot.toml's [agents]; evidence: its name (its principal: agent:NAME)
 
 # The bot itself: never decides, locks or unlocks (events it records carry this user).

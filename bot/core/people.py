@@ -2,19 +2,21 @@
 in principals. Pure: no I/O, no clock, no environment. What an identity may do under those
 rules is bot/core/authority.py's to answer.
 
-A person is a name with the Slack user ids and email addresses that are theirs (from
-deploybot.toml). Whatever reaches the bot (a Slack user id, an email sender, an API token, a
-signed-in session) is turned into an `Identity`: the person, or None for someone the
-directory does not know, plus how they were seen (`via`) and the channel's detail
-(`evidence`: the Slack user id, the address, the token id).
+A person is a name with each channel's ids that are theirs, by kind (from deploybot.toml:
+`slack = "U…"`, `email = "…"` under [people.NAME]). Whatever reaches the bot (a channel's
+user id, an email sender, an API token, a signed-in session) is turned into an `Identity`:
+the person, or None for someone the directory does not know, plus how they were seen (`via`)
+and the channel's detail (`evidence`: the channel's id, the token id). How a kind's ids
+compare (an address lower-cased) is the channel's own: its normaliser, handed to the
+`Directory` by whoever builds it; the core knows no channel.
 
 Rules name *principals*:
 - a person's name: whichever channel they come by, they are that person, so alice's Slack
   id and alice's address are one approver, and approver_must_differ compares people;
 - `*`: anyone, known or not; it is there only where someone wrote it (or in open mode, when
   nothing at all is configured: today's default);
-- `slack:<id>` / `email:<address>`: a Slack id or address listed in APPROVERS /
-  APPROVER_EMAILS that belongs to nobody in the directory (so those variables keep working
+- `<kind>:<id>` (e.g. `slack:U9`): a channel's id listed by kind (the variables APPROVERS,
+  APPROVER_EMAILS) that belongs to nobody in the directory (so those variables keep working
   without a people file).
 An unknown identity's principal is `<via>:<evidence>`, so it matches only where its raw id
 was listed: it never approves or locks where approvers are named.
@@ -25,9 +27,10 @@ and who is in a group can be read off one line of the file.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from email.utils import parseaddr
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from bot.core import wording
@@ -39,11 +42,8 @@ from bot.core.identity import (
     API,
     BOT_USER,
     CLI,
-    EMAIL,
-    GITHUB,
     NAME,
     SESSION,
-    SLACK,
     TOKEN,
     Identity,
 )
@@ -53,24 +53,23 @@ from bot.core.identity import SERVICE as SERVICE
 ANYONE = "*"
 GROUP = "group:"
 
-OPEN_MODE_NOTICE = (
-    "no approvers are configured (no deploybot.toml, no APPROVERS or APPROVER_EMAILS): "
-    "anyone may approve deploys, to protected environments too"
-)
+OPEN_MODE_NOTICE = wording.no_approvers_configured()
 
 
-def normalize_email(address: str) -> str:
-    """`Alice <Alice@Example.com>` -> `alice@example.com`; addresses compare lower-cased."""
-    _, addr = parseaddr(address)
-    return (addr or address).strip().lower()
+# A channel's own way of comparing its ids (an address lower-cased): raw id -> the id compared.
+Normalise = Callable[[str], str]
+
+
+def _stripped(raw: str) -> str:
+    """A kind's ids when its channel hands in no normaliser: compared as written, trimmed."""
+    return raw.strip()
 
 
 @dataclass(frozen=True)
 class Person:
     name: str
-    slack: tuple[str, ...] = ()
-    emails: tuple[str, ...] = ()
-    github: tuple[str, ...] = ()  # GitHub logins (a gated deployment's creator, bot/core/gate.py)
+    # kind -> that channel's ids for the person (`{"slack": ("U012AB3CD",)}`).
+    ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -99,12 +98,13 @@ class Agent:
 
 
 class Directory:
-    """The people and groups of deploybot.toml, looked up by any channel's id. Refuses a
-    Slack id or an address that two people share, and groups naming anyone but people.
+    """The people and groups of deploybot.toml, looked up by any channel's id. Refuses an id
+    of one kind that two people share, and groups naming anyone but people.
 
-    `trust_names`: open mode (nothing configured, so no people either): a name given by
-    something trusted (`by_name`: the API's `user` field, the CLI's `--user`) is that
-    person, as before people were known; Slack ids and addresses stay unknown."""
+    `normalisers`: each kind's normaliser (the channel's own); a kind without one compares
+    its ids trimmed. `trust_names`: open mode (nothing configured, so no people either): a
+    name given by something trusted (`by_name`: the API's `user` field, the CLI's `--user`)
+    is that person, as before people were known; channels' ids stay unknown."""
 
     def __init__(
         self,
@@ -113,23 +113,23 @@ class Directory:
         *,
         trust_names: bool = False,
         agents: Iterable[Agent] = (),
+        normalisers: Mapping[str, Normalise] | None = None,
     ) -> None:
+        self._normalisers: Mapping[str, Normalise] = MappingProxyType(dict(normalisers or {}))
         by_name: dict[str, Person] = {}
-        slack: dict[str, str] = {}
-        email: dict[str, str] = {}
-        github: dict[str, str] = {}
+        owners: dict[str, dict[str, str]] = {kind: {} for kind in self._normalisers}  # kind -> id -> name
         for given in people:
-            person = Person(given.name, tuple(given.slack), tuple(normalize_email(a) for a in given.emails),
-                            tuple(login.lower() for login in given.github))
+            ids = {kind: tuple(map(self._normaliser(kind), values)) for kind, values in given.ids.items()}
+            person = Person(given.name, MappingProxyType(ids))
             if not person.name or person.name in by_name or person.name == ANYONE or ":" in person.name:
                 raise ValueError(f"{person.name!r} cannot name a person (empty, taken, or holds ':' or '*')")
             by_name[person.name] = person
-            for table, ids, what in ((slack, person.slack, "Slack id"), (email, person.emails, "address"),
-                                     (github, person.github, "GitHub login")):
-                for id_ in ids:
+            for kind, values in ids.items():
+                table = owners.setdefault(kind, {})
+                for id_ in values:
                     owner = table.setdefault(id_, person.name)
                     if owner != person.name:
-                        raise ValueError(f"the {what} {id_} is both {owner}'s and {person.name}'s")
+                        raise ValueError(f"the {kind} id {id_} is both {owner}'s and {person.name}'s")
         members: dict[str, frozenset[str]] = {}
         for group, names in (groups or {}).items():
             members[group] = frozenset(names)
@@ -139,24 +139,23 @@ class Directory:
         self.people: Mapping[str, Person] = MappingProxyType(by_name)
         self.agents: Mapping[str, Agent] = MappingProxyType(_agents(agents, by_name))
         self.groups: Mapping[str, frozenset[str]] = MappingProxyType(members)
-        self._slack = slack
-        self._email = email
-        self._github = github
+        self._owners = owners
         self.trust_names = trust_names and not by_name
 
-    def by_slack(self, user_id: str) -> Identity:
-        user_id = user_id.strip()
-        return Identity(self._slack.get(user_id), SLACK, user_id)
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of ids the directory knows: those it was told a normaliser for, and
+        those its people hold."""
+        return tuple(self._owners)
 
-    def by_email(self, address: str) -> Identity:
-        address = normalize_email(address)
-        return Identity(self._email.get(address), EMAIL, address)
+    def by(self, kind: str, raw: str) -> Identity:
+        """Whoever `raw`, an id of channel `kind`, is (compared as the kind's normaliser has it:
+        an address lower-cased); an id nobody lists is unknown (`kind:id`, no powers but `*`)."""
+        id_ = self._normaliser(kind)(raw)
+        return Identity(self._owners.get(kind, {}).get(id_), kind, id_)
 
-    def by_github(self, login: str) -> Identity:
-        """A GitHub user, as a signed delivery names them (GitHub logins ignore case); a login
-        nobody lists is unknown (`github:login`, no powers but `*`)."""
-        login = login.strip().lower()
-        return Identity(self._github.get(login), GITHUB, login)
+    def _normaliser(self, kind: str) -> Normalise:
+        return self._normalisers.get(kind, _stripped)
 
     def by_name(self, name: str, *, via: str = NAME, evidence: str | None = None) -> Identity:
         """A person named by something already trusted: a verified token (via=TOKEN,
@@ -167,8 +166,8 @@ class Directory:
         return Identity(name if known else None, via, name if evidence is None else evidence)
 
     def person_named(self, text: str) -> str | None:
-        """The person `text` names by any of their ids (name, Slack id, address), or None."""
-        for identity in (self.by_name(text), self.by_slack(text), self.by_email(text)):
+        """The person `text` names by any of their ids (their name, an id of any kind), or None."""
+        for identity in (self.by_name(text), *(self.by(kind, text) for kind in self.kinds)):
             if identity.person is not None and identity.person in self.people:
                 return identity.person
         return None
@@ -274,17 +273,26 @@ class Shown:
     channel: str = ""  # "": a person's own name (or the bot, or anyone)
 
 
-# The `via`s a principal `<via>:<id>` can start with (Identity.principal): what shows as its tag.
-_CHANNELS = (SLACK, EMAIL, TOKEN, SESSION, NAME, API, CLI, AGENT)
+# The core's own `via`s; any other plain word a principal `<via>:<id>` starts with
+# (Identity.principal) is a channel's kind (`slack:U9`).
+_OWN_VIAS = (TOKEN, SESSION, NAME, API, CLI, AGENT)
+_VIA = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _via_of(principal: str) -> tuple[str, str] | None:
+    """`slack:U9` -> ("slack", "U9"): the `via` and raw id of an identity's principal; None for
+    a person's name, `*` or a group reference."""
+    via, colon, raw = principal.partition(":")
+    if colon and raw and _VIA.match(via) and f"{via}:" != GROUP:
+        return via, raw
+    return None
 
 
 def shown(principal: str) -> Shown:
     """`alice` -> alice; `api:alice` (the shared token said "alice", which proves nothing) ->
     alice, tagged api; `slack:U9` -> U9, tagged slack; `agent:claude-code` -> claude-code, tagged agent."""
-    via, colon, raw = principal.partition(":")
-    if colon and raw and via in _CHANNELS:
-        return Shown(raw, via)
-    return Shown(principal)
+    seen = _via_of(principal)
+    return Shown(seen[1], seen[0]) if seen else Shown(principal)
 
 
 def one_name(principal: str) -> str:
@@ -296,10 +304,8 @@ def one_name(principal: str) -> str:
 def identity_for(principal: str) -> Identity:
     """The identity a principal stands for: a person's name is that person; `<via>:<id>`
     someone the directory does not know, seen so (the reverse of Identity.principal)."""
-    via, colon, raw = principal.partition(":")
-    if colon and raw and via in _CHANNELS:
-        return Identity(None, via, raw)
-    return Identity(principal, NAME, principal)
+    seen = _via_of(principal)
+    return Identity(None, *seen) if seen else Identity(principal, NAME, principal)
 
 
 def _describe_one(ref: str) -> str:
@@ -307,8 +313,8 @@ def _describe_one(ref: str) -> str:
         return "anyone"
     if ref.startswith(GROUP):
         return f"the {ref.removeprefix(GROUP)} group"
-    via, _, raw = ref.partition(":")
-    return raw if via in (SLACK, EMAIL) and raw else ref
+    seen = _via_of(ref)  # a channel's raw id shows as that id; the core's own stay tagged
+    return seen[1] if seen and seen[0] not in _OWN_VIAS else ref
 
 
 # --- effective rules: the file and the variables together, failing closed ---------------------
@@ -341,31 +347,31 @@ def resolve(
     *,
     directory: Directory | None = None,
     written: Mapping[str, Written] | None = None,
-    slack_approvers: Mapping[str, Iterable[str]] | None = None,
-    email_approvers: Mapping[str, Iterable[str]] | None = None,
+    raw_approvers: Mapping[str, Mapping[str, Iterable[str]]] | None = None,
+    normalisers: Mapping[str, Normalise] | None = None,
     approver_must_differ: bool = False,
 ) -> Resolution:
     """Each environment's effective rules.
 
     `directory` is None when there is no people file; `written` is the file's
-    [environments.*]; `slack_approvers` / `email_approvers` are APPROVERS / APPROVER_EMAILS
-    parsed (`policy.parse_approvers`), passed only when the variable is set (empty or None:
-    not set); `protected` and `approver_must_differ` are the variables' values, which a
-    file's per-environment setting overrides.
+    [environments.*]; `raw_approvers` holds, by kind, the approvers a variable lists as that
+    channel's raw ids (APPROVERS for one kind, APPROVER_EMAILS for another, parsed by
+    `policy.parse_approvers`), a kind there only when its variable is set; `normalisers`
+    are the kinds' (for a directory of nobody, without a people file); `protected` and
+    `approver_must_differ` are the variables' values, which a file's per-environment setting
+    overrides.
 
-    An environment whose approvers are listed anywhere (the file, either variable, its own
+    An environment whose approvers are listed anywhere (the file, any variable, its own
     entry or a variable's `*` entry) has exactly those approvers, all of them together; `*`
-    only where written. With nothing configured (no directory, no written rules, neither
+    only where written. With nothing configured (no directory, no written rules, no
     variable) anyone may approve, as before: `open_mode`. Otherwise a protected environment
     left without approvers, or whose list names nobody, is a problem.
     """
     written = written or {}
-    people = directory or Directory()
-    tables = (
-        (dict(slack_approvers or {}), people.by_slack),
-        (dict(email_approvers or {}), people.by_email),
-    )
-    open_mode = directory is None and not written and not slack_approvers and not email_approvers
+    people = directory or Directory(normalisers=normalisers)
+    given = {kind: dict(table) for kind, table in (raw_approvers or {}).items() if table}
+    tables = [(table, functools.partial(people.by, kind)) for kind, table in given.items()]
+    open_mode = directory is None and not written and not given
     protected_by_default = frozenset(protected)
     rules: dict[str, Rules] = {}
     problems: list[str] = []
@@ -421,10 +427,7 @@ def _approvers(
 def _unguarded(env: str, is_protected: bool, listed: bool, approvers: set[str], refs: list[str]) -> list[str]:
     """The problem with a protected environment that nobody may approve, if it is one."""
     if is_protected and not listed:
-        return [
-            f"{env} is protected but has no approvers: list them under [environments.{env}] "
-            "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
-        ]
+        return [wording.protected_without_approvers(env)]
     if is_protected and not approvers:
         return [
             f"{env} is protected but its approvers ({describe(refs)}) name nobody" if refs

@@ -16,7 +16,7 @@ from bot.core import people, wording
 from bot.core.catalog import Catalog
 from bot.core.events import ApprovalRequested, ApprovalRulesChanged, Deploy, HumanResponse, principal_of
 from bot.core.freeze_windows import Freeze
-from bot.core.people import ANYONE, BOT_USER, Directory, Identity, Rules
+from bot.core.people import ANYONE, BOT_USER, Directory, Identity, Normalise, Rules
 from bot.core.promotion import Promotion
 from bot.core.thread import ApprovalRules, Thread
 from bot.core.verification import VerifyPlan
@@ -120,8 +120,8 @@ class Policy:
         *,
         directory: Directory | None = None,
         written: Mapping[str, people.Written] | None = None,
-        approvers: str | Mapping[str, Iterable[str]] | None = None,
-        approver_emails: str | Mapping[str, Iterable[str]] | None = None,
+        listed: Mapping[str, str | Mapping[str, Iterable[str]] | None] | None = None,
+        normalisers: Mapping[str, Normalise] | None = None,
         approver_must_differ: bool = False,
         approval_ttl: timedelta = timedelta(hours=1),
         max_steps: int = 20,
@@ -135,15 +135,15 @@ class Policy:
     ) -> Policy:
         """The effective rules of deploybot.toml (`directory`: its people, None without a
         file; `written`: its [environments.*], whose names join `environments`) and the
-        variables (APPROVERS and APPROVER_EMAILS as written, None or "" when unset), failing
-        closed (see people.resolve). `protected` only marks environments, it adds none.
+        variables listing approvers by kind (`listed`: kind -> the variable as written, None
+        or "" when unset; `normalisers`: each kind's, the channels' own), failing closed (see
+        people.resolve). `protected` only marks environments, it adds none.
         Raises PolicyError naming every problem."""
-        slack = parse_approvers(approvers) if isinstance(approvers, str) else approvers
-        email = parse_approvers(approver_emails) if isinstance(approver_emails, str) else approver_emails
+        tables = {kind: parse_approvers(raw) if isinstance(raw, str) else raw for kind, raw in (listed or {}).items()}
         protected = frozenset(protected)
         resolution = people.resolve(
             list(environments), protected, directory=directory, written=written,
-            slack_approvers=slack or None, email_approvers=email or None,
+            raw_approvers={kind: table for kind, table in tables.items() if table}, normalisers=normalisers,
             approver_must_differ=approver_must_differ,
         )
         if resolution.problems:
@@ -160,7 +160,7 @@ class Policy:
             environments=frozenset(rules),
             protected=frozenset(env for env, r in rules.items() if r.protected),
             rules=MappingProxyType(dict(rules)),
-            directory=directory or Directory(trust_names=resolution.open_mode),
+            directory=directory or Directory(trust_names=resolution.open_mode, normalisers=normalisers),
             open_mode=resolution.open_mode,
             approver_must_differ=approver_must_differ,
             approval_ttl=approval_ttl,
@@ -198,11 +198,11 @@ class Policy:
 
     def requesters(self, request: ApprovalRequested) -> frozenset[str]:
         """Everyone who asked for `request`, as principals. An old thread holds raw users
-        (a Slack id, an address, an API name): each also counts as the person it is now."""
+        (a channel's id, an API name): each also counts as the person it is now, by any kind."""
         raw = {request.requested_by, *request.requesters} - {""}
         principals = set(raw)
         for user in raw:
-            for identity in (self.directory.by_slack(user), self.directory.by_email(user)):
+            for identity in (self.directory.by(kind, user) for kind in self.directory.kinds):
                 if identity.person is not None:
                     principals.add(identity.person)
             agent = self.directory.agent_of(user)

@@ -7,16 +7,16 @@ default branch); each trigger it matches gives a `Start`: the text a thread star
 if the delivery's sender had asked, and where the thread is posted (`notify`). Schedules
 are started by bot/runtime/scheduler.py when their cron expression says so.
 
-A `notify` target is `slack:<channel id>` or `email:<address>`: the thread's Slack and email
-notifiers post there (Origin.notify).
+A `notify` target is `<kind>:<value>` (e.g. `slack:<channel id>`): the notifier of that kind
+of channel posts the thread there (Origin.notify). Which values are its own is the channel's to
+say (`NotifyTarget`, handed in by the root's registry); the core only splits the target.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,24 +24,27 @@ from bot.core import wording
 
 Kind = Literal["release", "tag", "workflow_run"]
 KINDS: tuple[Kind, ...] = ("release", "tag", "workflow_run")
-GITHUB = "github"  # the channel (and `via`) of a thread a GitHub delivery started
 SCHEDULE = "schedule"  # ... and of one a schedule started
 
-SLACK_TARGET, EMAIL_TARGET = "slack:", "email:"
-_SLACK_CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,30}$")
-_EMAIL = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[^@\s<>,;:\"]+$")
 
 
-def target_problem(target: str) -> str | None:
-    """Why `target` is not a notify target (`slack:C0123DEPLOY`, `email:team@example.com`);
-    None when it is one."""
-    if target.startswith(SLACK_TARGET):
-        channel = target.removeprefix(SLACK_TARGET)
-        return None if _SLACK_CHANNEL.match(channel) else f"{channel!r} is not a Slack channel id (like C0123DEPLOY)"
-    if target.startswith(EMAIL_TARGET):
-        address = target.removeprefix(EMAIL_TARGET)
-        return None if _EMAIL.match(address) else f"{address!r} is not an email address"
-    return f"{target!r}: a notify target is 'slack:CHANNEL_ID' or 'email:ADDRESS'"
+@dataclass(frozen=True)
+class NotifyTarget:
+    """A channel's own notify targets: their shape for people (`CHANNEL_ID`) and why a value
+    is not one (None: it is)."""
+
+    shape: str
+    problem: Callable[[str], str | None]
+
+
+def target_problem(target: str, kinds: Mapping[str, NotifyTarget]) -> str | None:
+    """Why `target` is not a notify target of one of `kinds` (`kind:value`, its value checked
+    by that channel); None when it is one."""
+    kind, colon, value = target.partition(":")
+    found = kinds.get(kind) if colon else None
+    if found is None:
+        return wording.not_a_notify_target(target, [f"{k}:{t.shape}" for k, t in kinds.items()])
+    return found.problem(value)
 
 
 def targets(notify: tuple[str, ...], kind: str) -> list[str]:

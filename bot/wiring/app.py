@@ -54,7 +54,7 @@ from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
 from bot.runtime.verifying import Verifying
 from bot.runtime.worker import Worker, worker_name
-from bot.wiring.channels import Parts, around, body_limits, make_channels, raw_users
+from bot.wiring.channels import Parts, around, body_limits, make_channels, people_kinds, raw_users
 from bot.wiring.deployers import make_deployers
 from bot.wiring.sign_in import public_base, session_secret, sign_in_linker, sign_in_mailer
 
@@ -236,7 +236,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     # Appends and thread creation WAIT for a replica when the master has one (not on a cluster).
     store = RedisThreadStore(redis, replicas=Replicas(redis, target.wait_ms) if target.waits else None)
     inbox, environments, credentials = RedisInbox(redis), RedisEnvironments(redis), RedisCredentials(redis)
-    queue, timers, policy = RedisWorkQueue(redis), RedisTimers(redis), settings.policy()
+    queue, timers, policy = RedisWorkQueue(redis), RedisTimers(redis), settings.policy(people_kinds())
     clock = utcnow  # one clock for every event recorded, by a run or by the service
     fanout = Fanout([])  # the channels' notifiers, once they are built (they record through the service)
     live_output = RedisLiveOutput(redis)

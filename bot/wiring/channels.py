@@ -15,7 +15,7 @@ each service's deployer (Plugged.fronts).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +25,10 @@ from bot.adapters.channels.log import LogNotifier
 from bot.adapters.http.limits import API_MAX_BYTES, GITHUB_MAX_BYTES, SLACK_MAX_BYTES, Access, Limit
 from bot.adapters.redis.credentials import RedisCredentials
 from bot.adapters.redis.inbox import RedisInbox
-from bot.config.settings import Settings
+from bot.config.settings import ConfigError, Settings
+from bot.core.people import Normalise
 from bot.core.policy import Policy
+from bot.core.triggers import NotifyTarget, target_problem
 from bot.runtime.ports import Channel, Deployer, History, Notifier, Route
 from bot.runtime.service import ThreadService
 from bot.wiring.sign_in import sign_in_linker
@@ -93,6 +95,12 @@ class Kind:
     # Its events store the channel's own id of the speaker as `user` (Slack's and email's
     # always did): changing it would change what is stored.
     raw_user: bool = False
+    # Its kind of people's ids (`slack = …` under [people.NAME]) and how they compare, from its
+    # package: imported only when asked (a channel's SDK is not loaded for the registry).
+    ids: Callable[[], tuple[str, Normalise]] | None = None
+    # Its notify targets (`slack:CHANNEL_ID` in a notify list): their kind and which values are
+    # its own, from its package, imported only when asked.
+    targets: Callable[[], tuple[str, NotifyTarget]] | None = None
 
 
 # --- the channels ------------------------------------------------------------------------------
@@ -228,6 +236,36 @@ def mcp(parts: Parts) -> Channel | None:
     return Plugged(parts.service, around=around)
 
 
+def _slack_ids() -> tuple[str, Normalise]:
+    from bot.adapters.channels.slack import KIND, normalise_user
+
+    return KIND, normalise_user
+
+
+def _slack_targets() -> tuple[str, NotifyTarget]:
+    from bot.adapters.channels.slack import KIND, TARGET
+
+    return KIND, TARGET
+
+
+def _email_targets() -> tuple[str, NotifyTarget]:
+    from bot.adapters.channels.email import KIND, TARGET
+
+    return KIND, TARGET
+
+
+def _email_ids() -> tuple[str, Normalise]:
+    from bot.adapters.channels.email import KIND, normalise_address
+
+    return KIND, normalise_address
+
+
+def _github_ids() -> tuple[str, Normalise]:
+    from bot.adapters.channels.github import KIND, normalise_login
+
+    return KIND, normalise_login
+
+
 def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
     email = settings.email
     return (("/email/inbound", email.max_bytes if email else API_MAX_BYTES),)
@@ -236,15 +274,16 @@ def _email_limits(settings: Settings) -> Sequence[tuple[str, int]]:
 CHANNELS: dict[str, Kind] = {
     "log": Kind("none: it only tells (the log, or the terminal)", log),
     "slack": Kind("Slack's request signature (SLACK_SIGNING_SECRET), or Socket Mode's own connection", slack,
-                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),), raw_user=True),
+                  lambda settings: (("/slack/events", SLACK_MAX_BYTES),), raw_user=True, ids=_slack_ids,
+                  targets=_slack_targets),
     "outgoing_webhooks": Kind("none: it only tells (signed with NOTIFY_WEBHOOK_SECRET)", outgoing_webhooks),
     "github_deployments": Kind("none: it only tells (GitHub Deployments, with GITHUB_TOKEN)", github_deployments),
     "email": Kind("the inbound secret, then the sender: the receiving server's Authentication-Results verdict "
                   "for a mailbox-authenticated domain, a reply token, or a confirmation round trip", email,
-                  _email_limits, raw_user=True),
+                  _email_limits, raw_user=True, ids=_email_ids, targets=_email_targets),
     # Before the webhook, which hands it the deliveries; the last to hear events, as before.
     "github_gate": Kind("GitHub's signature on its deployment_protection_rule deliveries (through /github/webhook); "
-                        "the creator is GitHub's word about its own user", github_gate),
+                        "the creator is GitHub's word about its own user", github_gate, ids=_github_ids),
     "github_webhook": Kind("GitHub's signature (X-Hub-Signature-256, GITHUB_WEBHOOK_SECRET)", github_webhook,
                            lambda settings: (("/github/webhook", GITHUB_MAX_BYTES),)),
     "mcp": Kind("an agent's token, which the front door resolves before a byte of the body is read "
@@ -259,9 +298,41 @@ def raw_users() -> frozenset[str]:
     return frozenset(name for name, kind in CHANNELS.items() if kind.raw_user)
 
 
+def people_kinds(channels: Mapping[str, Kind] | None = None) -> dict[str, Normalise]:
+    """Each registered channel's kind of people's ids and how they compare: what the
+    directory is told (`settings.policy(people_kinds())`)."""
+    return dict(kind.ids() for kind in (CHANNELS if channels is None else channels).values() if kind.ids)
+
+
+def notify_targets(channels: Mapping[str, Kind] | None = None) -> dict[str, NotifyTarget]:
+    """Each registered channel's notify targets, by kind (what notify lists are checked by)."""
+    return dict(kind.targets() for kind in (CHANNELS if channels is None else channels).values() if kind.targets)
+
+
+def problems(settings: Settings, channels: Mapping[str, Kind] | None = None) -> list[str]:
+    """What the registered channels find wrong in deploybot.toml, one line each (refused at
+    start): a kind of people's ids that is no channel's, a notify target that is no channel's,
+    or a value its channel does not take."""
+    try:  # a key of [people.NAME] that is no registered channel's kind of ids
+        settings.policy(people_kinds(channels))
+    except ValueError as e:
+        return str(e).splitlines()
+    kinds = notify_targets(channels)
+    lists = [
+        *((f"triggers[{i}].notify", t.notify) for i, t in enumerate(settings.triggers())),
+        *((f"schedules[{i}].notify", s.notify) for i, s in enumerate(settings.schedules())),
+        *((f"github_environments[{i}].notify", r.notify) for i, r in enumerate(settings.gate_rules())),
+        *((f"agents.{a.name}.notify", a.notify) for a in settings.directory().agents.values()),
+    ]
+    return [f"{where}: {why}" for where, notify in lists for target in notify
+            if (why := target_problem(target, kinds))]
+
+
 def make_channels(parts: Parts) -> dict[str, Channel]:
     """The channels these settings switch on, by kind, in the order of CHANNELS. Each route a
     channel serves must have its kind's body limit, or it would be taken for the API's."""
+    if wrong := problems(parts.settings):
+        raise ConfigError("\n".join(wrong))
     channels: dict[str, Channel] = {}
     for name, kind in CHANNELS.items():
         channel = kind.build(parts)

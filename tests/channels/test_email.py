@@ -208,7 +208,7 @@ async def test_decided_in_slack_then_replied_by_email_is_already_decided(api, ap
     thread, _, approvals = await start(api, app, inbox)
     approval_id = thread["pending_approval"]["approval_id"]
     # What a click on the Slack Approve button does:
-    approver = app.service.directory.by_slack("UAPPROVER")
+    approver = app.service.directory.by("slack", "UAPPROVER")
     await app.service.respond(thread["id"], "", approver, approval_id, approve=True, channel="slack")
     await app.kick(thread["id"])
     await settle(api, thread["id"])

@@ -420,7 +420,7 @@ async def test_a_huge_rejection_is_cut_in_the_email_and_whole_in_the_thread(api,
     thread, _, _ = await start(api, app, inbox)
     fake_llm.script(reply(intent="done_for_now", message="ok, not deploying"))
     feedback = "v1.2.3 breaks checkout. " + "log line\n" * 200_000  # 2 MB
-    await app.service.respond(thread["id"], feedback, app.service.directory.by_slack("UAPPROVER"),
+    await app.service.respond(thread["id"], feedback, app.service.directory.by("slack", "UAPPROVER"),
                               thread["pending_approval"]["approval_id"], approve=False, channel="slack")
     told = (await inbox.wait_for(to="alice@example.com", body="Rejected by UAPPROVER:"))[0]
     body = _field(told, "body").replace("\r\n", "\n")  # as sent: CRLF line ends

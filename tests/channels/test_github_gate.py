@@ -221,12 +221,12 @@ async def test_a_protected_deployment_is_asked_approved_2_of_2_answered_once_and
 
     # The creator may not approve their own deployment.
     with pytest.raises(Refused):
-        await approve(app, thread_id, app.service.directory.by_email("carol@example.com"), "email")
-    await approve(app, thread_id, app.service.directory.by_slack("UALICE"), "slack")
+        await approve(app, thread_id, app.service.directory.by("email", "carol@example.com"), "email")
+    await approve(app, thread_id, app.service.directory.by("slack", "UALICE"), "slack")
     assert (await settle(api, thread_id))["status"] == "waiting_for_approval"
     assert github.callbacks == []  # 1 of 2
 
-    await approve(app, thread_id, app.service.directory.by_email("bob@example.com"), "email")
+    await approve(app, thread_id, app.service.directory.by("email", "bob@example.com"), "email")
     await eventually(lambda: len(github.callbacks) == 1)
     [callback] = github.callbacks
     assert (callback["state"], callback["environment_name"], callback["installation"]) == ("approved", "production", 77)
@@ -286,7 +286,7 @@ async def test_a_lost_callback_is_retried_and_sent_once(api, app, github, fast):
 
 async def test_a_freeze_never_answers_approved_it_waits_or_rejects(api, app, github):
     freezes = app.runner.deploying.freezes
-    alice, bob = app.service.directory.by_slack("UALICE"), app.service.directory.by_email("bob@example.com")
+    alice, bob = app.service.directory.by("slack", "UALICE"), app.service.directory.by("email", "bob@example.com")
 
     # Frozen until after the approval would expire: rejected, saying why.
     long = github.protection_rule("production", SHA)
@@ -342,7 +342,7 @@ async def test_a_gated_thread_answers_one_deployment_its_later_deploys_and_rollb
     # GitHub has the repository's commits, so deploybot's own deploys get GitHub deployments.
     monkeypatch.setattr(github, "commits", [
         {"sha": commit_of(git_repo, tag), "message": tag, "author": "t", "login": None} for tag in TAGS])
-    nobody = app.service.directory.by_github("passer-by")  # someone with no powers
+    nobody = app.service.directory.by("github", "passer-by")  # someone with no powers
     earlier = await app.service.launch("deploy app v1.2.2 to staging", nobody, "api")
     await app.kick(earlier.id)
     assert "deploy_result" in types(await settle(api, earlier.id))

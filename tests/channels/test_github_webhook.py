@@ -170,7 +170,7 @@ async def test_a_release_on_a_protected_environment_asks_in_the_configured_chann
     # Bob approves with the button in the configured channel: the deploy runs.
     blocks = asked["blocks"] if isinstance(asked["blocks"], list) else json.loads(asked["blocks"])
     button = next(e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == APPROVE)
-    await app.service.respond(thread_id, "", app.service.directory.by_slack(BOB), *_parse(button["value"]),
+    await app.service.respond(thread_id, "", app.service.directory.by("slack", BOB), *_parse(button["value"]),
                               approve=True, channel="slack")
     await app.kick(thread_id)
     assert (await settle(api, thread_id))["status"] == "done"

@@ -32,6 +32,7 @@ from bot.adapters.redis.credentials import RedisCredentials
 from bot.testing import cluster
 from tests.channels import test_slack as base
 from tests.helpers import ledger_lines
+from tests.people_kinds import KINDS
 
 fake_slack, slack = base.fake_slack, base.slack
 ALICE, BOB = "UALICE", "UBOB"
@@ -467,7 +468,7 @@ def test_the_docs_agent_configuration_and_client_snippets_work(tmp_path, monkeyp
     agent_toml = re.search(r"```toml\n(.*?)```", section, re.S)[1]
     (tmp_path / "deploybot.toml").write_text(people + "\n" + agent_toml)
     monkeypatch.chdir(tmp_path)
-    agent = Settings(_env_file=None).directory().agents["claude-code"]
+    agent = Settings(_env_file=None).directory(KINDS).agents["claude-code"]
     assert (agent.owner, agent.environments, agent.max_open, agent.max_per_hour) == \
         ("alice", ("staging", "production"), 5, 20)
     assert agent.label == "claude-code (agent of alice)"
@@ -500,7 +501,7 @@ def test_tokens_are_created_for_agents_by_name(settings, config, tmp_path):
             info = await RedisCredentials(client).verify(made.stdout.strip())
         finally:
             await client.aclose()
-        who = settings.directory().by_token(info.person, info.token_id) if info else None
+        who = settings.directory(KINDS).by_token(info.person, info.token_id) if info else None
         return who.principal if who else None
 
     assert asyncio.run(holder()) == "agent:claude-code"

@@ -152,7 +152,7 @@ async def test_cancel_reasons_are_escaped_but_the_canceller_is_named(app, api, s
     # alice asked, so she may cancel it (the shared token, which did not, may not)
     refused = await api.post(f"/threads/{thread.id}/cancel", json={"user": ALICE, "reason": HOSTILE})
     assert refused.status_code == 403 and "may not cancel this thread" in refused.json()["detail"]
-    await app.service.cancel(thread.id, app.service.directory.by_slack(ALICE), HOSTILE)
+    await app.service.cancel(thread.id, app.service.directory.by("slack", ALICE), HOSTILE)
     [said] = await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Cancelled by")
     assert said["text"] == f":no_entry: Cancelled by <@{ALICE}>: {INERT}"
 
@@ -213,7 +213,7 @@ async def test_a_cancel_reason_shows_as_typed_and_the_canceller_stays_a_mention(
     fake_llm.script(reply(intent="request_more_information", message="Which environment?"))
     _, root = await slack.mention("deploy backend v1.2.3")
     thread = await settled(app, root)
-    await app.service.cancel(thread.id, app.service.directory.by_slack(ALICE), EMPHASIS)  # she asked
+    await app.service.cancel(thread.id, app.service.directory.by("slack", ALICE), EMPHASIS)  # she asked
     [said] = await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Cancelled by")
     assert said["text"] == f":no_entry: Cancelled by <@{ALICE}>: {AS_TYPED}"
 
@@ -231,7 +231,7 @@ async def test_format_characters_reach_slack_from_nobody(app, api, slack, fake_s
     fake_llm.script(reply(intent="request_more_information", message=f"Which{HIDDEN} tag?"))
     await slack.submit_feedback(view, APPROVER, f"not{HIDDEN} now")
     thread = await settled(app, root)
-    await app.service.cancel(thread.id, app.service.directory.by_slack(ALICE), f"gone{HIDDEN} away")
+    await app.service.cancel(thread.id, app.service.directory.by("slack", ALICE), f"gone{HIDDEN} away")
     await fake_slack.wait_for("chat.postMessage", thread_ts=root, text="Cancelled by")
     await fake_slack.wait_for("chat.update", ts=message["ts"], blocks="Rejected by")
     sent = [c for m in ("chat.postMessage", "chat.update", "chat.postEphemeral") for c in fake_slack.called(m)]

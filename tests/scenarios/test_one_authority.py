@@ -86,8 +86,8 @@ def deploybot_toml() -> str:
     trigger, so a GitHub release asks for production."""
     lines = ['promotion = ["staging", "production"]', ""]
     for person in DIRECTORY.people.values():
-        lines += [f"[people.{person.name}]", f"slack = {json.dumps(person.slack[0])}",
-                  f"email = {json.dumps(person.emails[0])}", ""]
+        lines += [f"[people.{person.name}]", f"slack = {json.dumps(person.ids['slack'][0])}",
+                  f"email = {json.dumps(person.ids['email'][0])}", ""]
     for agent in DIRECTORY.agents.values():
         lines += [f"[agents.{agent.name}]", f"owner = {json.dumps(agent.owner)}",
                   f"environments = {json.dumps(list(agent.environments))}", "max_open = 1000",
@@ -188,12 +188,12 @@ def console_actors(app) -> dict[str, Actor]:
 
 
 def slack_actors(app) -> dict[str, Actor]:
-    return {column: Actor(column, app.service.directory.by_slack(user), user)
+    return {column: Actor(column, app.service.directory.by("slack", user), user)
             for column, user in ((BOB, "UBOB"), (DAVE, "UDAVE"), (OUTSIDER, "U0STRANGER"))}
 
 
 def email_actors(app) -> dict[str, Actor]:
-    return {column: Actor(column, app.service.directory.by_email(address), address)
+    return {column: Actor(column, app.service.directory.by("email", address), address)
             for column, address in ((BOB, "bob@example.com"), (DAVE, "dave@example.com"),
                                     (OUTSIDER, "stranger@example.com"))}
 

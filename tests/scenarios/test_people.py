@@ -22,6 +22,7 @@ from tests.channels import test_slack as base
 from tests.channels.test_email import _field, gmail_reply, post, raw_mail
 from tests.channels.test_slack import CHANNEL, bot_thread, new_ts, paused, settled
 from tests.helpers import ledger_lines, reply
+from tests.people_kinds import KINDS
 
 # The stand-ins of the channel tests: Slack's Web API, a signed-request sender, an SMTP server.
 fake_slack, slack = base.fake_slack, base.slack
@@ -101,7 +102,7 @@ def approval_code(approval) -> str:
 
 def test_the_file_alone_decides_who_approves(settings):
     assert settings.approvers is None and settings.approver_emails is None and not settings.open_mode
-    policy = settings.policy()
+    policy = settings.policy(KINDS)
     assert policy.rules_for("production").approvers == {"alice", "bob", "carol"}
 
 

@@ -86,7 +86,7 @@ def email_approvers(policy: Policy, environment: str) -> list[tuple[str | None, 
     for principal in authority.deciders(policy, thread_of(request), request):
         person = policy.directory.people.get(principal)
         if person is not None:
-            for address in person.emails:
+            for address in person.ids.get("email", ()):
                 found.setdefault(address, person.name)
         elif principal.startswith("email:"):
             found.setdefault(principal.removeprefix("email:"), None)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core.people import Directory, Identity, Person, Written
+from bot.core.people import Identity, Written
 from bot.core.policy import Policy
 from bot.runtime.service import ThreadService
 from bot.testing.memory import (
@@ -26,16 +26,17 @@ from bot.testing.memory import (
     ScriptedModel,
 )
 from bot.wiring.channels import raw_users
+from tests.people_kinds import a_person, directory_of
 
 NOW = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 TAGS = {"v1.2.3": "c" * 40, "v1.2.2": "b" * 40, "v1.2.1": "a" * 40}  # newest first
 APPROVERS = ("bob", "carol")
 # The people the fast layer's tests name: each known by Slack and by email (carol by email
 # only); anyone else ("mallory") is someone unknown.
-PEOPLE = Directory([
-    Person("alice", ("UALICE",), ("alice@example.com",)),
-    Person("bob", ("UBOB",), ("bob@example.com",)),
-    Person("carol", (), ("carol@example.com",)),
+PEOPLE = directory_of([
+    a_person("alice", ("UALICE",), ("alice@example.com",)),
+    a_person("bob", ("UBOB",), ("bob@example.com",)),
+    a_person("carol", (), ("carol@example.com",)),
 ])
 
 

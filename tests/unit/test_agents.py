@@ -11,10 +11,11 @@ import pytest
 
 from bot.core import agents, authority
 from bot.core.events import ApprovalRequested, ToolCalled, UserMessage
-from bot.core.people import AGENT, Agent, Directory, Person, Rules, Written
+from bot.core.people import AGENT, Agent, Rules, Written
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 from bot.runtime.service import Forbidden, ThreadService
+from tests.people_kinds import a_person, directory_of
 from tests.unit.asking import (
     may_approve,
     may_decide,
@@ -27,9 +28,9 @@ from tests.unit.asking import (
 )
 from tests.unit.conftest import NOW, Parts
 
-ALICE, BOB = Person("alice", ("UALICE",)), Person("bob", ("UBOB",))
+ALICE, BOB = a_person("alice", ("UALICE",)), a_person("bob", ("UBOB",))
 CLAUDE = Agent("claude-code", owner="alice", environments=("staging", "production"), max_open=2, max_per_hour=3)
-DIRECTORY = Directory([ALICE, BOB], agents=[CLAUDE])
+DIRECTORY = directory_of([ALICE, BOB], agents=[CLAUDE])
 AGENT_ID = DIRECTORY.by_agent("claude-code")
 ANYONE_RULES = Rules(protected=True, approvers=frozenset({"*"}), environment="staging")
 
@@ -49,9 +50,9 @@ def test_an_agent_is_nobody_s_person_and_no_list_can_name_it():
     assert DIRECTORY.by_token("alice", "t1").person == "alice"
     assert DIRECTORY.display("agent:claude-code") == "claude-code (agent of alice)"
     with pytest.raises(ValueError, match="is not a person"):
-        Directory([ALICE], agents=[Agent("x", owner="zed")])
+        directory_of([ALICE], agents=[Agent("x", owner="zed")])
     with pytest.raises(ValueError, match="a person's name too"):
-        Directory([ALICE], agents=[Agent("alice")])
+        directory_of([ALICE], agents=[Agent("alice")])
 
 
 @pytest.mark.parametrize("check", [
@@ -75,9 +76,9 @@ def test_what_an_agent_asks_its_owner_asked():
         expires_at=NOW,
     )
     assert "alice" in rules.requesters(request)
-    assert may_decide(rules, DIRECTORY.by_slack("UALICE"), request) == \
+    assert may_decide(rules, DIRECTORY.by("slack", "UALICE"), request) == \
         "alice asked for this deploy and cannot also approve it"
-    assert may_decide(rules, DIRECTORY.by_slack("UBOB"), request) is None
+    assert may_decide(rules, DIRECTORY.by("slack", "UBOB"), request) is None
 
 
 def test_an_agent_asks_only_for_its_environments():

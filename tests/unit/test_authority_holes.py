@@ -9,19 +9,20 @@ import pytest
 
 from bot.core import agents
 from bot.core.events import ApprovalRequested, Cancelled, DeployResult, Error
-from bot.core.people import Agent, Directory, Person, Written
+from bot.core.people import Agent, Written
 from bot.core.policy import Policy
 from bot.core.thread import Thread
 from bot.runtime.service import Forbidden, ThreadService
+from tests.people_kinds import a_person, directory_of
 from tests.unit.conftest import NOW, Parts, make_runner
 
-PEOPLE = [Person("alice", ("UALICE",), ("alice@example.com",)), Person("bob", ("UBOB",), ("bob@example.com",)),
-          Person("dave", ("UDAVE",), ())]
+PEOPLE = [a_person("alice", ("UALICE",), ("alice@example.com",)), a_person("bob", ("UBOB",), ("bob@example.com",)),
+          a_person("dave", ("UDAVE",), ())]
 STAGING_ONLY = Agent("claude", owner="alice", environments=("staging",), max_open=2, max_per_hour=3)
 EVERYWHERE = Agent("gpt", owner="alice", max_open=2, max_per_hour=3)
-DIRECTORY = Directory(PEOPLE, agents=[STAGING_ONLY, EVERYWHERE])
+DIRECTORY = directory_of(PEOPLE, agents=[STAGING_ONLY, EVERYWHERE])
 CLAUDE, GPT = DIRECTORY.by_agent("claude"), DIRECTORY.by_agent("gpt")
-ALICE, BOB, DAVE = (DIRECTORY.by_slack(u) for u in ("UALICE", "UBOB", "UDAVE"))
+ALICE, BOB, DAVE = (DIRECTORY.by("slack", u) for u in ("UALICE", "UBOB", "UDAVE"))
 PRODUCTION = "deploy backend v1.2.3 to production"
 
 

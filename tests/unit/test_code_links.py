@@ -10,6 +10,7 @@ from bot.config.settings import Settings
 from bot.core.catalog import Service
 from bot.core.code_links import CodeLinks
 from bot.runtime.ports import DeployRecord
+from tests.people_kinds import KINDS
 from tests.unit.settings_helpers import clean_environment, problems_of  # noqa: F401 (clean_environment: autouse)
 from tests.unit.test_console_pages import page
 
@@ -34,7 +35,7 @@ command = "true"
 def test_github_templates_or_none_per_service(tmp_path, monkeypatch):
     (tmp_path / "deploybot.toml").write_text(CONFIG)
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
-    catalog = Settings(_env_file=None).policy().catalog
+    catalog = Settings(_env_file=None).policy(KINDS).catalog
     web, api, worker = (catalog.services[n].links for n in ("web", "api", "worker"))
     assert web.for_tag("v1.2.3") == "https://github.com/acme/web/tree/v1.2.3"
     assert web.for_commit("a" * 40) == f"https://github.com/acme/web/commit/{'a' * 40}"
@@ -49,7 +50,7 @@ def test_github_enterprise_links_to_its_own_host(tmp_path, monkeypatch):
     (tmp_path / "deploybot.toml").write_text(CONFIG)
     monkeypatch.setenv("GITHUB_API_URL", "https://ghe.example.com/api/v3")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
-    web = Settings(_env_file=None).policy().catalog.services["web"].links
+    web = Settings(_env_file=None).policy(KINDS).catalog.services["web"].links
     assert web.for_tag("v1") == "https://ghe.example.com/acme/web/tree/v1"
 
 

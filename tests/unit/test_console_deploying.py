@@ -16,16 +16,17 @@ from bot.adapters.http.console.deploy_form import Asked
 from bot.core.catalog import Catalog, Service
 from bot.core.events import ApprovalRequested, DeployService, UserMessage
 from bot.core.freeze_windows import one_off
-from bot.core.people import SESSION, Directory, Identity, Person, Written
+from bot.core.people import SESSION, Identity, Written
 from bot.core.policy import Policy, Timing
 from bot.core.promotion import Order, Promotion
 from bot.core.thread import Thread
 from bot.runtime.deploying import Deploying
 from bot.runtime.ports import Check, DeployRecord, Lock
 from bot.testing.memory import MemoryDeployer, MemoryEnvironments
+from tests.people_kinds import a_person, directory_of
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-PEOPLE = Directory([Person("alice", (), ("alice@example.com",)), Person("bob", (), ("bob@example.com",))])
+PEOPLE = directory_of([a_person("alice", (), ("alice@example.com",)), a_person("bob", (), ("bob@example.com",))])
 ASKER = PEOPLE.by_name("bob", via=SESSION)  # who previews: asks, approves nothing here but staging
 ENVIRONMENTS = ["development", "production", "staging"]
 POLICY = Policy.configured(

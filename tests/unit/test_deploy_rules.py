@@ -16,17 +16,18 @@ from bot.core.catalog import Catalog, Service
 from bot.core.deploy_rules import Facts, Refusal
 from bot.core.events import DeployService, UserMessage, identity_of, principal_of
 from bot.core.freeze_windows import one_off, stop_the_line
-from bot.core.people import Directory, Person, Written
+from bot.core.people import Written
 from bot.core.policy import Policy
 from bot.core.promotion import Order, Promotion
 from bot.core.thread import Instruction, Thread
 from bot.runtime.deploying import Deploying
 from bot.runtime.ports import Check, DeployRecord
 from bot.testing.memory import MemoryDeployer, MemoryEnvironments
+from tests.people_kinds import a_person, directory_of
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 COMMIT = "c" * 40
-PEOPLE = Directory([Person("alice", (), ("alice@example.com",)), Person("bob", (), ("bob@example.com",))])
+PEOPLE = directory_of([a_person("alice", (), ("alice@example.com",)), a_person("bob", (), ("bob@example.com",))])
 POLICY = replace(
     Policy.configured(
         environments=frozenset({"staging", "production"}), directory=PEOPLE,

@@ -35,6 +35,7 @@ from bot.testing.memory import MemoryDeployer, MemoryInbox
 from bot.wiring import channels as channel_registry
 from bot.wiring import deployers as deployer_registry
 from bot.wiring.app import Fanout, http_limits
+from tests.people_kinds import KINDS
 from tests.unit.conftest import TAGS, Parts, make_runner
 
 MEMO_SECRET = "memo-shared-secret"
@@ -183,7 +184,7 @@ async def test_a_new_deployer_is_built_by_kind_and_deploys_the_resolved_commit(m
     deployers = deployer_registry.make_deployers(settings)
     assert isinstance(deployers["api"], Pair) and not isinstance(deployers["web"].runner, RecordingRunner)
 
-    world = Parts(policy=settings.policy())
+    world = Parts(policy=settings.policy(KINDS))
     runner = make_runner(world)
     runner.deploying.deployers = deployers
     service = ThreadService(world.store, world.policy, None, world.clock)
@@ -208,8 +209,10 @@ def test_a_deployer_kind_nobody_registered_is_refused_at_start(tmp_path: Path):
 # --- docs/extending.md shows this file and the real ones, as they are -----------------------
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
-SOURCES = [Path(__file__)] + [Path(__file__).resolve().parents[2] / "bot" / "wiring" / name
-                              for name in ("channels.py", "deployers.py")]
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = [Path(__file__)] + [ROOT / "bot" / "wiring" / name for name in ("channels.py", "deployers.py")] + [
+    ROOT / "tests" / "chat_channel" / "__init__.py", ROOT / "tests" / "test_chat_channel.py",  # the chat channel
+]
 
 
 def blocks(language: str) -> list[str]:

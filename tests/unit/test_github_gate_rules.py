@@ -15,8 +15,8 @@ from bot.config.settings import Settings
 from bot.core import wording
 from bot.core.events import DeployService, UserMessage
 from bot.core.gate import GateRule, deploy_text, gated_step, requested, rule_for, service_for
-from bot.core.people import Directory, Person
 from bot.core.thread import Thread
+from tests.people_kinds import a_person, directory_of
 
 SHA = "b" * 40
 CALLBACK = "https://api.github.com/repos/acme/app/actions/runs/42/deployment_protection_rule"
@@ -115,12 +115,12 @@ def test_rules_match_without_case_and_name_their_service():
 
 
 def test_a_github_login_names_a_person_and_an_unknown_one_nobody():
-    directory = Directory([Person("carol", github=("carol-gh",))])
-    assert directory.by_github("Carol-GH").person == "carol"
-    stranger = directory.by_github("octocat")
+    directory = directory_of([a_person("carol", github=("carol-gh",))])
+    assert directory.by("github", "Carol-GH").person == "carol"
+    stranger = directory.by("github", "octocat")
     assert stranger.person is None and stranger.principal == "github:octocat"
-    with pytest.raises(ValueError, match="GitHub login"):
-        Directory([Person("a", github=("x",)), Person("b", github=("x",))])
+    with pytest.raises(ValueError, match="the github id x is both a.s and b.s"):
+        directory_of([a_person("a", github=("x",)), a_person("b", github=("x",))])
 
 
 def test_the_app_jwt_is_rs256_backdated_and_short():

@@ -21,13 +21,14 @@ from bot.core.thread import Thread
 from bot.runtime.ports import Lock
 from bot.runtime.service import Forbidden, ThreadService
 from bot.wiring.channels import raw_users
+from tests.people_kinds import KINDS
 from tests.unit.conftest import NOW, PEOPLE, Parts, make_runner, team_policy, who
 
-ALICE_SLACK = PEOPLE.by_slack("UALICE")
-ALICE_EMAIL = PEOPLE.by_email("Alice <alice@example.com>")
-BOB_SLACK = PEOPLE.by_slack("UBOB")
-STRANGER = PEOPLE.by_slack("U999")  # a Slack user deploybot.toml does not name
-SENDER = PEOPLE.by_email("eve@example.com")  # an address deploybot.toml does not name
+ALICE_SLACK = PEOPLE.by("slack", "UALICE")
+ALICE_EMAIL = PEOPLE.by("email", "Alice <alice@example.com>")
+BOB_SLACK = PEOPLE.by("slack", "UBOB")
+STRANGER = PEOPLE.by("slack", "U999")  # a Slack user deploybot.toml does not name
+SENDER = PEOPLE.by("email", "eve@example.com")  # an address deploybot.toml does not name
 
 
 @pytest.fixture
@@ -118,7 +119,7 @@ async def test_everyone_who_gave_instructions_by_any_channel_is_a_requester(part
     assert isinstance(request, ApprovalRequested)
     assert request.requested_by == "alice" and request.requesters == ["alice", "bob"]
     with pytest.raises(Forbidden, match="bob asked for this deploy"):
-        await service.respond(thread.id, "", PEOPLE.by_email("bob@example.com"), approval_id=request.approval_id,
+        await service.respond(thread.id, "", PEOPLE.by("email", "bob@example.com"), approval_id=request.approval_id,
                               approve=True, channel="email")
     await service.respond(thread.id, "", who("carol"), approval_id=request.approval_id, approve=True)
 
@@ -171,7 +172,7 @@ async def test_whoever_locked_unlocks_by_any_channel_others_only_if_they_may_loc
 
     written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
     parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,
-                                           approvers="staging:*;development:*"))
+                                           listed={"slack": "staging:*;development:*"}, normalisers=KINDS))
     service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock, raw_users=raw_users())
     assert (await command(parts, service, "lock production: freeze", ALICE_SLACK)).startswith("Locked")
     refused = await command(parts, service, "unlock production", who("carol"), "cli")
@@ -192,7 +193,7 @@ async def test_someone_told_how_to_take_over_a_lock_can_do_it_by_following_the_r
 
     written = {"production": Written(approvers=("bob", "carol"), may_lock=("alice", "bob"))}
     parts = Parts(policy=Policy.configured(directory=PEOPLE, written=written,
-                                           approvers="staging:*;development:*"))
+                                           listed={"slack": "staging:*;development:*"}, normalisers=KINDS))
     service = ThreadService(parts.store, parts.policy, parts.notifier, parts.clock, raw_users=raw_users())
     await command(parts, service, "lock production: freeze", ALICE_SLACK)
     refused = await command(parts, service, "unlock production", who("carol"), "cli")
@@ -215,9 +216,9 @@ async def test_in_open_mode_anyone_locks_and_unlocks_as_before():
 
 
 async def test_a_raw_user_is_read_by_its_channel_and_a_bare_name_is_nobody_unless_open(parts, service):
-    thread = await service.launch("hello", service.directory.by_slack("UALICE"), channel="slack")
+    thread = await service.launch("hello", service.directory.by("slack", "UALICE"), channel="slack")
     assert thread.events[0].person == "alice"
-    assert service.directory.by_email("bob@example.com").person == "bob"
+    assert service.directory.by("email", "bob@example.com").person == "bob"
     assert service.unproven("ci-pipeline") == Identity(None, "api", "ci-pipeline")
     for person in ("bob", "bob@example.com", "UBOB"):  # a person is never named by what proves nothing
         with pytest.raises(Forbidden, match="use your personal token"):

@@ -32,19 +32,20 @@ from bot.core.events import (
     UserMessage,
 )
 from bot.core.freeze_windows import weekly
-from bot.core.people import Directory, Person, Written
+from bot.core.people import Written
 from bot.core.policy import Policy, Timing
 from bot.core.thread import Thread
 from bot.runtime.service import Forbidden, ThreadService, WrongState
 from bot.testing.memory import MemoryDeployQueue, MemoryFreezes, MemoryTimers
+from tests.people_kinds import a_person, directory_of
 from tests.unit.conftest import NOW, Parts, make_runner
 
-PEOPLE = Directory([
-    Person("alice", ("UALICE",), ("alice@example.com",)),  # asks; approves nothing in production
-    Person("bob", ("UBOB",), ("bob@example.com",)),
-    Person("carol", (), ("carol@example.com",)),
-    Person("dave", ("UDAVE",), ()),  # approves production where a test says so
-    Person("erin", (), ("erin@example.com",)),  # on call: production's approvals escalate to her
+PEOPLE = directory_of([
+    a_person("alice", ("UALICE",), ("alice@example.com",)),  # asks; approves nothing in production
+    a_person("bob", ("UBOB",), ("bob@example.com",)),
+    a_person("carol", (), ("carol@example.com",)),
+    a_person("dave", ("UDAVE",), ()),  # approves production where a test says so
+    a_person("erin", (), ("erin@example.com",)),  # on call: production's approvals escalate to her
 ])
 HOUR = timedelta(hours=1)
 REMIND = timedelta(minutes=15)

@@ -15,11 +15,11 @@ FACES: dict[str, list[str]] = {
     "bot.adapters.channels": [
         "cli", "deliveries", "email", "github", "log", "mcp", "mcp_bridge", "outgoing_webhooks", "slack"
     ],
-    "bot.adapters.channels.email": ["EmailChannel", "Smtp"],
-    "bot.adapters.channels.github": ["GitHubDeployments", "GitHubGate", "GitHubWebhook"],
+    "bot.adapters.channels.email": ["KIND", "TARGET", "EmailChannel", "Smtp", "normalise_address"],
+    "bot.adapters.channels.github": ["KIND", "GitHubDeployments", "GitHubGate", "GitHubWebhook", "normalise_login"],
     "bot.adapters.channels.slack": [
-        "COULD_NOT_OPEN_FORM", "EVENT_TTL", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",
-        "SlackChannel", "SlackNotifier", "build", "client"
+        "COULD_NOT_OPEN_FORM", "EVENT_TTL", "KIND", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",
+        "TARGET", "SlackChannel", "SlackNotifier", "build", "client", "normalise_user"
     ],
     "bot.adapters.deployers": [
         "command", "commit_times", "dry_run", "git_refs", "github_actions", "output", "pair", "prefixed", "tag_order"

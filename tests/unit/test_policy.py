@@ -5,15 +5,16 @@ from datetime import timedelta
 import pytest
 
 from bot.core.events import ApprovalRequested, DeployBackend, HumanResponse
-from bot.core.people import SERVICE, Directory, Identity, Person, Written
+from bot.core.people import SERVICE, Identity, Written
 from bot.core.policy import Policy, PolicyError, args_hash, lock_owner, parse_approvers
 from bot.runtime.clock import utcnow
+from tests.people_kinds import KINDS, a_person, directory_of
 from tests.unit.asking import email_approvers, may_decide, may_lock, may_unlock
 
 NOW = utcnow()
-PEOPLE = Directory(
-    [Person("alice", ("UALICE",), ("alice@example.com",)), Person("bob", ("UBOB",), ("bob@example.com",)),
-     Person("carol", (), ("carol@example.com",)), Person("dave", ("UDAVE",))],
+PEOPLE = directory_of(
+    [a_person("alice", ("UALICE",), ("alice@example.com",)), a_person("bob", ("UBOB",), ("bob@example.com",)),
+     a_person("carol", (), ("carol@example.com",)), a_person("dave", ("UDAVE",))],
     {"sre": ["bob", "carol"]},
 )
 ALICE, BOB, CAROL, DAVE = (PEOPLE.by_name(n) for n in ("alice", "bob", "carol", "dave"))
@@ -40,12 +41,13 @@ def test_parse_approvers_global_and_per_environment():
 
 def test_who_may_decide_is_a_person_by_any_channel():
     policy = team(approver_must_differ=True)
-    assert may_decide(policy, PEOPLE.by_slack("UBOB"), request()) is None
-    assert may_decide(policy, PEOPLE.by_email("Bob <BOB@example.com>"), request()) is None
+    assert may_decide(policy, PEOPLE.by("slack", "UBOB"), request()) is None
+    assert may_decide(policy, PEOPLE.by("email", "Bob <BOB@example.com>"), request()) is None
     assert may_decide(policy, CAROL, request()) is None
-    assert "dave is not an approver for production" in may_decide(policy, PEOPLE.by_slack("UDAVE"), request())
-    assert "not an approver" in may_decide(policy, PEOPLE.by_slack("U999"), request())  # someone unknown
-    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("bob@example.com"), request(requested_by="bob"))
+    assert "dave is not an approver for production" in may_decide(policy, PEOPLE.by("slack", "UDAVE"), request())
+    assert "not an approver" in may_decide(policy, PEOPLE.by("slack", "U999"), request())  # someone unknown
+    assert "cannot also approve" in \
+        may_decide(policy, PEOPLE.by("email", "bob@example.com"), request(requested_by="bob"))
     assert "bot" in may_decide(Policy(), Identity(None, "name", "deploybot"), request())
 
 
@@ -59,19 +61,19 @@ def test_the_shared_api_token_never_decides_locks_or_unlocks_even_where_anyone_m
 def test_nobody_who_shaped_the_request_may_approve_it_by_any_channel():
     policy = team(approver_must_differ=True)
     r = request(requested_by="carol").model_copy(update={"requesters": ["bob", "carol"]})
-    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("bob@example.com"), r)  # he asked first
-    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("carol@example.com"), r)
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by("email", "bob@example.com"), r)  # he asked first
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by("email", "carol@example.com"), r)
     strict_open = Policy(approver_must_differ=True)
-    assert may_decide(strict_open, PEOPLE.by_slack("U8"), request(requested_by="slack:U9")) is None
-    assert may_decide(strict_open, PEOPLE.by_slack("U9"), request(requested_by="slack:U9")) is not None
+    assert may_decide(strict_open, PEOPLE.by("slack", "U8"), request(requested_by="slack:U9")) is None
+    assert may_decide(strict_open, PEOPLE.by("slack", "U9"), request(requested_by="slack:U9")) is not None
 
 
 def test_an_old_thread_s_raw_requesters_still_count():
     policy = team(approver_must_differ=True)
     # Written before people were known: the Slack id bob asked with is bob, by email too.
     old = request(requested_by="UBOB").model_copy(update={"requesters": ["UBOB"]})
-    assert "cannot also approve" in may_decide(policy, PEOPLE.by_email("bob@example.com"), old)
-    assert "cannot also approve" in may_decide(policy, PEOPLE.by_slack("UBOB"), old)
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by("email", "bob@example.com"), old)
+    assert "cannot also approve" in may_decide(policy, PEOPLE.by("slack", "UBOB"), old)
     assert may_decide(policy, CAROL, old) is None
 
 
@@ -85,10 +87,11 @@ def test_open_mode_lets_anyone_approve_and_lock_and_trusts_names():
 
 def test_who_may_lock_defaults_to_the_approvers_and_refusals_name_who_can():
     policy = team()
-    assert may_lock(policy, PEOPLE.by_slack("UBOB"), "production") is None
+    assert may_lock(policy, PEOPLE.by("slack", "UBOB"), "production") is None
     assert may_lock(policy, DAVE, "production") == "dave may not lock production; the sre group may"
-    assert may_lock(policy, PEOPLE.by_slack("U999"), "production") == "U999 may not lock production; the sre group may"
-    assert may_lock(policy, PEOPLE.by_email("stranger@example.com"), "staging") is None  # `*` written for staging
+    assert (may_lock(policy, PEOPLE.by("slack", "U999"), "production") ==
+        "U999 may not lock production; the sre group may")
+    assert may_lock(policy, PEOPLE.by("email", "stranger@example.com"), "staging") is None  # `*` written for staging
     assert may_lock(team(may_lock=("dave",)), DAVE, "production") is None
     assert may_lock(team(may_lock=("dave",)), BOB, "production") == "bob may not lock production; dave may"
 
@@ -96,14 +99,14 @@ def test_who_may_lock_defaults_to_the_approvers_and_refusals_name_who_can():
 def test_whoever_locked_may_unlock_their_own_lock_and_whoever_may_lock_may_unlock_any():
     policy = team(may_lock=("dave",))
     assert may_unlock(policy, BOB, "production", lock_owner(BOB)) is None  # bob locked it before may_lock
-    assert may_unlock(policy, PEOPLE.by_slack("UBOB"), "production", lock_owner(BOB)) is None  # by any channel
+    assert may_unlock(policy, PEOPLE.by("slack", "UBOB"), "production", lock_owner(BOB)) is None  # by any channel
     assert may_unlock(policy, DAVE, "production", lock_owner(BOB)) is None
     assert may_unlock(policy, DAVE, "production", "thread-1-step") is None  # a stuck deploy's lock
     assert may_unlock(policy, CAROL, "production", lock_owner(BOB)) == (
         'carol may not unlock production; whoever locked it may, and dave may take it over: '
         '"unlock production --force: REASON"'
     )
-    stranger = PEOPLE.by_slack("U999")  # unknown: never unlocks where people are named, own lock or not
+    stranger = PEOPLE.by("slack", "U999")  # unknown: never unlocks where people are named, own lock or not
     assert may_unlock(policy, stranger, "production", lock_owner(stranger)) is not None
     assert may_unlock(Policy(), stranger, "production", lock_owner(stranger)) is None  # open mode
 
@@ -111,7 +114,7 @@ def test_whoever_locked_may_unlock_their_own_lock_and_whoever_may_lock_may_unloc
 def test_approval_emails_go_to_each_approver_s_addresses():
     policy = Policy.configured(
         directory=PEOPLE, written={"production": Written(approvers=("group:sre", "dave"))},
-        approver_emails="staging:ops@example.com",
+        listed={"email": "staging:ops@example.com"}, normalisers=KINDS,
     )
     assert email_approvers(policy, "production") == [
         ("bob", "bob@example.com"), ("carol", "carol@example.com"),  # dave has no address
@@ -121,7 +124,7 @@ def test_approval_emails_go_to_each_approver_s_addresses():
 
 
 def test_fail_closed_approver_emails_alone_are_exactly_those():
-    policy = Policy.configured(approver_emails="production:alice@example.com")
+    policy = Policy.configured(listed={"email": "production:alice@example.com"}, normalisers=KINDS)
     assert not policy.open_mode and policy.rules_for("production").approvers == {"email:alice@example.com"}
     assert may_decide(policy, Identity(None, "email", "alice@example.com"), request()) is None
     for anyone_else in (Identity(None, "slack", "UALICE"), Identity(None, "email", "eve@example.com")):
@@ -132,7 +135,7 @@ def test_fail_closed_approver_emails_alone_are_exactly_those():
 
 def test_a_protected_environment_without_approvers_is_refused_once_anything_is_configured():
     with pytest.raises(PolicyError) as e:
-        Policy.configured(approvers="staging:U1")
+        Policy.configured(listed={"slack": "staging:U1"}, normalisers=KINDS)
     assert e.value.problems == [
         "production is protected but has no approvers: list them under [environments.production] "
         "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"

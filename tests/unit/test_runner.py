@@ -201,7 +201,7 @@ async def test_approve_deploys_exactly_once_with_the_approved_commit(parts, runn
 async def test_who_approved_is_their_person_s_name_whichever_channel_they_decided_by(parts, runner, service):
     thread = await paused_for_approval(parts, runner)
     request = thread.pending_approval()
-    carol = PEOPLE.by_email("Carol <carol@example.com>")  # her approval code's address, not her name
+    carol = PEOPLE.by("email", "Carol <carol@example.com>")  # her approval code's address, not her name
     await service.respond(thread.id, "", carol, approval_id=request.approval_id, approve=True)
     parts.model.script(DoneForNow(message="deployed"))
     done = await runner.run(thread.id)

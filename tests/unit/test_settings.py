@@ -10,6 +10,7 @@ from pydantic import SecretStr, ValidationError
 from bot import __main__ as cli
 from bot.config.settings import EmailSettings, GitHubSettings, LlmSettings, Settings, SlackSettings, config_problems
 from bot.core.people import OPEN_MODE_NOTICE, Identity
+from tests.people_kinds import KINDS
 from tests.unit.asking import email_approvers, may_lock
 from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 
@@ -220,16 +221,16 @@ def test_llm_resolution():
 
 
 def test_protected_environments_are_always_known_environments():
-    policy = Settings(_env_file=None, environments="dev", protected_environments="prod,eu-prod").policy()
+    policy = Settings(_env_file=None, environments="dev", protected_environments="prod,eu-prod").policy(KINDS)
     assert policy.environments == {"dev", "prod", "eu-prod"} and policy.needs_approval("eu-prod")
 
 
 def test_nothing_configured_is_open_mode_anyone_may_approve():
     settings = Settings(_env_file=None)
-    policy = settings.policy()
+    policy = settings.policy(KINDS)
     assert settings.open_mode and policy.open_mode and "anyone may approve" in OPEN_MODE_NOTICE
     assert policy.rules_for("production").approvers == {"*"}
-    assert settings.directory().by_name("alice").person == "alice"  # names are trusted, as before
+    assert settings.directory(KINDS).by_name("alice").person == "alice"  # names are trusted, as before
 
 
 @pytest.mark.parametrize("blank", ["", " ", ";;;", "production:", " ; staging: , ;"])
@@ -244,14 +245,14 @@ def test_an_approver_setting_that_names_nobody_is_a_startup_error_not_open_mode(
     ]
     # `*` remains the explicit way to say "anyone"; unset stays open mode with nothing else configured.
     assert not Settings(_env_file=None, **on, **{name: "*"}).open_mode
-    assert Settings(_env_file=None, **{name: "*"}).policy().rules_for("production").approvers == {"*"}
+    assert Settings(_env_file=None, **{name: "*"}).policy(KINDS).rules_for("production").approvers == {"*"}
     assert Settings(_env_file=None, **on).open_mode
 
 
 def test_approver_emails_alone_are_exactly_those_approvers():
     # The case: APPROVERS left at its default no longer adds "anyone".
     settings = Settings(_env_file=None, approver_emails="production:Alice@Example.com")
-    policy = settings.policy()
+    policy = settings.policy(KINDS)
     assert not settings.open_mode
     assert policy.rules_for("production").approvers == {"email:alice@example.com"}
     assert email_approvers(policy, "production") == [(None, "alice@example.com")]
@@ -262,14 +263,14 @@ def test_approver_emails_alone_are_exactly_those_approvers():
 def test_the_approver_variables_add_up_per_environment_each_falling_back_to_its_own_star():
     policy = Settings(
         _env_file=None, approvers="production:U1;*:U9", approver_emails="Alice@Example.com;staging:b@x.io"
-    ).policy()
+    ).policy(KINDS)
     assert policy.rules_for("production").approvers == {"slack:U1", "email:alice@example.com"}
     assert policy.rules_for("staging").approvers == {"slack:U9", "email:b@x.io"}
     assert policy.rules_for("development").approvers == {"slack:U9", "email:alice@example.com"}
 
 
 def test_anyone_only_where_written():
-    policy = Settings(_env_file=None, approvers="production:U1;staging:*").policy()
+    policy = Settings(_env_file=None, approvers="production:U1;staging:*").policy(KINDS)
     assert policy.rules_for("staging").approvers == {"*"} and policy.rules_for("production").approvers == {"slack:U1"}
     assert policy.rules_for("development").approvers == frozenset()  # nobody: it needs no approval
 
@@ -280,7 +281,7 @@ def test_a_protected_environment_without_approvers_is_a_startup_error():
         "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
     ]
     # Nothing protected: nothing needs approvers.
-    assert Settings(_env_file=None, approvers="staging:U1", protected_environments="").policy().protected == set()
+    assert Settings(_env_file=None, approvers="staging:U1", protected_environments="").policy(KINDS).protected == set()
 
 
 # --- deploybot.toml ---------------------------------------------------------------------
@@ -316,11 +317,11 @@ may_lock = ["group:sre", "alice"]
 def test_deploybot_toml_in_the_working_directory_makes_the_policy(tmp_path):
     (tmp_path / "deploybot.toml").write_text(TEAM)
     settings = Settings(_env_file=None)
-    policy = settings.policy()
+    policy = settings.policy(KINDS)
     assert not settings.open_mode and settings.config_file == tmp_path / "deploybot.toml"
     assert policy.environments == {"development", "staging", "production"} and policy.protected == {"production"}
-    people = settings.directory()
-    alice, bob = people.by_slack("UALICE"), people.by_email("bob@example.com")
+    people = settings.directory(KINDS)
+    alice, bob = people.by("slack", "UALICE"), people.by("email", "bob@example.com")
     assert (alice.person, bob.person) == ("alice", "bob")
     assert people.by_name("mallory").person is None  # names are no longer taken on trust
     assert policy.rules_for("production").approver_must_differ
@@ -336,7 +337,7 @@ def test_deploybot_config_names_the_file_and_env_only_setups_keep_working(tmp_pa
     assert Settings(_env_file=None).config_file == elsewhere
     monkeypatch.delenv("DEPLOYBOT_CONFIG")
     env_only = Settings(_env_file=None, approvers="production:U1")
-    assert env_only.config_file is None and env_only.policy().rules_for("production").approvers == {"slack:U1"}
+    assert env_only.config_file is None and env_only.policy(KINDS).rules_for("production").approvers == {"slack:U1"}
     assert refused(deploybot_config=str(tmp_path / "missing.toml")) == [
         f"DEPLOYBOT_CONFIG names {tmp_path / 'missing.toml'}, which is not a file"
     ]
@@ -366,7 +367,7 @@ def test_a_bad_file_is_a_startup_error_one_line_per_problem(tmp_path, monkeypatc
         "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
     ]
     monkeypatch.setenv("APPROVER_EMAILS", "production:alice@example.com")  # the variables may name them
-    assert email_approvers(Settings(_env_file=None).policy(), "production") == [("alice", "alice@example.com")]
+    assert email_approvers(Settings(_env_file=None).policy(KINDS), "production") == [("alice", "alice@example.com")]
     monkeypatch.delenv("APPROVER_EMAILS")
     assert cli.main(["threads", "list"]) == 2
     assert capsys.readouterr().err.startswith("configuration error: production is protected but has no approvers")
@@ -375,13 +376,13 @@ def test_a_bad_file_is_a_startup_error_one_line_per_problem(tmp_path, monkeypatc
 def test_a_changed_copy_reads_the_same_file(tmp_path):
     (tmp_path / "deploybot.toml").write_text(TEAM)
     copy = Settings(_env_file=None).model_copy(update={"max_steps": 5})
-    assert copy.policy().max_steps == 5 and copy.directory().by_slack("UBOB").person == "bob"
+    assert copy.policy(KINDS).max_steps == 5 and copy.directory(KINDS).by("slack", "UBOB").person == "bob"
 
 
 def test_the_file_s_environments_are_the_environments(tmp_path):
     (tmp_path / "deploybot.toml").write_text('[people.ops]\nemail = "ops@example.com"\n'
                                              '[environments.qa]\n[environments.live]\napprovers = ["ops"]\n')
-    policy = Settings(_env_file=None, protected_environments="live").policy()
+    policy = Settings(_env_file=None, protected_environments="live").policy(KINDS)
     assert policy.environments == {"qa", "live"} and policy.protected == {"live"}  # no production
     assert policy.rules_for("live").approvers == {"ops"} and policy.rules_for("qa").approvers == frozenset()
 
@@ -395,9 +396,9 @@ def test_the_docs_deploybot_toml_is_a_working_configuration(tmp_path):
     assert example, "docs/people-and-approvals.md: the People and approvers section shows a deploybot.toml"
     (tmp_path / "deploybot.toml").write_text(example[1])
     settings = Settings(_env_file=None)
-    policy, people = settings.policy(), settings.directory()
+    policy, people = settings.policy(KINDS), settings.directory(KINDS)
     assert policy.environments == {"development", "staging", "production"} and policy.protected == {"production"}
-    assert may_lock(policy, people.by_email("carol@example.com"), "production") == (
+    assert may_lock(policy, people.by("email", "carol@example.com"), "production") == (
         "carol may not lock production; the sre group may"
     )
     assert policy.rules_for("production").approver_must_differ

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from bot.config.settings_file import FileConfig, FileError, conflicts, load, locate, read
-from bot.core.people import EMAIL, SLACK, Identity, Written
+from bot.core.people import Identity, Written
+from tests.people_kinds import KINDS
+
+SLACK, EMAIL = "slack", "email"  # the kinds of [people.NAME]'s ids
 
 EXAMPLE = """
 [people.alice]
@@ -62,9 +65,9 @@ def test_the_example_reads_into_normalized_entries(tmp_path):
     assert config.written() == {
         "production": Written(True, ("group:sre", "carol"), True, ("group:sre",)),
     }
-    people = config.directory()
-    assert people.by_email("ALICE@corp.example.com") == Identity("alice", EMAIL, "alice@corp.example.com")
-    assert people.by_slack("U045EF6GH") == Identity("bob", SLACK, "U045EF6GH")
+    people = config.directory(KINDS)
+    assert people.by("email", "ALICE@corp.example.com") == Identity("alice", EMAIL, "alice@corp.example.com")
+    assert people.by("slack", "U045EF6GH") == Identity("bob", SLACK, "U045EF6GH")
     assert people.expand(["group:sre"]) == {"alice", "bob"}
     with pytest.raises(ValueError):
         config.groups = {}  # frozen
@@ -109,8 +112,19 @@ def test_a_typo_in_a_top_level_table_is_an_error(tmp_path):
 
 
 def test_unknown_keys_inside_entries(tmp_path):
-    assert problems_of(tmp_path, '[people.alice]\nslak = "U1"\n') == [
-        "people.alice.slak: unknown key (did you mean slack?)"
+    # A person's keys are kinds of ids, which the registered channels bring: checked once the
+    # root hands them in (refused at start), with the same words.
+    config = load(write(tmp_path, '[people.alice]\nslak = "U1"\n\n[people.bob]\npager = "p-1"\n'))
+    with pytest.raises(ValueError) as e:
+        config.directory(KINDS)
+    assert str(e.value).splitlines() == [
+        "people.alice.slak: unknown key (did you mean slack?)",
+        "people.bob.pager: unknown key; expected one of: slack, email, github",
+    ]
+    paged = load(write(tmp_path, '[people.bob]\npager = "p-1"\n'))
+    assert paged.directory({**KINDS, "pager": str.upper}).by("pager", "p-1").person == "bob"  # one more channel's
+    assert problems_of(tmp_path, '[people.alice]\nchat = 7\n') == [
+        "people.alice: chat should be a string or a list of strings"
     ]
     assert problems_of(tmp_path, "[environments.production]\nprotect = true\n") == [
         "environments.production.protect: unknown key (did you mean protected?)"

@@ -9,6 +9,7 @@ import pytest
 from bot.config.settings import Settings, config_problems
 from bot.core.events import ApprovalRequested
 from bot.core.people import Identity
+from tests.people_kinds import KINDS
 from tests.unit.conftest import Parts
 from tests.unit.settings_helpers import clean_environment  # noqa: F401 (clean_environment: autouse)
 from tests.unit.test_lifecycle import DEPLOY, Bench
@@ -28,7 +29,7 @@ async def approve(b: Bench, thread_id: str, who: Identity):
 
 async def test_two_of_the_slack_ids_in_approvers_start_and_both_are_needed(monkeypatch):
     settings = from_environment(monkeypatch, APPROVERS="production:UBOB,UCAROL", REQUIRED_APPROVALS="production:2")
-    b = Bench(Parts(policy=settings.policy()))
+    b = Bench(Parts(policy=settings.policy(KINDS)))
     thread = await b.say(DEPLOY, user="anyone")
     assert next(thread.of(ApprovalRequested)).required == 2
     thread = await approve(b, thread.id, Identity(None, "slack", "UBOB"))
@@ -41,7 +42,7 @@ def test_two_of_the_addresses_in_approver_emails_start(monkeypatch):
     settings = from_environment(
         monkeypatch, APPROVER_EMAILS="production:bob@example.com,carol@example.com", REQUIRED_APPROVALS="production:2",
     )
-    assert settings.policy().timing_for("production").required == 2
+    assert settings.policy(KINDS).timing_for("production").required == 2
 
 
 @pytest.mark.parametrize("variables", [

@@ -5,12 +5,15 @@ GITHUB_WEBHOOK_SECRET, the channels notify targets need) when Settings is built.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from pydantic import ValidationError
 
-from bot.config.settings import Settings, config_problems
-from bot.core.triggers import Schedule, Trigger
+from bot.config.settings import ConfigError, Settings, config_problems
+from bot.core.triggers import NotifyTarget, Schedule, Trigger
+from bot.wiring import channels as channel_registry
 from tests.unit.settings_helpers import clean_environment, problems_of  # noqa: F401 (clean_environment: autouse)
 
 GOOD = """
@@ -71,6 +74,31 @@ def test_triggers_and_schedules_read_into_their_models(tmp_path):
     assert Settings(_env_file=None).triggers() == () == Settings(_env_file=None).schedules()  # no file: none
 
 
+def test_notify_targets_are_checked_by_their_channels_and_name_their_key_path(tmp_path):
+    """Each value is its channel's to check (the registry hands the checks in); a kind no
+    registered channel has is refused, and a kind one more channel brings is taken."""
+    (tmp_path / "deploybot.toml").write_text(GOOD.replace(
+        'notify = ["slack:C0123DEPLOY"]', 'notify = ["slack:general", "email:nobody", "sms:+123", "chat:room-1"]',
+    ))
+    settings = Settings(_env_file=None, **ON)  # the file alone reads: no channel is known yet
+    assert channel_registry.problems(settings) == [
+        "schedules[0].notify: 'general' is not a Slack channel id (like C0123DEPLOY)",
+        "schedules[0].notify: 'nobody' is not an email address",
+        "schedules[0].notify: 'sms:+123': a notify target is 'slack:CHANNEL_ID' or 'email:ADDRESS'",
+        "schedules[0].notify: 'chat:room-1': a notify target is 'slack:CHANNEL_ID' or 'email:ADDRESS'",
+    ]
+    chat = channel_registry.Kind("a test's", lambda parts: None, targets=lambda: (
+        "chat", NotifyTarget("ROOM", lambda room: None if room.startswith("room-") else f"{room!r} is no room")))
+    with_chat = {**channel_registry.CHANNELS, "chat": chat}
+    assert channel_registry.problems(settings, with_chat) == [
+        "schedules[0].notify: 'general' is not a Slack channel id (like C0123DEPLOY)",
+        "schedules[0].notify: 'nobody' is not an email address",
+        "schedules[0].notify: 'sms:+123': a notify target is 'slack:CHANNEL_ID' or 'email:ADDRESS' or 'chat:ROOM'",
+    ]  # chat:room-1 is the chat channel's
+    with pytest.raises(ConfigError, match="'general' is not a Slack channel id"):
+        channel_registry.make_channels(cast(Any, SimpleNamespace(settings=settings)))  # refused before any is built
+
+
 def test_bad_entries_name_their_key_path(tmp_path):
     assert problems_of(tmp_path, """
 [[triggers]]
@@ -97,7 +125,6 @@ message = "x"
 notify = ["slack:C0123DEPLOY"]
 """) == [
         "triggers[0].on: 'relase' is not one of: release, tag, workflow_run",
-        "triggers[0].notify: 'general' is not a Slack channel id (like C0123DEPLOY)",
         "triggers[0].colour: unknown key; expected one of: on, service, environment, notify",
         "triggers[1].on: is missing",
         "triggers[1].notify: name at least one target: 'slack:CHANNEL_ID' or 'email:ADDRESS'",
@@ -162,3 +189,15 @@ def test_outgoing_webhooks_need_both_variables_and_are_secrets(tmp_path):
                         notify_webhook_secret="whsec", github_webhook_secret="ghsec")
     assert settings.notify_webhook.urls == ("https://a.example/T1/B2/xyz", "http://b.example/h")
     assert {"whsec", "ghsec", "https://a.example/T1/B2/xyz"} <= set(settings.secrets())
+
+
+def test_a_person_s_ids_of_a_kind_no_registered_channel_has_are_refused_at_start(tmp_path):
+    (tmp_path / "deploybot.toml").write_text(GOOD.replace('slack = "UBOB"', 'slack = "UBOB"\nchat = " U-1 "'))
+    settings = Settings(_env_file=None, **ON)  # the file alone reads: it cannot know the channels
+    assert channel_registry.problems(settings) == [
+        "people.bob.chat: unknown key; expected one of: slack, email, github",
+    ]
+    chat = channel_registry.Kind("a test's", lambda parts: None, ids=lambda: ("chat", str.lower))
+    with_chat = {**channel_registry.CHANNELS, "chat": chat}
+    assert channel_registry.problems(settings, with_chat) == []
+    assert settings.directory(channel_registry.people_kinds(with_chat)).by("chat", "u-1").person == "bob"

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from bot.config.settings import Settings, config_problems
+from tests.people_kinds import KINDS
 from tests.unit.settings_helpers import clean_environment, problems_of  # noqa: F401 (clean_environment: autouse)
 
 GOOD = """
@@ -40,7 +41,7 @@ timeout = "2s"
 
 def test_a_verify_block_becomes_the_policys_plan_for_that_service_and_environment(tmp_path):
     (tmp_path / "deploybot.toml").write_text(GOOD)
-    policy = Settings(_env_file=None).policy()
+    policy = Settings(_env_file=None).policy(KINDS)
     plan = policy.verify_plan("api", "production")
     assert plan is not None and policy.verify_plan("api", "staging") is None
     assert (plan.bake, plan.interval, plan.grace, plan.on_failure) == (
@@ -64,7 +65,7 @@ url = "http://a/health"
 url = "http://a/health"
 """
     (tmp_path / "deploybot.toml").write_text(text)
-    plan = Settings(_env_file=None).policy().verify_plan("api", "staging")
+    plan = Settings(_env_file=None).policy(KINDS).verify_plan("api", "staging")
     assert plan is not None and plan.on_failure == "propose" and plan.interval == timedelta(seconds=30)
     assert [c.name for c in plan.checks] == ["GET http://a/health", "GET http://a/health #2"]
 

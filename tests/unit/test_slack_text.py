@@ -7,7 +7,7 @@ import re
 
 from bot.adapters.channels.slack import blocks
 from bot.adapters.channels.slack.blocks import mentions, principal_mention
-from bot.core.people import Directory, Person
+from tests.people_kinds import a_person, directory_of
 
 
 def whole_entities(text: str) -> bool:
@@ -26,7 +26,7 @@ def test_cut_never_splits_an_entity_or_the_bots_markup():
 
 
 def test_who_may_decide_is_escaped_for_slack_and_only_slack_ids_are_mentioned():
-    directory = Directory([Person("<!here>"), Person("bob", slack=("UBOB",)), Person("Uma")])
+    directory = directory_of([a_person("<!here>"), a_person("bob", slack=("UBOB",)), a_person("Uma")])
     assert principal_mention("<!here>", directory) == "&lt;!here&gt;"
     assert principal_mention("Uma", directory) == "Uma"  # a name that looks like an id is no mention
     assert principal_mention("bob", directory) == "<@UBOB>"

@@ -18,12 +18,13 @@ from bot.core.events import (
     HumanResponse,
     UserMessage,
 )
-from bot.core.people import Directory, Person, Written
+from bot.core.people import Written
 from bot.core.policy import Policy, Timing
 from bot.core.thread import Thread
+from tests.people_kinds import a_person, directory_of
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-PEOPLE = Directory([Person(name, (), (f"{name}@example.com",)) for name in ("alice", "bob", "carol", "dave")])
+PEOPLE = directory_of([a_person(name, (), (f"{name}@example.com",)) for name in ("alice", "bob", "carol", "dave")])
 POLICY = Policy.configured(
     environments=frozenset({"production"}), directory=PEOPLE,
     written={"production": Written(approvers=("alice", "bob", "carol"), protected=True, approver_must_differ=True)},

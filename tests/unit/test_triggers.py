@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.core.triggers import Happened, Start, Trigger, happened, starts, target_problem, targets
+from bot.core.triggers import Happened, NotifyTarget, Start, Trigger, happened, starts, target_problem, targets
+from bot.wiring.channels import notify_targets
 
 REPO = {"full_name": "acme/shop", "default_branch": "main"}
 OCTOCAT = {"login": "octocat"}
@@ -68,7 +69,9 @@ def test_a_channels_notify_targets_are_read_by_its_kind_whichever_kind():
 
 
 def test_notify_targets():
-    assert target_problem("slack:C0123DEPLOY") is None and target_problem("email:a@b.example") is None
-    assert "Slack channel id" in target_problem("slack:#deploys")
-    assert "not an email address" in target_problem("email:team")
-    assert "'slack:CHANNEL_ID' or 'email:ADDRESS'" in target_problem("C0123DEPLOY")
+    kinds = notify_targets()  # the registered channels' own checks
+    assert target_problem("slack:C0123DEPLOY", kinds) is None and target_problem("email:a@b.example", kinds) is None
+    assert "Slack channel id" in target_problem("slack:#deploys", kinds)
+    assert "not an email address" in target_problem("email:team", kinds)
+    assert "'slack:CHANNEL_ID' or 'email:ADDRESS'" in target_problem("C0123DEPLOY", kinds)
+    assert target_problem("chat:room-1", {"chat": NotifyTarget("ROOM", lambda room: None)}) is None  # any kind

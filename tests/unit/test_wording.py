@@ -35,6 +35,7 @@ SAMPLES = {
     "address": "alice@example.com",
     "where": "production",
     "names": ["alice", "bob", "carol"],
+    "shapes": ["slack:CHANNEL_ID", "email:ADDRESS"],  # notify targets'
     "holder": "bob",
     "lockers": "the sre group",
     "by": "by alex since 2026-01-01 10:00 UTC: release freeze",

@@ -29,7 +29,7 @@ from starlette.types import Scope
 
 from bot.adapters.http.sessions import Session, Sessions
 from bot.adapters.http.shared import MAX_ADDRESS, SAFE_METHODS, SESSION_COOKIE, Refusal
-from bot.core.people import ANONYMOUS, SERVICE, SESSION, Directory, Identity, normalize_email
+from bot.core.people import ANONYMOUS, SERVICE, SESSION, Directory, Identity
 from bot.core.tokens import PERSONAL_TOKEN_PREFIX
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,8 @@ CSRF_REFUSED = (
 CSRF_HEADER = "x-csrf-token"
 LINK_TTL = 600  # seconds a sign-in link is good for (once)
 LINK_EVERY = 60  # seconds between two links mailed to one person (POST /auth/email-link)
+# The email channel's kind of ids (its package's KIND): where a person's addresses are.
+EMAIL = "email"
 # Exactly one bare address, as a person types their own: no display name, list, angle brackets,
 # quoting, whitespace, control characters or percent-escapes. Anything else is answered like an
 # unknown address, so no header or list can be smuggled in with it.
@@ -198,11 +200,12 @@ class Auth:
         otherwise, or without an email channel, nothing. The mail never goes to `given`
         itself: the stored address is the only place a link may reach. Run after the answer
         is sent, so how long the request takes does not tell whose address it is."""
-        address = normalize_email(bare_address(given) or "")
-        person = self.directory.by_email(address).person if address else None
+        given_address = bare_address(given)
+        seen = self.directory.by(EMAIL, given_address) if given_address else None
+        person, address = (seen.person, seen.evidence) if seen else (None, "")
         if person is None or self.mail is None or self.sign_in_link is None or self.credentials is None:
             return
-        stored = next(a for a in self.directory.people[person].emails if a == address)
+        stored = next(a for a in self.directory.people[person].ids.get(EMAIL, ()) if a == address)
         try:
             if not await self.credentials.first_link_in(person, LINK_EVERY):
                 log.info("http: a sign-in link for %s was mailed less than %d s ago", person, LINK_EVERY)

@@ -9,8 +9,9 @@ from bot.core.wording.dates import utc
 
 __all__ = [
     "approval_does_not_match", "approval_expired", "approvals_need_people", "approved_in_another_thread", "bot_cannot",
-    "may_not_cancel", "may_not_cancel_in_flight", "may_not_lock", "may_not_stop", "not_an_approver_here",
-    "not_yours_to_decide", "rejected", "requester_cannot_approve", "shared_token_cannot", "use_your_personal_token",
+    "may_not_cancel", "may_not_cancel_in_flight", "may_not_lock", "may_not_stop", "no_approvers_configured",
+    "not_an_approver_here", "not_yours_to_decide", "protected_without_approvers", "rejected",
+    "requester_cannot_approve", "shared_token_cannot", "use_your_personal_token",
 ]
 
 
@@ -79,6 +80,21 @@ def approval_does_not_match() -> str:
 
 def approval_expired(expires_at: datetime) -> str:
     return f"the approval expired at {utc(expires_at)}"
+
+
+def no_approvers_configured() -> str:
+    """Said at start in open mode (bot/core/people.OPEN_MODE_NOTICE)."""
+    return (
+        "no approvers are configured (no deploybot.toml, no APPROVERS or APPROVER_EMAILS): "
+        "anyone may approve deploys, to protected environments too"
+    )
+
+
+def protected_without_approvers(environment: str) -> str:
+    return (
+        f"{environment} is protected but has no approvers: list them under [environments.{environment}] "
+        "approvers in deploybot.toml, or in APPROVERS / APPROVER_EMAILS"
+    )
 
 
 def approvals_need_people(environment: str, required: int) -> str:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
-    "delivery_kept_failing", "release_published", "slash_command_help", "slash_command_status", "started_by",
-    "status_line", "tag_pushed", "triggered_deploy", "workflow_succeeded",
+    "delivery_kept_failing", "not_a_notify_target", "not_a_slack_channel", "not_an_address", "release_published",
+    "slash_command_help", "slash_command_status", "started_by", "status_line", "tag_pushed", "triggered_deploy",
+    "workflow_succeeded",
 ]
 
 
@@ -31,6 +32,19 @@ def triggered_deploy(service: str, ref: str, environment: str, note: str) -> str
 def started_by(source: str, who: str, text: str) -> str:
     """The message a notify target gets when a trigger or schedule starts a thread."""
     return f"{who} ({source}): {text}"
+
+
+def not_a_notify_target(target: str, shapes: Iterable[str]) -> str:
+    """A notify target of no channel's kind: `shapes` are each kind's (`slack:CHANNEL_ID`)."""
+    return f"{target!r}: a notify target is {' or '.join(repr(shape) for shape in shapes)}"
+
+
+def not_a_slack_channel(value: str) -> str:
+    return f"{value!r} is not a Slack channel id (like C0123DEPLOY)"
+
+
+def not_an_address(value: str) -> str:
+    return f"{value!r} is not an email address"
 
 
 def slash_command_help(command: str, examples: Iterable[str]) -> str:

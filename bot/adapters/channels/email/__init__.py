@@ -6,7 +6,7 @@ addresses of the people who may approve, and addresses APPROVER_EMAILS lists for
 approver_must_differ, never whoever asked).
 Their replies carry a signed token (plus-addressed Reply-To, with a copy in the body) bound
 to the approval, that address and an expiry, because a From header alone proves nothing: a
-valid token proves the address, which is its person's (`directory.by_email`), so alice's
+valid token proves the address, which is its person's (`directory.by(KIND, …)`), so alice's
 decision by email is alice's as much as her click in Slack. Without a valid token, mail from
 an approver's address is recorded as feedback from an "unverified sender", who is nobody,
 never as a decision, and only when the address is also an allowed sender (else it is
@@ -41,11 +41,13 @@ approval code), `confirmation` ("Did you send this?"), `notifier` (what is maile
 are recorded), `sending` (one mail out, in the background) over `smtp` (the client), `answers`,
 `mailbox` (the settings and ports every job reads); and the mail itself: `parse`,
 `html`, `auth` (Authentication-Results), `reply` and `reply_rules` (a reply's new text),
-`decision` (its words), `tokens` (approval and confirmation codes), `render`. The names the
+`decision` (its words), `tokens` (approval and confirmation codes), `render`; `kind` (its
+name, and how its ids, addresses, compare). The names the
 composition root uses are importable from here.
 """
 
 from bot.adapters.channels.email.channel import EmailChannel
+from bot.adapters.channels.email.kind import KIND, TARGET, normalise_address
 from bot.adapters.channels.email.smtp import Smtp
 
-__all__ = ["EmailChannel", "Smtp"]
+__all__ = ["KIND", "TARGET", "EmailChannel", "Smtp", "normalise_address"]

@@ -11,14 +11,13 @@ from email.message import EmailMessage
 
 from bot.adapters.channels.email import names, proof, render, sending, tokens
 from bot.adapters.channels.email.answers import Answer, accepted, refuse, thread_of
-from bot.adapters.channels.email.kind import KIND
+from bot.adapters.channels.email.kind import KIND, normalise_address
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
 from bot.adapters.channels.email.render import short
 from bot.core import wording
 from bot.core.commands import is_approval
 from bot.core.events import SenderConfirmationRequested, new_id
-from bot.core.people import normalize_email
 from bot.core.thread import Origin, Thread
 from bot.runtime.service import Refused
 
@@ -35,7 +34,7 @@ async def start_unconfirmed(channel: Mailbox, mail: Inbound, origin: Origin, tex
     CONFIRMATION_EVERY: any other is refused, stored nowhere, and answered to nobody (an
     answer would go to the address the limits protect)."""
     asked = _request(channel, mail, text)
-    address = normalize_email(asked.address)
+    address = normalise_address(asked.address)
     if why := await _hold(channel, address, asked.expires_at):
         log.warning("email: refused %s from %s, unanswered: %s", short(mail.message_id), short(mail.sender), why)
         return "refused", why
@@ -77,7 +76,7 @@ def _request(channel: Mailbox, mail: Inbound, text: str) -> SenderConfirmationRe
     no person at the address itself) whether they sent it."""
     who = proof.sender(channel, mail)
     person = channel.service.directory.people.get(who.person) if who.person else None
-    stored = [a for a in (person.emails if person else ()) if normalize_email(a) == mail.sender]
+    stored = [a for a in (person.ids.get(KIND, ()) if person else ()) if normalise_address(a) == mail.sender]
     return SenderConfirmationRequested(
         address=(stored or [mail.sender])[0], claimed=who.principal, text=text,
         expires_at=channel.service.clock() + channel.policy.approval_ttl,
@@ -103,7 +102,7 @@ async def confirm(channel: Mailbox, mail: Inbound, confirmation_id: str) -> Answ
         return await refuse(channel, mail, wording.sender_not_confirmed(), thread, tell=True)
     try:
         await channel.service.confirm_sender(
-            thread_id, confirmation_id, channel.service.directory.by_email(mail.sender), proof.evidence(mail), KIND,
+            thread_id, confirmation_id, channel.service.directory.by(KIND, mail.sender), proof.evidence(mail), KIND,
         )
     except Refused as e:
         return await refuse(channel, mail, e.message, thread, tell=True)

@@ -237,7 +237,7 @@ def _still_asked(channel: Mailbox, thread: Thread, found: standing.Standing) -> 
     """The addresses asked whose person has not approved yet (one of several)."""
     approved = {principal_of(a) for a in found.given}
     directory = channel.policy.directory
-    return [a for a in _asked(channel, thread, found.request) if directory.by_email(a).principal not in approved]
+    return [a for a in _asked(channel, thread, found.request) if directory.by(KIND, a).principal not in approved]
 
 
 def _what(request: ApprovalRequested) -> str:

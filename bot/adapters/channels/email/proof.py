@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 
 from bot.adapters.channels.email import tokens
 from bot.adapters.channels.email.auth import proven_by
+from bot.adapters.channels.email.kind import KIND, normalise_address
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
-from bot.core.people import EMAIL, Identity, normalize_email
+from bot.core.people import Identity
 from bot.runtime.clock import utcnow
 
 
@@ -74,7 +75,7 @@ def sender(channel: Mailbox, mail: Inbound) -> Identity:
     """The person whose address sent `mail` (unknown: `email:<address>`): who the From
     claims. Only a valid reply token, a trusted server's verdict (`proven`) or a confirmed
     round trip proves it; never good for deciding without a token."""
-    return channel.service.directory.by_email(mail.sender)
+    return channel.service.directory.by(KIND, mail.sender)
 
 
 def addresses(channel: Mailbox, principals: Iterable[str]) -> list[str]:
@@ -83,9 +84,9 @@ def addresses(channel: Mailbox, principals: Iterable[str]) -> list[str]:
     for principal in principals:
         person = channel.policy.directory.people.get(principal)
         if person is not None:
-            found |= set(person.emails)
-        elif principal.startswith(f"{EMAIL}:"):
-            found.add(normalize_email(principal.removeprefix(f"{EMAIL}:")))
+            found |= set(person.ids.get(KIND, ()))
+        elif principal.startswith(f"{KIND}:"):
+            found.add(normalise_address(principal.removeprefix(f"{KIND}:")))
     return sorted(found)
 
 
@@ -98,7 +99,7 @@ def _approver_addresses(channel: Mailbox) -> frozenset[str]:
 
 def is_approver(channel: Mailbox, address: str) -> bool:
     """Whether approval emails go to `address`, for any environment."""
-    return normalize_email(address) in _approver_addresses(channel)
+    return normalise_address(address) in _approver_addresses(channel)
 
 
 def unverified(address: str) -> str:
@@ -115,4 +116,4 @@ def evidence(mail: Inbound) -> str:
 def unverified_identity(address: str) -> Identity:
     """Nobody, whatever person the address is: its principal (`email:unverified sender
     <...>`) matches no person and no address an approver list names, only `*`."""
-    return Identity(None, EMAIL, unverified(address))
+    return Identity(None, KIND, unverified(address))

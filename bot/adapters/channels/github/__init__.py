@@ -5,6 +5,7 @@ composition root uses are importable from here."""
 
 from bot.adapters.channels.github.deployments import GitHubDeployments
 from bot.adapters.channels.github.gate import GitHubGate
+from bot.adapters.channels.github.kind import KIND, normalise_login
 from bot.adapters.channels.github.webhook import GitHubWebhook
 
-__all__ = ["GitHubDeployments", "GitHubGate", "GitHubWebhook"]
+__all__ = ["KIND", "GitHubDeployments", "GitHubGate", "GitHubWebhook", "normalise_login"]

@@ -48,6 +48,7 @@ from bot.adapters import github_api, outbound
 from bot.adapters.channels.deliveries import Deliveries, Record
 from bot.adapters.channels.github import names
 from bot.adapters.channels.github.gate import Gated
+from bot.adapters.channels.github.kind import KIND as GITHUB
 from bot.core import standing
 from bot.core.deploys import deploy_id as deploy_id_of
 from bot.core.events import (
@@ -64,7 +65,6 @@ from bot.core.events import (
     HumanResponse,
     principal_of,
 )
-from bot.core.people import GITHUB
 from bot.core.thread import Thread
 
 log = logging.getLogger(__name__)

@@ -48,6 +48,7 @@ from typing import Any
 from bot.adapters import outbound
 from bot.adapters.channels.deliveries import Deliveries
 from bot.adapters.channels.github import names
+from bot.adapters.channels.github.kind import KIND as GITHUB
 from bot.adapters.github_api import AppAuth
 from bot.core import standing, wording
 from bot.core.deploys import deploy_id, thread_of
@@ -63,7 +64,6 @@ from bot.core.events import (
     principal_of,
 )
 from bot.core.gate import APPROVED, REJECTED, GateRule, Requested, deploy_text, gated_step, rule_for, service_for
-from bot.core.people import GITHUB
 from bot.core.thread import Origin, Thread
 from bot.runtime.ports import (
     Check,
@@ -163,7 +163,7 @@ class GitHubGate:
         gated = Gated.of(request, service, rule.environment)
         await self.inbox.link(names.github_gate(thread_id), json.dumps(asdict(gated)), thread_id=thread_id)
         await self.inbox.link(names.github_gate_commit(service, request.sha), thread_id, thread_id=thread_id)
-        who = self.service.directory.by_github(request.creator)
+        who = self.service.directory.by(GITHUB, request.creator)
         text = deploy_text(service, request, rule.environment)
         try:
             await self.service.launch(text, who, GITHUB, Origin(channel=GITHUB, notify=rule.notify), thread_id,

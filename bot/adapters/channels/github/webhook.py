@@ -36,11 +36,12 @@ from starlette.responses import JSONResponse, Response
 
 from bot.adapters.channels.github import names
 from bot.adapters.channels.github.gate import GitHubGate
+from bot.adapters.channels.github.kind import KIND as GITHUB
 from bot.adapters.channels.outgoing_webhooks import sign
 from bot.core.gate import requested
 from bot.core.people import Identity
 from bot.core.thread import Origin
-from bot.core.triggers import GITHUB, Trigger, happened, starts
+from bot.core.triggers import Trigger, happened, starts
 from bot.runtime.ports import Inbox, ThreadExists
 from bot.runtime.service import ThreadService
 

@@ -10,11 +10,12 @@ from bot.adapters.channels.slack.buttons import COULD_NOT_OPEN_FORM, NOT_OUR_BUT
 from bot.adapters.channels.slack.command import SLASH_COMMAND
 from bot.adapters.channels.slack.endpoint import SlackChannel
 from bot.adapters.channels.slack.inbound import SignInLink
+from bot.adapters.channels.slack.kind import KIND, TARGET, normalise_user
 from bot.adapters.channels.slack.listeners import build
 from bot.adapters.channels.slack.notifier import SlackNotifier
 from bot.adapters.channels.slack.web import EVENT_TTL, client
 
 __all__ = [
-    "COULD_NOT_OPEN_FORM", "EVENT_TTL", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",
-    "SlackChannel", "SlackNotifier", "build", "client",
+    "COULD_NOT_OPEN_FORM", "EVENT_TTL", "KIND", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",
+    "TARGET", "SlackChannel", "SlackNotifier", "build", "client", "normalise_user",
 ]

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from bot.adapters.channels.slack.kind import KIND
 from bot.core import people, verification, wording
 from bot.core.characters import visible
 from bot.core.events import ApprovalRequested, Event, HumanResponse, VerificationStarted
@@ -372,7 +373,8 @@ def principal_mention(principal: str, directory: Directory) -> str:
         return escape(people.describe([ANYONE]))
     person = directory.people.get(principal)
     if person is not None:
-        return f"<@{person.slack[0]}>" if person.slack else escape(person.name)
+        ids = person.ids.get(KIND, ())
+        return f"<@{ids[0]}>" if ids else escape(person.name)
     return _who(principal)
 
 

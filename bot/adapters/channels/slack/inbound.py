@@ -3,7 +3,7 @@ recorded in its thread, at most once per delivery, before Slack hears "200"; and
 private notes the bot answers a person with.
 
 Whoever speaks is the person deploybot.toml gives that Slack user id to
-(`directory.by_slack`), or someone unknown with no powers but `*`."""
+(`directory.by(KIND, …)`), or someone unknown with no powers but `*`."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ class Inbound:
 
     def who(self, user_id: str) -> Identity:
         """The person behind a Slack user id (unknown: `slack:<id>`, with no powers but `*`)."""
-        return self.service.directory.by_slack(user_id)
+        return self.service.directory.by(KIND, user_id)
 
     async def message(self, said: Said, body: dict, bot_user: str | None, may_start: bool) -> None:
         message_id = delivery_id(said, body)

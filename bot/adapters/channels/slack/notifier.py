@@ -204,9 +204,9 @@ class SlackNotifier:
         for principal in principals:
             person = self._directory().people.get(principal)
             if person is not None:
-                found += person.slack
-            elif principal.startswith("slack:"):
-                found.append(principal.removeprefix("slack:"))
+                found += person.ids.get(KIND, ())
+            elif principal.startswith(f"{KIND}:"):
+                found.append(principal.removeprefix(f"{KIND}:"))
         return list(dict.fromkeys(found))
 
     def _deciders(self, thread: Thread, request: ApprovalRequested) -> list[str]:
