@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from bot.config.file_values import _NAME, _REPOSITORY, _targets
+from bot.core.freeze_windows import zone
 from bot.core.gate import GateRule
 from bot.core.triggers import KINDS, Schedule, Trigger
 
@@ -129,10 +129,7 @@ class ScheduleEntry(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value.strip())
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{value!r} is not a time zone (like Europe/Berlin or UTC)") from None
+        zone(value)
         return value.strip()
 
     @field_validator("message")

@@ -13,8 +13,6 @@ approval; once she approves (in the console, or `--approve` does it for her), Gi
 from __future__ import annotations
 
 import argparse
-import hashlib
-import hmac
 import json
 import os
 import secrets
@@ -29,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from bot.adapters.channels.github.webhook import signature
 from bot.testing.fake_github import FakeGitHub
 
 REPOSITORY = "acme/web"
@@ -68,10 +67,6 @@ def delivery(github: FakeGitHub) -> dict[str, Any]:
     full = made["deployment"]
     return {**made, "sha": full["sha"], "ref": full["ref"],
             "deployment": {"id": full["id"], "environment": full["environment"]}}
-
-
-def signed(body: bytes) -> str:
-    return "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,7 +123,7 @@ def gate(web: httpx.Client, github: FakeGitHub, env: dict[str, str], approve: bo
     body = json.dumps(payload).encode()
     answer = web.post("/github/webhook", content=body, headers={
         "Content-Type": "application/json", "X-GitHub-Event": "deployment_protection_rule",
-        "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": signed(body), "Authorization": "",
+        "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": signature(SECRET, body), "Authorization": "",
     })
     print(f"GitHub sent: a job of {REPOSITORY} targets production at {SHA[:7]}, pushed by dana-gh")
     print(f"deploybot answered {answer.status_code}: {answer.text}")

@@ -40,8 +40,8 @@ FACES: dict[str, list[str]] = {
     "bot.core": [
         "agents", "audit", "authority", "catalog", "characters", "code_links", "commands", "control",
         "delivery_metrics", "deploy_command", "deploy_rules", "deploys", "events", "freeze_windows", "gate", "identity",
-        "notices", "outcomes", "people", "policy", "promotion", "prompt", "redis_target", "standing", "thread",
-        "tokens", "transcript", "triggers", "verification", "views", "wording"
+        "notices", "outcomes", "people", "policy", "promotion", "prompt", "public_url", "redis_target", "standing",
+        "thread", "tokens", "transcript", "triggers", "verification", "views", "wording"
     ],
     "bot.runtime": [
         "agent", "clock", "delivery", "deploy_checks", "deploy_parts", "deploy_queue", "deploy_run", "deploying",

@@ -10,15 +10,10 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-# What each policy deletes once memory is full (redis.io's "key eviction").
+# What each family of policies deletes once memory is full (redis.io's "key eviction").
 DELETES = {
-    "allkeys-lru": "any key: threads, locks and leases included",
-    "allkeys-lfu": "any key: threads, locks and leases included",
-    "allkeys-random": "any key: threads, locks and leases included",
-    "volatile-lru": "keys with a TTL: locks, leases and sign-in sessions, so two deploys could run at once",
-    "volatile-lfu": "keys with a TTL: locks, leases and sign-in sessions, so two deploys could run at once",
-    "volatile-random": "keys with a TTL: locks, leases and sign-in sessions, so two deploys could run at once",
-    "volatile-ttl": "keys with a TTL: locks, leases and sign-in sessions, so two deploys could run at once",
+    "allkeys-": "any key: threads, locks and leases included",
+    "volatile-": "keys with a TTL: locks, leases and sign-in sessions, so two deploys could run at once",
 }
 
 
@@ -46,6 +41,6 @@ async def problem(redis: Redis) -> tuple[str | None, str | None]:
     if not evicting:
         return None, None
     policy = evicting[0]
-    what = DELETES.get(policy, "keys deploybot needs")
+    what = next((deletes for family, deletes in DELETES.items() if policy.startswith(family)), "keys deploybot needs")
     return (f"Redis's maxmemory-policy is {policy}: once memory is full it deletes {what}. "
             "Set maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction, and in redis.conf)"), None

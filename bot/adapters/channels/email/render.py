@@ -18,11 +18,12 @@ import re
 import unicodedata
 from email.message import EmailMessage
 from email.utils import make_msgid
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 from bot.core import standing, wording
 from bot.core.events import ApprovalRequested, Cancelled, Event, HumanResponse, LockTaken, SenderConfirmationRequested
 from bot.core.notices import notice
+from bot.core.public_url import without_userinfo
 from bot.core.thread import Thread
 
 MAX_BODY = 20_000  # characters of one email's text
@@ -102,11 +103,7 @@ def console_link(public_url: str | None, thread_id: str) -> str:
     URL goes into a mail."""
     if not public_url:
         return ""
-    parts = urlsplit(public_url.rstrip("/"))
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    netloc += f":{parts.port}" if parts.port else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, "", "")) + f"/console/threads/{quote(thread_id)}"
+    return f"{without_userinfo(public_url.rstrip('/'))}/console/threads/{quote(thread_id)}"
 
 
 def approval_text(request: ApprovalRequested, token: str, intro: str = "", link: str = "") -> str:

@@ -40,7 +40,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import httpx
 
@@ -65,6 +65,7 @@ from bot.core.events import (
     HumanResponse,
     principal_of,
 )
+from bot.core.public_url import without_userinfo
 from bot.core.thread import Thread
 
 log = logging.getLogger(__name__)
@@ -220,14 +221,6 @@ def _short(text: str) -> str:
     return text if len(text) <= DESCRIPTION_MAX else text[: DESCRIPTION_MAX - 1] + "…"
 
 
-def _without_userinfo(url: str) -> str:
-    """PUBLIC_URL as GitHub may show it: never a user:password@ in it."""
-    parts = urlsplit(url)
-    if not parts.hostname or "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
-
-
 # --- the notifier ----------------------------------------------------------------------------
 
 
@@ -247,7 +240,7 @@ class GitHubDeployments:
         PUBLIC_URL, for the console links (unset: the run link is the log)."""
         self.token, self.repositories, self.links = token, dict(repositories), links
         self.api_url = api_url.rstrip("/")
-        self.public_url = _without_userinfo(public_url.rstrip("/")) if public_url else None
+        self.public_url = without_userinfo(public_url.rstrip("/")) if public_url else None
         self.backoff, self.timeout = tuple(backoff), timeout
         self._github: github_api.GitHub | None = None
         self._deliveries = Deliveries(CHANNEL, record)
