@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 JOBS ?= auto
 # the integration tiers wait on servers more than they compute: more workers than cores
 IJOBS ?= 3
+# what a test needs beyond Python is its marker (tests/needs.py): the fast layer needs none of them
+NEEDS := redis or browser or prometheus or processes or network
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -35,14 +37,14 @@ baml-check: install
 	$(BIN)/baml-cli generate --from baml_src > /dev/null
 	@test -z "$$(git status --porcelain -- bot/baml_client)" || (git status --short -- bot/baml_client; echo "bot/baml_client differs from baml_src: run make baml and commit"; exit 1)
 
-unit-tiers: install baml-check
-	$(BIN)/python -m pytest -q -n $(JOBS) tests/unit tests/contract
+unit-tiers: install baml-check  ## the fast layer (the in-memory half of the port contracts included)
+	$(BIN)/python -m pytest -q -n $(JOBS) -m "not ($(NEEDS))" tests
 
 integration-tiers: install  ## a test file stays on one worker (module-scoped servers, the console's browser)
-	$(BIN)/python -m pytest -q -n $(IJOBS) --dist loadfile --ignore=tests/unit --ignore=tests/contract
+	$(BIN)/python -m pytest -q -n $(IJOBS) --dist loadfile -m "$(NEEDS)" tests
 
 unit: install  ## every test that needs no server: no Redis, no subprocess, no socket (in-memory fakes)
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q -m "not ($(NEEDS))" tests
 
 lint: install  ## ruff: errors, imports, bugbear, pyupgrade, async pitfalls
 	$(BIN)/ruff check bot tests bench

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from bot.core import authority
 from bot.core.events import (
@@ -24,9 +23,10 @@ from bot.core.policy import Policy, lock_owner
 from bot.core.thread import Thread
 from bot.core.triggers import SCHEDULE
 from bot.runtime.ports import Lock
+from tests import ROOT
 from tests.people_kinds import a_person, directory_of
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "people-and-approvals.md"
+DOC = ROOT / "docs" / "people-and-approvals.md"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 DIRECTORY = directory_of(

@@ -24,9 +24,28 @@ from bot.testing.cluster import free_port, make_repo
 from bot.testing.fake_llm import FakeLlm
 from bot.testing.ha import ClusterServers
 from bot.wiring.app import App, build, http_app
+from tests import needs
 from tests.helpers import eventually
+from tests.memory_parts import parts, runner, service  # noqa: F401 (fixtures of the in-memory layer)
 
 TAGS = ["v1.2.1", "v1.2.2", "v1.2.3"]  # oldest first
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    needs.register(config)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    needs.mark(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item):  # noqa: ANN201 (a hook wrapper)
+    if needs.needs_nothing(item):
+        with needs.nothing_but_python():
+            yield
+    else:
+        yield
 
 
 def settings_variables(environ: Mapping[str, str]) -> list[str]:

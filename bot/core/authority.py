@@ -8,7 +8,7 @@ on the HTTP API, the console, Slack, email, MCP and the CLI.
 
 What is decided here is *who*; whether the thread is in a state for it (an approval still
 pending, a lock still held) is the caller's to check. docs/people-and-approvals.md has the
-table of actors and actions; tests/unit/test_authority.py holds that table to these answers.
+table of actors and actions; tests/core/test_authority.py holds that table to these answers.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+
 README = ROOT / "README.md"
 DOCS = sorted([README, *(ROOT / "docs").glob("*.md")])
 

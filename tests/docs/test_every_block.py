@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+import pytest
 import yaml
 
 from bot.__main__ import parser
@@ -25,9 +26,9 @@ MAKEFILE = (ROOT / "Makefile").read_text()
 # Which test takes a block: the first whose question it answers yes.
 KINDS: tuple[tuple[str, Callable[[Block], bool]], ...] = (
     ("illustrative", lambda b: b.illustrative),
-    ("extending", lambda b: b.path.name == "extending.md"),  # tests/unit/test_extending.py holds it to the code
-    ("mcp client", lambda b: b.lang == "json" and b.path.name == "agents.md"),  # tests/channels/test_mcp.py
-    ("toml", lambda b: b.lang == "toml"),  # tests/unit/test_readme_examples.py loads it
+    ("extending", lambda b: b.path.name == "extending.md"),  # tests/wiring/test_extending.py holds it to the code
+    ("mcp client", lambda b: b.lang == "json" and b.path.name == "agents.md"),  # test_mcp.py
+    ("toml", lambda b: b.lang == "toml"),  # tests/docs/test_readme_examples.py loads it
     ("session", lambda b: b.lang == "console"),
     ("http", lambda b: b in test_http_examples.examples()),
     ("cli synopsis", lambda b: b.lang == "sh" and b.body.startswith("python -m bot serve")),
@@ -57,6 +58,7 @@ def lines(kind_: str) -> list[tuple[Block, str]]:
             for line in b.body.splitlines() if line.strip()]
 
 
+@pytest.mark.processes  # the chaos tool's --help
 def test_each_command_shown_exists_and_takes_its_options():
     chaos_help = ""
     for block, line in lines("commands"):

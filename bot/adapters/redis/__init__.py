@@ -5,7 +5,7 @@ handoff between processes), `inbox` (delivery dedupe and channel pointers), `tim
 `keys` builds every key; `eviction` refuses a Redis that may evict; `connect` makes the client
 (`embedded`: the no-secrets server),
 `replicas`, `replies` and `scripts` are how it is talked to. Each implements a port of
-bot/runtime/ports/ (contracts: tests/contract)."""
+bot/runtime/ports/ (contracts: tests/runtime/ports)."""
 
 __all__ = [
     "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "eviction", "freezes",

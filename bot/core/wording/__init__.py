@@ -6,7 +6,7 @@ One small function per message, named for what it says. Which message applies is
 by the module that calls it (agent, steps, deploying, service, authority, policy, notices); only
 the words live here. Dates are always shown in UTC (dates.py). A new sentence goes in the module
 of its feature, next to the related ones, and in that module's `__all__`, which this face
-imports (tests/unit/test_wording.py fails when one is not on the face).
+imports (tests/core/test_wording.py fails when one is not on the face).
 """
 
 from bot.core.wording.agents import *

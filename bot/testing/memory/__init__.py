@@ -1,7 +1,7 @@
 """In-memory stand-ins for the ports, for fast tests of the core, the service and the loop:
 one module per port, behind this face (`from bot.testing.memory import MemoryInbox`).
 
-Each one keeps the documented semantics of its port (tests/contract runs the same cases
+Each one keeps the documented semantics of its port (tests/runtime/ports runs the same cases
 against these and the Redis adapters). Every operation is atomic, like one Redis script,
 and yields to the event loop once first, like a round trip (server.py), so concurrent callers
 interleave between operations as they do against a server. Time that matters to the

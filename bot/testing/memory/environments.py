@@ -1,4 +1,4 @@
-"""Locks and History, as RedisEnvironments: tests/contract holds the two to the same cases."""
+"""Locks and History, as RedisEnvironments: tests/runtime/ports holds the two to the same cases."""
 
 from __future__ import annotations
 

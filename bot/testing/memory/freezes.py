@@ -1,4 +1,4 @@
-"""Stop-the-line freezes in memory: RedisFreezes' behaviour (tests/contract/test_freezes.py
+"""Stop-the-line freezes in memory: RedisFreezes' behaviour (tests/runtime/ports/test_freezes.py
 holds the two to the same cases), for unit tests."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Inbox, as RedisInbox: tests/contract holds the two to the same cases."""
+"""Inbox, as RedisInbox: tests/runtime/ports holds the two to the same cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ThreadStore (with Retention and Health), as RedisThreadStore: tests/contract holds the two to
+"""ThreadStore (with Retention and Health), as RedisThreadStore: tests/runtime/ports holds the two to
 the same cases."""
 
 from __future__ import annotations

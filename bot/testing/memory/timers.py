@@ -1,4 +1,4 @@
-"""Timers, as RedisTimers (bot/adapters/redis/timers.py): tests/contract holds the two to the same cases."""
+"""Timers, as RedisTimers (bot/adapters/redis/timers.py): tests/runtime/ports holds the two to the same cases."""
 
 from __future__ import annotations
 

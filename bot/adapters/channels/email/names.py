@@ -1,7 +1,7 @@
 """Email's names in the Inbox: the scopes inbound mail and sender confirmations are deduplicated
 in, and the pointers from a mail or an approval to its thread (Inbox.receive, Inbox.link/lookup).
 The Inbox puts them inside its own keys (bot/adapters/redis/keys.py). Changing any string here
-orphans data already stored under the old one (tests/unit/test_stored_names.py pins each)."""
+orphans data already stored under the old one (tests/adapters/channels/test_stored_names.py pins each)."""
 
 from __future__ import annotations
 

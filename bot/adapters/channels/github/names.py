@@ -2,7 +2,7 @@
 deployments and their answers, and the GitHub deployment of each deploy (Inbox.receive,
 Inbox.link/lookup). The Inbox puts them inside its own keys (bot/adapters/redis/keys.py).
 Changing any string here orphans data already stored under the old one
-(tests/unit/test_stored_names.py pins each)."""
+(tests/adapters/channels/test_stored_names.py pins each)."""
 
 from __future__ import annotations
 

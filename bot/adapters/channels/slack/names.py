@@ -1,7 +1,7 @@
 """Slack's names in the Inbox: the scopes its conversations and commands are deduplicated in, and
 the pointers to the messages it posted (Inbox.receive, Inbox.link/lookup). The Inbox puts them
 inside its own keys (bot/adapters/redis/keys.py). Changing any string here orphans data already
-stored under the old one (tests/unit/test_stored_names.py pins each)."""
+stored under the old one (tests/adapters/channels/test_stored_names.py pins each)."""
 
 from __future__ import annotations
 

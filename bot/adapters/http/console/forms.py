@@ -1,6 +1,6 @@
 """What the console's routes read from a request and answer with, as plain functions: a posted
 form and its CSRF token, a field's text, a whole number, a stop's end, the redirect back to a
-page, a CSV cell. No app and no server: each is tested alone (tests/unit/test_console_helpers.py).
+page, a CSV cell. No app and no server: each is tested alone (tests/adapters/http/console/test_console_helpers.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The matrix (console/matrix.py) as plain values: a row per service, a cell per environment,
 each with what is deployed there now, since when, and what holds it (running, waiting for
 approval, locked, frozen), and whether it differs from the environment before it. No I/O:
-tested alone (tests/unit/test_console_deploying.py)."""
+tested alone (tests/adapters/http/console/test_console_deploying.py)."""
 
 from __future__ import annotations
 
