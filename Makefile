@@ -8,6 +8,9 @@ JOBS ?= auto
 IJOBS ?= 3
 # what a test needs beyond Python is its marker (tests/needs.py): the fast layer needs none of them
 NEEDS := redis or browser or prometheus or processes or network
+# A warm run reuses the compiled (and pytest's assert-rewritten) modules: a shell that sets
+# PYTHONDONTWRITEBYTECODE would make every run compile the whole tree again (seconds each time).
+unexport PYTHONDONTWRITEBYTECODE
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)

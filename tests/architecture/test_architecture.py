@@ -20,6 +20,7 @@ import tomllib
 from pathlib import Path
 
 from tests import ROOT
+from tests.architecture.tree import parsed
 
 BOT = ROOT / "bot"
 
@@ -38,17 +39,6 @@ IO_LIBRARIES = {
 }
 # What sequencing may use: waiting, and the clock it is handed.
 RUNTIME_IO = {"asyncio", "os", "socket", "time", "tenacity"}
-
-
-@functools.cache
-def parsed(root: Path) -> dict[str, tuple[Path, str, ast.Module]]:
-    """Every module under `root`, read and parsed once a session: its root-relative dotted
-    name (a package as `name.__init__`) -> its path, its source and its tree."""
-    found = {}
-    for path in sorted(root.rglob("*.py")):
-        source = path.read_text()
-        found[".".join(path.relative_to(root).with_suffix("").parts)] = (path, source, ast.parse(source, str(path)))
-    return found
 
 
 def modules() -> dict[str, set[str]]:

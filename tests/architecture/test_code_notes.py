@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from tests import ROOT
+from tests.architecture.tree import written
 
 BOT = ROOT / "bot"
 ISSUE = re.compile(r"\bissues? \d+", re.IGNORECASE)
@@ -14,10 +15,8 @@ ISSUE = re.compile(r"\bissues? \d+", re.IGNORECASE)
 
 def lines_matching(pattern: re.Pattern[str]) -> list[str]:
     found = []
-    for path in sorted(BOT.rglob("*.py")):
-        if "baml_client" in path.parts:  # generated
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
+    for path, source, _ in written():  # the generated client aside
+        for number, line in enumerate(source.splitlines(), 1):
             if pattern.search(line):
                 found.append(f"{path.relative_to(BOT.parent)}:{number}: {line.strip()}")
     return found

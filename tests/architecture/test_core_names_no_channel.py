@@ -7,27 +7,18 @@ from __future__ import annotations
 import ast
 
 from tests import ROOT
+from tests.architecture.tree import docstrings, written
 
 BOT = ROOT / "bot"
 CHANNELS = ("slack", "email")  # the chat channels; GitHub, as the gate and the code host, is a concept of the core
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
-
-
 def _named(tree: ast.AST) -> list[tuple[int, str]]:
     """Each name and string of the code (not its docstrings), with its line."""
-    docstrings = _docstrings(tree)
+    skip = docstrings(tree)
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             found.append((node.lineno, node.value))
         elif isinstance(node, ast.Name):
             found.append((node.lineno, node.id))
@@ -44,11 +35,12 @@ def _named(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_the_core_and_the_runtime_name_no_channel_in_their_code():
     named = []
-    for package in ("core", "runtime"):
-        for path in sorted((BOT / package).rglob("*.py")):
-            if "wording" in path.parts:  # sentences people read name channels: that is their job
-                continue
-            for line, text in _named(ast.parse(path.read_text(), str(path))):
-                if any(channel in text.lower() for channel in CHANNELS):
-                    named.append(f"{path.relative_to(ROOT)}:{line}: {text!r}")
+    for path, _, tree in written():
+        if path.relative_to(BOT).parts[0] not in ("core", "runtime"):
+            continue
+        if "wording" in path.parts:  # sentences people read name channels: that is their job
+            continue
+        for line, text in _named(tree):
+            if any(channel in text.lower() for channel in CHANNELS):
+                named.append(f"{path.relative_to(ROOT)}:{line}: {text!r}")
     assert named == []

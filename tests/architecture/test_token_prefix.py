@@ -8,20 +8,10 @@ import ast
 
 from bot.core import tokens, wording
 from tests import ROOT
+from tests.architecture.tree import docstrings, written
 
 BOT = ROOT / "bot"
 HOME = BOT / "core" / "tokens.py"
-
-
-def docstrings(tree: ast.AST) -> set[int]:
-    """The ids of the docstring nodes of a module, its classes and its functions."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
 
 
 def literals_naming_the_prefix() -> list[str]:
@@ -29,10 +19,9 @@ def literals_naming_the_prefix() -> list[str]:
     that spells the prefix out instead of reading it."""
     spelled = tokens.PERSONAL_TOKEN_PREFIX.rstrip("_")
     found = []
-    for path in sorted(BOT.rglob("*.py")):
-        if path == HOME or "baml_client" in path.parts:
+    for path, _, tree in written():
+        if path == HOME:
             continue
-        tree = ast.parse(path.read_text())
         skip = docstrings(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \

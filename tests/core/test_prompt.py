@@ -84,3 +84,13 @@ def test_redaction_stays_linear_on_hyphenated_junk():
     # pytest-timeout fails the test if that comes back.
     junk = "a-" * 200_000 + "token-" * 20_000
     assert redact(junk) == junk
+
+
+@pytest.mark.parametrize("text", [
+    "AUTHORİZATİON: Bearer abcdefghijklmnop", "Authorızation = hunter2hunter2", "db_paſsword=hunter2hunter2",
+    "API_\u212aEY=abcdefgh12345678", "my_ToKeN: 'abcdefgh12345678'", "-----BEGIN RSA PRIVATE KEY-----\nMIIE",
+])
+def test_a_secret_is_redacted_however_its_word_is_cased(text):
+    """`redact` looks for each pattern's words before running it: a word in letters that
+    case-insensitive matching takes for ASCII ones (İ, ı, ſ, the Kelvin sign) is still found."""
+    assert REDACTED in redact(text) and "hunter2" not in redact(text) and "12345678" not in redact(text)

@@ -217,7 +217,7 @@ def test_a_secret_across_a_cut_is_not_left_in_part():
     fragments = ("deploy-password", "MIIEvQIBADAN", "kkkkkkkk", "pppppppp")
     tokens = 1_500  # "word " is 1 token in 5 characters: the cut keeps the first 4,000 and last 2,000
     for hidden in (secret, key, "token=" + "k" * 60, "redis://:" + "p" * 60 + "@cache"):
-        for k in range(0, len(hidden) + 1, 7):
+        for k in range(0, len(hidden) + 1, max(7, len(hidden) // 40)):  # about 40 cuts through each
             head = "word " * 800  # 4,000 characters
             for text in (head[: len(head) - k] + f" {hidden} " + "word " * 40_000,  # across the head's cut
                          "word " * 40_000 + f" {hidden} " + head[: len(head) // 2 - len(hidden) + k]):  # the tail's

@@ -18,9 +18,12 @@ CUT_MARGIN = 8_192
 
 _PEM = r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
 _PEM_END = r"-----END [A-Z ]*PRIVATE KEY-----"
+# Each pattern with the words it cannot match without (looked for in the folded text when
+# the pattern ignores case): most texts have none of them, and a `sub` over a long text costs
+# far more than looking for a word (rendering a long thread redacts every part of it).
 _SECRET_PATTERNS = [
-    (re.compile(r"(?i)\b(authorization\s*[:=]\s*)(?:\w+\s+)?\S+"), r"\1" + REDACTED),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{12,}"), r"\1 " + REDACTED),
+    (re.compile(r"(?i)\b(authorization\s*[:=]\s*)(?:\w+\s+)?\S+"), r"\1" + REDACTED, ("authorization",)),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{12,}"), r"\1 " + REDACTED, ("bearer", "basic")),
     (
         re.compile(
             # A prefix is allowed: AWS_SECRET_ACCESS_KEY=, DB_PASSWORD=, GITHUB_TOKEN=.
@@ -30,17 +33,18 @@ _SECRET_PATTERNS = [
             r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+"
         ),
         r"\1" + REDACTED,
+        ("key", "secret", "token", "passw", "pwd"),
     ),
-    (re.compile(r"\b(xox[abposr]|xapp)-[A-Za-z0-9-]{8,}"), REDACTED),
-    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
-    (re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
+    (re.compile(r"\b(xox[abposr]|xapp)-[A-Za-z0-9-]{8,}"), REDACTED, ("xox", "xapp")),
+    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED, ("gh",)),
+    (re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_-]{16,}"), REDACTED, ("sk-",)),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED, ("AKIA",)),
     # scheme://user:password@host and scheme://:password@host (Redis has no user name)
-    (re.compile(r"(://[^/\s:@]*:)[^/\s@]+@"), r"\1" + REDACTED + "@"),
+    (re.compile(r"(://[^/\s:@]*:)[^/\s@]+@"), r"\1" + REDACTED + "@", ("://",)),
     # A private key, also one whose end (or beginning) is missing: pasted in part, or cut.
     # One alternation, so a text of many headers without an end is still read once.
-    (re.compile(_PEM + "(?:.*?" + _PEM_END + "|.*)", re.S), REDACTED),
-    (re.compile(r"\A.*" + _PEM_END, re.S), REDACTED),
+    (re.compile(_PEM + "(?:.*?" + _PEM_END + "|.*)", re.S), REDACTED, ("PRIVATE KEY-----",)),
+    (re.compile(r"\A.*" + _PEM_END, re.S), REDACTED, ("PRIVATE KEY-----",)),
 ]
 
 
@@ -48,9 +52,20 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for secret in secrets:
         if secret and len(secret) >= 6:
             text = text.replace(secret, REDACTED)
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
+    folded = _fold(text)
+    for pattern, replacement, words in _SECRET_PATTERNS:
+        within = folded if pattern.flags & re.IGNORECASE else text
+        if any(word in within for word in words):
+            text = pattern.sub(replacement, text)
+            folded = _fold(text)
     return text
+
+
+def _fold(text: str) -> str:
+    """`text` lowered so that every letter `re.IGNORECASE` takes for an ASCII one is that
+    letter: İ and ı for i, ſ for s (the Kelvin sign lowers to k). A word found here that the
+    pattern then does not match costs a `sub`; a word missed would leave a secret."""
+    return text.lower().replace("\u0307", "").replace("ı", "i").replace("ſ", "s")
 
 
 def fit(text: str, tokens: int, secrets: Iterable[str] = ()) -> str:

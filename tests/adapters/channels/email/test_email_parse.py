@@ -361,7 +361,7 @@ def test_a_megabyte_of_hostile_html_is_read_in_linear_time(unit, monkeypatch):
     small, big = unit * (100_000 // len(unit)), unit * (1_000_000 // len(unit))
     work = [examined(doc, monkeypatch) for doc in (small, big)]
     assert work[1] <= 11 * work[0], work  # ten times the input, ten times the work
-    assert html_to_text(big) == (big if unit.startswith("&") else "")  # what a browser shows
+    assert html_to_text(small) == (small if unit.startswith("&") else "")  # what a browser shows
 
 
 class _Work:
