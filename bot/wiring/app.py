@@ -97,7 +97,7 @@ class App:
     collector: Collector | None = None  # retention (bot/runtime/gc.py): a worker chore, and `python -m bot gc`
     channels: Mapping[str, Channel] = field(default_factory=dict)  # those switched on, by kind (wiring/channels.py)
     live_output: LiveOutput | None = None  # running deploys' output as it comes (the console's live tail)
-    _watching: list[asyncio.Task[None]] = field(default_factory=list)  # the web's own clock check
+    _watching: list[asyncio.Task[None]] = field(default_factory=list)  # the web's clock check, the embedded Redis
 
     def adapter(self, kind: str) -> Any:
         """The object behind a channel that is on (EmailChannel, SlackChannel, ...), or None."""
@@ -174,6 +174,9 @@ class App:
         process's worker unless worker processes run elsewhere."""
         for channel in self.channels.values():
             await channel.start(receive)
+        if self.settings.redis.mode == "single" and self.settings.redis.url is None:
+            # The embedded server is ours to keep up: started again if it dies.
+            self._watching.append(asyncio.create_task(embedded_redis.watch(self.settings.data_dir)))
         if worker:
             self.worker.start()  # it measures the clock itself
         elif self.service.clock_check is not None:  # the web decides whether an approval expired
