@@ -24,6 +24,7 @@ from bot.adapters.redis.environments import RedisEnvironments
 from bot.adapters.redis.freezes import RedisFreezes
 from bot.adapters.redis.inbox import RedisInbox
 from bot.adapters.redis.live_output import RedisLiveOutput
+from bot.adapters.redis.outbox import RedisOutbox
 from bot.adapters.redis.replicas import Replicas
 from bot.adapters.redis.schedules import RedisScheduleMarks
 from bot.adapters.redis.threads import RedisThreadStore
@@ -269,7 +270,7 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
     service = ThreadService(store, policy, fanout, clock, raw_users=raw_users(), clock_check=clock_check)
     # The deployers are the deploy path's own: a channel in front of them (the GitHub gate) wraps them in place.
     channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier,
-                                   history=environments, deployers=deployers))
+                                   history=environments, deployers=deployers, outbox=RedisOutbox(redis)))
     fanout.notifiers += [n for channel in channels.values() if (n := channel.notifier()) is not None]
     collector = Collector(
         store, inbox, environments, queue, sorted(policy.environments), settings.thread_retention,
