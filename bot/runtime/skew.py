@@ -30,6 +30,7 @@ class ClockCheck:
     ) -> None:
         self.server, self.local, self.bound = server, local, bound
         self.skew: float | None = None  # the last offset measured: local minus the store's
+        self.agrees = asyncio.Event()  # set while the clocks agree, for whoever waits for that
 
     @property
     def ok(self) -> bool:
@@ -48,6 +49,10 @@ class ClockCheck:
         after = self.local()
         was = self.skew is None or self.ok
         self.skew = (before + after) / 2 - server
+        if self.ok:
+            self.agrees.set()
+        else:
+            self.agrees.clear()
         if was and not self.ok:
             log.error("%s", self.problem())
         elif not was and self.ok:

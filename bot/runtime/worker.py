@@ -171,11 +171,16 @@ class Worker:
     def _clock_off(self) -> bool:
         return self.clock is not None and not self.clock.ok
 
+    async def _clock_agrees(self) -> None:
+        """Return once the clock was measured and agrees with the store's (at start: its first measurement)."""
+        if self.clock is not None:
+            await self.clock.agrees.wait()
+
     async def _chore(self, every: float, chore: Callable[[], Awaitable[object]]) -> None:
         while True:
+            await self._clock_agrees()
             try:
-                if not self._clock_off():
-                    await chore()
+                await chore()
             except Exception:
                 log.exception("worker %s: a periodic chore failed", self.name)
             await asyncio.sleep(every)
@@ -184,7 +189,7 @@ class Worker:
         reclaimed_at = 0.0
         while not self._stopping.is_set():
             if self._clock_off():  # its work waits in the queue for a worker whose clock agrees
-                await asyncio.sleep(min(1.0, self.clock_every))
+                await asyncio.sleep(min(0.25, self.clock_every))
                 continue
             free = self.concurrency - len(self._jobs)
             if free <= 0:
