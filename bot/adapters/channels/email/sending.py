@@ -147,7 +147,7 @@ async def _not_yet(channel: Mailbox, kept: Outgoing) -> None:
     except Exception:  # still kept: tried again when its hold lapses
         log.exception("thread %s: keeping the email to %s in the outbox failed", kept.thread_id, short(kept.to))
         return
-    reason = f"{kept.reason} (after {kept.attempts} attempts)"
+    reason = f"after {kept.attempts} attempts: {kept.reason}"  # first: a long reason is cut short
     await channel.deliveries.failed(kept.thread_id, kept.to, reason, f"an email to {short(kept.to)}")
 
 
