@@ -20,6 +20,8 @@ $(BIN)/.installed: pyproject.toml
 	@test -x /usr/bin/chromium || (apt-get install -y -qq chromium > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq chromium > /dev/null)) || echo "chromium is missing (apt-get install chromium): the console's browser tests need it"
 	@# the deploy verification and /metrics tests use a real Prometheus server (Debian's package)
 	@test -x /usr/bin/prometheus || (apt-get install -y -qq prometheus > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq prometheus > /dev/null)) || echo "prometheus is missing (apt-get install prometheus): the verification and /metrics tests need it"
+	@# the clock-skew tests run bot processes with their clock moved (libfaketime)
+	@test -x /usr/bin/faketime || (apt-get install -y -qq faketime > /dev/null 2>&1 || (apt-get update -qq > /dev/null && apt-get install -y -qq faketime > /dev/null)) || echo "faketime is missing (apt-get install faketime): the clock-skew tests need it"
 	touch $@
 
 .PHONY: install run test static baml-check unit-tiers integration-tiers unit lint types bench bench-quick chaos baml

@@ -3,11 +3,11 @@ implemented by the adapters). `service` (launch, answer, cancel, fork: what ever
 shares), `worker` and `loop` (running a thread), `agent` (the next step: commands, then the
 model), `deploying` (the deploy path, its parts in `deploy_checks`, `deploy_queue`, `deploy_run`
 and `deploy_parts`; `renewal` keeps a lock), `steps`, `verifying`, `promoting`, `gathering`
-(carrying steps out), `scheduler`, `gc` (retention), `delivery` (metrics over a window), `clock`
-and `retry`."""
+(carrying steps out), `scheduler`, `gc` (retention), `delivery` (metrics over a window), `clock`,
+`skew` (this process's clock against the store's) and `retry`."""
 
 __all__ = [
     "agent", "clock", "delivery", "deploy_checks", "deploy_parts", "deploy_queue", "deploy_run", "deploying",
-    "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "steps", "verifying",
-    "worker",
+    "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "skew", "steps",
+    "verifying", "worker",
 ]

@@ -30,6 +30,7 @@ from bot.core.policy import Policy
 from bot.core.thread import ACTIVE, FINISHED, STATUSES, Forker, Origin, Thread
 from bot.runtime.clock import utcnow
 from bot.runtime.ports import Conflict, Notifier, ThreadNotFound, ThreadStore, WorkQueue
+from bot.runtime.skew import ClockCheck
 
 log = logging.getLogger(__name__)
 RELEASE_MARGIN = timedelta(minutes=10)  # a run releases its thread well within this of its last event
@@ -86,6 +87,9 @@ class ThreadService:
     # The `via`s whose events store the channel's own id of the speaker as `user` (the
     # registry's to say: bot/wiring/channels.raw_users), so what is stored stays as it was.
     raw_users: frozenset[str] = frozenset()
+    # This process's clock against the store's (bot/runtime/skew.py): an approval is not
+    # taken while it is off, since whether it expired is read off this clock.
+    clock_check: ClockCheck | None = None
 
     @property
     def directory(self) -> Directory:
@@ -406,6 +410,8 @@ class ThreadService:
         if pending is None or pending.approval_id != approval_id:
             raise WrongState(wording.no_longer_pending(approval_id))
         self._may(who, authority.Decide(thread, request))
+        if approve and self.clock_check and (off := self.clock_check.problem()):
+            raise WrongState(off)
         if approve and self.clock() > request.expires_at:  # a rejection still closes it
             raise WrongState(wording.approval_expired_ask_again(approval_id, request.expires_at))
         if approve and any(principal_of(a) == who.principal for a in thread.approvals_for(approval_id)):

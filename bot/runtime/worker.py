@@ -22,6 +22,7 @@ from bot.core.thread import ACTIVE
 from bot.runtime.loop import LEASE_TTL_MS, Runner
 from bot.runtime.ports import ThreadNotFound, ThreadStore, Work, WorkQueue
 from bot.runtime.retry import retrying_for
+from bot.runtime.skew import SKEW_EVERY, ClockCheck
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +56,18 @@ class Worker:
     def __init__(
         self, runner: Runner, queue: WorkQueue, store: ThreadStore, concurrency: int = 4,
         name: str | None = None, chores: tuple[tuple[float, Callable[[], Awaitable[object]]], ...] = (),
+        clock: ClockCheck | None = None, clock_every: float = SKEW_EVERY,
     ) -> None:
         """`chores`: (every seconds, what) run periodically while the worker serves (firing
-        schedules: bot/runtime/scheduler.py); each must be safe to run in every worker at once."""
+        schedules: bot/runtime/scheduler.py); each must be safe to run in every worker at once.
+        `clock`: this process's clock against the store's (bot/runtime/skew.py), measured every
+        `clock_every` seconds: while it is off, the worker takes no work and runs no chore, since
+        each run and chore reads the clock (expiry, reminders, schedules, timers)."""
         self.runner, self.queue, self.store = runner, queue, store
         self.concurrency = concurrency
         self.name = name or worker_name()
         self.chores = chores
+        self.clock, self.clock_every = clock, clock_every
         self._jobs: dict[str, _Job] = {}
         self._freed = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -76,7 +82,8 @@ class Worker:
             # Each task is named after its coroutine (_serve, ...): the name _died logs.
             self._tasks = [
                 asyncio.create_task(c, name=c.__name__) for c in (
-                    self._serve(), self._heartbeat(), self._sweep(), *(self._chore(*c) for c in self.chores)
+                    self._serve(), self._heartbeat(), self._sweep(), *(self._chore(*c) for c in self.chores),
+                    *([self.clock.watch(self.clock_every)] if self.clock else []),
                 )
             ]
             for task in self._tasks:
@@ -161,8 +168,17 @@ class Worker:
             first = False
             await asyncio.sleep(SWEEP_EVERY)
 
+    def _clock_off(self) -> bool:
+        return self.clock is not None and not self.clock.ok
+
+    async def _clock_agrees(self) -> None:
+        """Return once the clock was measured and agrees with the store's (at start: its first measurement)."""
+        if self.clock is not None:
+            await self.clock.agrees.wait()
+
     async def _chore(self, every: float, chore: Callable[[], Awaitable[object]]) -> None:
         while True:
+            await self._clock_agrees()
             try:
                 await chore()
             except Exception:
@@ -172,6 +188,9 @@ class Worker:
     async def _serve(self) -> None:
         reclaimed_at = 0.0
         while not self._stopping.is_set():
+            if self._clock_off():  # its work waits in the queue for a worker whose clock agrees
+                await asyncio.sleep(min(0.25, self.clock_every))
+                continue
             free = self.concurrency - len(self._jobs)
             if free <= 0:
                 self._freed.clear()

@@ -148,11 +148,15 @@ class RedisServer:
 class BotProcess:
     """`python -m bot <args>` in its own session, so SIGKILL takes its deploys with it."""
 
-    def __init__(self, args: Sequence[str], env: dict[str, str], log: Path, ready: str | None = None) -> None:
+    def __init__(
+        self, args: Sequence[str], env: dict[str, str], log: Path, ready: str | None = None,
+        prefix: Sequence[str] = (),
+    ) -> None:
+        """`prefix`: what runs the process (`faketime -f +300s`: a clock five minutes ahead)."""
         self.args, self.env, self.log = list(args), env, log
         self._offset = log.stat().st_size if log.exists() else 0  # a restart appends to the log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot", *self.args], env=env,
+            [*prefix, sys.executable, "-m", "bot", *self.args], env=env,
             stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
         )
         if ready:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from bot.adapters.redis.environments import RedisEnvironments
 from bot.adapters.redis.freezes import RedisFreezes
 from bot.adapters.redis.inbox import RedisInbox
 from bot.adapters.redis.live_output import RedisLiveOutput
+from bot.adapters.redis.outbox import RedisOutbox
 from bot.adapters.redis.replicas import Replicas
 from bot.adapters.redis.schedules import RedisScheduleMarks
 from bot.adapters.redis.threads import RedisThreadStore
@@ -52,6 +54,7 @@ from bot.runtime.ports import (
 )
 from bot.runtime.scheduler import TICK_EVERY, Scheduler
 from bot.runtime.service import ThreadService
+from bot.runtime.skew import ClockCheck
 from bot.runtime.verifying import Verifying
 from bot.runtime.worker import Worker, worker_name
 from bot.wiring.channels import Parts, around, body_limits, make_channels, people_kinds, raw_users
@@ -95,6 +98,7 @@ class App:
     collector: Collector | None = None  # retention (bot/runtime/gc.py): a worker chore, and `python -m bot gc`
     channels: Mapping[str, Channel] = field(default_factory=dict)  # those switched on, by kind (wiring/channels.py)
     live_output: LiveOutput | None = None  # running deploys' output as it comes (the console's live tail)
+    _watching: list[asyncio.Task[None]] = field(default_factory=list)  # the web's clock check, the embedded Redis
 
     def adapter(self, kind: str) -> Any:
         """The object behind a channel that is on (EmailChannel, SlackChannel, ...), or None."""
@@ -171,10 +175,17 @@ class App:
         process's worker unless worker processes run elsewhere."""
         for channel in self.channels.values():
             await channel.start(receive)
+        if self.settings.redis.mode == "single" and self.settings.redis.url is None:
+            # The embedded server is ours to keep up: started again if it dies.
+            self._watching.append(asyncio.create_task(embedded_redis.watch(self.settings.data_dir)))
         if worker:
-            self.worker.start()
+            self.worker.start()  # it measures the clock itself
+        elif self.service.clock_check is not None:  # the web decides whether an approval expired
+            self._watching.append(asyncio.create_task(self.service.clock_check.watch()))
 
     async def close(self) -> None:
+        for task in self._watching:
+            task.cancel()
         await self.worker.stop(self.settings.worker_grace)
         for channel in reversed(list(self.channels.values())):  # the last started stops first
             await channel.stop()
@@ -255,17 +266,18 @@ def build(settings: Settings, notifier: Notifier | None = None) -> App:
         transient=(RedisConnectionError, RedisTimeoutError, OutOfMemoryError), clock=clock, timers=timers,
         verifying=Verifying(HttpProbe(), environments, environments, policy, deploying.wake_next),
     )
-    service = ThreadService(store, policy, fanout, clock, raw_users=raw_users())
+    clock_check = ClockCheck(connect.server_time(redis))  # the clocks compared: bot/runtime/skew.py
+    service = ThreadService(store, policy, fanout, clock, raw_users=raw_users(), clock_check=clock_check)
     # The deployers are the deploy path's own: a channel in front of them (the GitHub gate) wraps them in place.
     channels = make_channels(Parts(settings, service, inbox, queue.push, credentials, policy, notifier,
-                                   history=environments, deployers=deployers))
+                                   history=environments, deployers=deployers, outbox=RedisOutbox(redis)))
     fanout.notifiers += [n for channel in channels.values() if (n := channel.notifier()) is not None]
     collector = Collector(
         store, inbox, environments, queue, sorted(policy.environments), settings.thread_retention,
         settings.deploy_history_retention, settings.thread_compact_after or None, timers, clock,
     )
     chores = worker_chores(settings, redis, service, queue, timers, collector)
-    worker = Worker(runner, queue, store, settings.worker_concurrency, name, chores=chores)
+    worker = Worker(runner, queue, store, settings.worker_concurrency, name, chores=chores, clock=clock_check)
     return App(
         settings, redis, store, inbox, environments, queue, service, runner, worker,
         llm_configured=llm is not None, credentials=credentials, collector=collector, channels=channels,

@@ -29,7 +29,7 @@ from bot.config.settings import ConfigError, Settings
 from bot.core.people import Normalise
 from bot.core.policy import Policy
 from bot.core.triggers import NotifyTarget, target_problem
-from bot.runtime.ports import Channel, Deployer, History, Notifier, Route
+from bot.runtime.ports import Channel, Deployer, History, Notifier, Outbox, Route
 from bot.runtime.service import ThreadService
 from bot.wiring.sign_in import sign_in_linker
 
@@ -52,6 +52,7 @@ class Parts:
     # (Plugged.fronts: the GitHub gate's gated deployments run through it).
     deployers: dict[str, Deployer] = field(default_factory=dict)
     built: dict[str, Channel] = field(default_factory=dict)  # the channels built so far, by kind
+    outbox: Outbox | None = None  # messages that must go out, kept until sent (email's approval mails)
 
 
 @dataclass(frozen=True)
@@ -185,9 +186,12 @@ def email(parts: Parts) -> Channel | None:
         trusted_authserv_ids=settings.trusted_authserv_ids,
         mailbox_authenticated_domains=settings.mailbox_authenticated_domains,
         public_url=parts.settings.public_url,
+        outbox=parts.outbox,
     )
-    # It hears every event too (to mail approvers); stopping lets the mails being sent go out.
-    return Plugged(channel, (Route("/email/inbound", channel.endpoint),), channel, stopping=channel.drain)
+    # It hears every event too (to mail approvers); starting sends what the outbox holds;
+    # stopping lets the mails being sent go out.
+    return Plugged(channel, (Route("/email/inbound", channel.endpoint),), channel, starting=channel.start,
+                   stopping=channel.drain)
 
 
 def github_webhook(parts: Parts) -> Channel | None:

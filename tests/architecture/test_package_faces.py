@@ -30,8 +30,8 @@ FACES: dict[str, list[str]] = {
     "bot.adapters.probes": ["ANSWER_LIMIT", "BODY_LIMIT", "PROMETHEUS_TIMEOUT", "HttpProbe"],
     "bot.adapters.redis": [
         "connect", "credentials", "cursors", "deploy_counters", "embedded", "environments", "eviction", "freezes",
-        "inbox", "keys", "live_output", "packing", "replicas", "replies", "schedules", "scripts", "thread_scripts",
-        "threads", "timers", "work"
+        "inbox", "keys", "live_output", "outbox", "packing", "replicas", "replies", "schedules", "scripts",
+        "thread_scripts", "threads", "timers", "work"
     ],
     "bot.config": [
         "access", "channels", "fields", "file_freezes", "file_people", "file_services", "file_triggers", "file_values",
@@ -45,8 +45,8 @@ FACES: dict[str, list[str]] = {
     ],
     "bot.runtime": [
         "agent", "clock", "delivery", "deploy_checks", "deploy_parts", "deploy_queue", "deploy_run", "deploying",
-        "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "steps",
-        "verifying", "worker"
+        "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "skew",
+        "steps", "verifying", "worker"
     ],
     "bot.testing": [
         "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
@@ -65,8 +65,9 @@ FACES: dict[str, list[str]] = {
         "Channel", "Check", "CheckState", "CommitTimes", "Comparison", "Conflict", "DeployCounters", "DeployOutcome",
         "DeployQueue", "DeployRecord", "DeployRequest", "DeployRunner", "Deployer", "DeployerError", "Endpoint",
         "FreezeStore", "Health", "History", "Inbox", "LeaseLost", "LiveOutput", "LlmError", "Lock", "Locks",
-        "NextStepModel", "Notifier", "Observation", "Probe", "Removal", "Retention", "Route", "ScheduleMarks", "Tally",
-        "ThreadExists", "ThreadNotFound", "ThreadStore", "Timers", "Versions", "Work", "WorkQueue"
+        "NextStepModel", "Notifier", "Observation", "Outbox", "Outgoing", "Probe", "Removal", "Retention", "Route",
+        "ScheduleMarks", "Tally", "ThreadExists", "ThreadNotFound", "ThreadStore", "Timers", "Versions", "Work",
+        "WorkQueue"
     ],
     "bot.core.events": [
         "ApprovalEscalated", "ApprovalExpired", "ApprovalReminded", "ApprovalRequested", "ApprovalRulesChanged",

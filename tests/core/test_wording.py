@@ -97,6 +97,8 @@ SAMPLES = {
     "source": "github",
     "command": "/deploy",
     "attempts": 6,
+    "skew": 300.2,  # a clock's offset from Redis's, seconds
+    "bound": 2.0,
     "status": "waiting_for_approval",
     "approved": True,
     "from_tag": "v1.2.2",

@@ -16,6 +16,7 @@ stores need no union type for it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from redis.asyncio import Redis
@@ -87,3 +88,14 @@ def client(target: RedisTarget, max_connections: int = 100) -> Redis:
     if target.mode == "cluster":
         return cast(Redis, RedisCluster.from_url(target.url, max_connections=max_connections, **password, **_retry()))
     return Redis.from_url(target.url, max_connections=max_connections, **password, **_retry())
+
+
+def server_time(redis: Redis) -> Callable[[], Awaitable[float]]:
+    """Redis's own clock (TIME), in seconds since the epoch: the one clock every process of
+    deploybot shares (bot/runtime/skew.py measures this process's against it)."""
+
+    async def now() -> float:
+        seconds, micros = await redis.time()
+        return seconds + micros / 1_000_000
+
+    return now

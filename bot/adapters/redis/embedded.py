@@ -3,17 +3,26 @@
 
 It runs detached and is shared by every deploybot process using the same DATA_DIR
 (the web server, `chat`, `threads ...`), so they all see the same threads.
-`python -m bot redis-stop` stops it.
+`python -m bot redis-stop` stops it. While `serve` or `worker` runs, `watch` starts it again
+if it dies (on its own port and data, so every client reconnects and nothing acknowledged
+is lost: AOF).
 """
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
+import logging
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+from bot.core import wording
+
+log = logging.getLogger(__name__)
+WATCH_EVERY = 1.0  # seconds between looks at whether the server answers
 
 
 def server_binary() -> str:
@@ -30,14 +39,20 @@ def server_binary() -> str:
 
 def ensure_running(data_dir: Path, timeout: float = 10.0) -> str:
     """The URL of the embedded server for `data_dir`, starting it if it is not running."""
+    return _ensure(data_dir, timeout)[0]
+
+
+def _ensure(data_dir: Path, timeout: float = 10.0) -> tuple[str, bool]:
+    """The URL, and whether this call started the server."""
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     url_file = data_dir / "redis.url"
     with open(data_dir / "redis.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two processes starting at once share one server
         if url_file.exists() and _answers(url_file.read_text().strip()):
-            return url_file.read_text().strip()
-        port = _free_port()
+            return url_file.read_text().strip(), False
+        # The port it had, if it had one: clients that hold its URL reconnect to it.
+        port = _port(url_file.read_text().strip()) if url_file.exists() else _free_port()
         subprocess.run(
             [
                 server_binary(),
@@ -55,7 +70,31 @@ def ensure_running(data_dir: Path, timeout: float = 10.0) -> str:
                 raise RuntimeError(f"embedded Redis did not start; see {data_dir / 'redis.log'}")
             time.sleep(0.05)
         url_file.write_text(url)
-        return url
+        return url, True
+
+
+async def watch(data_dir: Path, every: float = WATCH_EVERY) -> None:
+    """Start the server again whenever it stops answering (killed, crashed), and say so in
+    one line. Every process watching shares the start (the lock in ensure_running)."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            again = await asyncio.to_thread(_revive, data_dir)
+        except Exception as e:  # the port taken, the disk full: said, and tried again
+            log.error("the embedded Redis under %s stopped and did not start again: %s", data_dir, e)
+            continue
+        if again is not None:
+            log.warning("%s", wording.embedded_restarted(str(data_dir), again))
+
+
+def _revive(data_dir: Path) -> str | None:
+    """The URL if this call started the server again; None if it answers, or was stopped on
+    purpose (redis-stop removes its URL), or another process was first."""
+    url_file = data_dir.resolve() / "redis.url"
+    if not url_file.exists() or _answers(url_file.read_text().strip()):
+        return None
+    url, started = _ensure(data_dir)
+    return url if started else None
 
 
 def stop(data_dir: Path) -> bool:
@@ -65,6 +104,10 @@ def stop(data_dir: Path) -> bool:
     _command(url_file.read_text().strip(), b"SHUTDOWN\r\n")
     url_file.unlink(missing_ok=True)
     return True
+
+
+def _port(url: str) -> int:
+    return int(url.removeprefix("redis://").split("/")[0].rsplit(":", 1)[1])
 
 
 def _answers(url: str) -> bool:

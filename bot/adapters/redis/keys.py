@@ -121,6 +121,14 @@ class Keys:
         """A channel's pointer: a Slack thread to its bot thread, an approval to its message."""
         return f"{self.prefix}:ref:{name}"
 
+    def outbox(self) -> str:
+        """The messages that must go out, until sent: a hash, key -> the message as JSON."""
+        return f"{self.prefix}:{{outbox}}:messages"
+
+    def outbox_due(self) -> str:
+        """When each kept message is next tried (ms, the store's clock); one slot with `outbox`."""
+        return f"{self.prefix}:{{outbox}}:due"
+
     def freezes(self) -> str:
         """The stop-the-line freezes: a hash, scope (an environment, or '*') -> the freeze as JSON."""
         return f"{self.prefix}:freezes"

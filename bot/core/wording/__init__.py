@@ -16,6 +16,7 @@ from bot.core.wording.changes import *
 from bot.core.wording.console import *
 from bot.core.wording.dates import *
 from bot.core.wording.deploys import *
+from bot.core.wording.faults import *
 from bot.core.wording.freezes import *
 from bot.core.wording.gate import *
 from bot.core.wording.locks import *

@@ -8,7 +8,7 @@ how a deploy runs), environments (locks, freezes), history (deploy records, the 
 verification (probes), model (the next step), output (a running deploy's lines) and channels
 (notifiers, routes)."""
 
-from bot.runtime.ports.channels import Channel, Endpoint, Notifier, Route
+from bot.runtime.ports.channels import Channel, Endpoint, Notifier, Outbox, Outgoing, Route
 from bot.runtime.ports.deployers import (
     Check,
     CheckState,
@@ -67,6 +67,8 @@ __all__ = [
     "NextStepModel",
     "Notifier",
     "Observation",
+    "Outbox",
+    "Outgoing",
     "Probe",
     "Removal",
     "Retention",

@@ -49,3 +49,41 @@ class Channel(Protocol):
     async def stop(self) -> None:
         """Finish what it was sending and let go of its connections."""
         ...
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A message that must go out (an approval request's mail), kept until it is sent."""
+
+    key: str  # its own id (a mail's Message-ID)
+    thread_id: str
+    to: str
+    raw: bytes  # the message as built, sent as it is
+    attempts: int = 0  # tries that failed so far
+    reason: str = ""  # why the last one failed
+
+
+class Outbox(Protocol):
+    """Messages that must go out, shared by every process: written before the first try,
+    removed once sent, so a process that dies while trying leaves its messages to the next.
+    Times are the store's own (seconds from now), so no process's clock moves them."""
+
+    async def put(self, message: Outgoing, hold: float) -> None:
+        """Keep `message`; no other process takes it for `hold` seconds (it is being tried)."""
+        ...
+
+    async def hold(self, key: str, seconds: float) -> None:
+        """Still being tried: no other process takes it for `seconds` more."""
+        ...
+
+    async def due(self, hold: float, count: int) -> list[Outgoing]:
+        """Up to `count` messages nobody holds whose next try is due, each held for `hold` seconds."""
+        ...
+
+    async def again(self, message: Outgoing, after: float) -> None:
+        """Keep `message` as it is now (attempts, reason), due again in `after` seconds."""
+        ...
+
+    async def sent(self, key: str) -> None:
+        """Sent (or given up): removed."""
+        ...

@@ -4,13 +4,14 @@ confirmation, notifier, sending); they read the channel's settings and ports (Ma
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bot.adapters.channels.email import endpoint, notifier
+from bot.adapters.channels.email import endpoint, notifier, sending
 from bot.adapters.channels.email.answers import Answer
 from bot.adapters.channels.email.mailbox import Mailbox
 from bot.adapters.channels.email.parse import Inbound
@@ -20,6 +21,13 @@ from bot.core.thread import Thread
 
 @dataclass
 class EmailChannel(Mailbox):
+    _flushing: list[asyncio.Task[None]] = field(default_factory=list, init=False)
+
+    async def start(self, receive: bool) -> None:
+        """Send what the outbox holds (mails a process that died left), now and periodically."""
+        if self.outbox is not None and not self._flushing:
+            self._flushing.append(asyncio.create_task(sending.flushing(self)))
+
     async def endpoint(self, request: Request) -> Response:
         return await endpoint.serve(self, request)
 
@@ -33,4 +41,7 @@ class EmailChannel(Mailbox):
         return notifier.text_for(self, thread, event)
 
     async def drain(self) -> None:
+        for task in self._flushing:
+            task.cancel()
+        self._flushing.clear()
         await self.deliveries.drain()

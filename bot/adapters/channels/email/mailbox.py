@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from bot.adapters.channels.deliveries import Deliveries
 from bot.adapters.channels.email.smtp import Smtp
 from bot.core.policy import Policy
-from bot.runtime.ports import Inbox
+from bot.runtime.ports import Inbox, Outbox
 from bot.runtime.service import ThreadService
 
 
@@ -27,6 +27,7 @@ class Mailbox:
     trusted_authserv_ids: frozenset[str] = frozenset()  # EMAIL_TRUSTED_AUTHSERV_IDS
     mailbox_authenticated_domains: frozenset[str] = frozenset()  # EMAIL_MAILBOX_AUTHENTICATED_DOMAINS
     public_url: str | None = None  # PUBLIC_URL: approval mails link to the thread in the console
+    outbox: Outbox | None = None  # approval mails, kept until sent (sending.py); None: sent once, as others
     deliveries: Deliveries = field(init=False)  # the mails being sent, in the background
 
     def __post_init__(self) -> None:

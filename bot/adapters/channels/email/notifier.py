@@ -127,6 +127,7 @@ async def _ask(
     for address in addresses:
         await sending.send(
             channel, thread, address, functools.partial(_approval_mail, channel, thread, request, address, intro),
+            must=True,  # without it nobody is asked: kept in the outbox until sent
         )
 
 

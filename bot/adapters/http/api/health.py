@@ -1,4 +1,5 @@
-"""GET /healthz: whether Redis answers, and whether a model is configured."""
+"""GET /healthz: whether Redis answers, whether this process's clock agrees with Redis's, and
+whether a model is configured."""
 
 from __future__ import annotations
 
@@ -20,4 +21,8 @@ async def healthz(a: Parts = Depends(the_parts)) -> JSONResponse:
         return JSONResponse({"ok": False, "redis": "full: at its maxmemory, writes are refused"}, status_code=503)
     except Exception as e:  # any failure to reach Redis makes us unhealthy, not crash
         return JSONResponse({"ok": False, "redis": f"unreachable: {e}"}, status_code=503)
+    check = a.service.clock_check
+    if check is not None and (off := check.problem()):  # no timed work here until the clocks agree
+        return JSONResponse({"ok": False, "redis": "ok", "clock": off, "skew": round(check.skew or 0.0, 1)},
+                            status_code=503)
     return JSONResponse({"ok": True, "redis": "ok", "llm": "configured" if a.llm_configured else "none"})
