@@ -21,6 +21,7 @@ from tests.adapters.channels.email import test_email as mail
 from tests.adapters.channels.email.test_email import _field, gmail_reply, post, raw_mail
 from tests.adapters.channels.slack import test_slack as base
 from tests.adapters.channels.slack.test_slack import CHANNEL, bot_thread, new_ts, paused, settled
+from tests.deploybot_toml import Toml
 from tests.helpers import ledger_lines, reply
 from tests.people_kinds import KINDS
 
@@ -33,30 +34,14 @@ smtp_port, inbox = mail.smtp_port, mail.inbox
 ALICE, BOB, CAROL, DAVE, EVE = "UALICE", "UBOB", "UCAROL", "UDAVE", "UEVE"  # EVE: in no file
 BOB_DM = "D0BOB"
 
-PEOPLE = """
-[people.alice]
-slack = "UALICE"
-email = "alice@example.com"
-
-[people.bob]
-slack = "UBOB"
-email = ["bob@example.com", "robert@example.org"]
-
-[people.carol]  # Slack only: approves in Slack, gets no approval email
-slack = "UCAROL"
-
-[people.dave]  # known, but approves nothing
-slack = "UDAVE"
-email = "dave@example.com"
-
-[groups]
-sre = ["alice", "bob", "carol"]
-
-[environments.production]
-protected = true
-approvers = ["group:sre"]
-approver_must_differ = true
-"""
+PEOPLE = (
+    Toml().person("alice", slack="UALICE", email="alice@example.com")
+    .person("bob", slack="UBOB", email=["bob@example.com", "robert@example.org"])
+    .person("carol", slack="UCAROL")  # Slack only: approves in Slack, gets no approval email
+    .person("dave", slack="UDAVE", email="dave@example.com")  # known, but approves nothing
+    .group("sre", "alice", "bob", "carol")
+    .environment("production", approvers=["group:sre"], approver_must_differ=True)
+)
 APPROVER_ADDRESSES = {"alice@example.com", "bob@example.com", "robert@example.org"}
 # What a request alice asked for is mailed to: she is an approver, but she asked (approver_must_differ).
 MAILED = APPROVER_ADDRESSES - {"alice@example.com"}
@@ -64,9 +49,7 @@ MAILED = APPROVER_ADDRESSES - {"alice@example.com"}
 
 @pytest.fixture
 def people_file(tmp_path: Path) -> Path:
-    path = tmp_path / "deploybot.toml"
-    path.write_text(PEOPLE)
-    return path
+    return PEOPLE.write(tmp_path)
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from bot.adapters.redis.credentials import RedisCredentials
 from bot.testing import cluster
 from tests import ROOT
 from tests.adapters.channels.slack import test_slack as base
+from tests.deploybot_toml import Toml
 from tests.helpers import ledger_lines
 from tests.people_kinds import KINDS
 
@@ -42,30 +43,13 @@ ALICE, BOB = "UALICE", "UBOB"
 CHANNEL = "C0AGENTS"
 API_TOKEN = "shared-api-token-for-mcp-tests"
 
-CONFIG = f"""
-[people.alice]
-slack = "{ALICE}"
-
-[people.bob]
-slack = "{BOB}"
-
-[environments.production]
-protected = true
-approvers = ["alice", "bob"]
-approver_must_differ = true
-
-[environments.staging]
-protected = false
-
-[environments.development]
-protected = false
-
-[agents.claude-code]
-owner = "alice"
-environments = ["staging", "production"]
-max_per_hour = 3
-notify = ["slack:{CHANNEL}"]
-"""
+CONFIG = (
+    Toml().person("alice", slack=ALICE).person("bob", slack=BOB)
+    .environment("production", approvers=["alice", "bob"], approver_must_differ=True)
+    .unprotected("staging", "development")
+    .table("agents", "claude-code", owner="alice", environments=["staging", "production"], max_per_hour=3,
+           notify=[f"slack:{CHANNEL}"])
+)
 
 TOOLS = {"list_services", "list_tags", "whats_on", "request_deploy", "get_thread", "wait_for_thread",
          "request_rollback", "cancel_thread"}
@@ -73,9 +57,7 @@ TOOLS = {"list_services", "list_tags", "whats_on", "request_deploy", "get_thread
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    path = tmp_path / "deploybot.toml"
-    path.write_text(CONFIG)
-    return path
+    return CONFIG.write(tmp_path)
 
 
 @pytest.fixture

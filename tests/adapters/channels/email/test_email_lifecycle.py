@@ -14,33 +14,20 @@ import pytest
 from bot.runtime.clock import utcnow
 from tests.adapters.channels.email import test_email as mail
 from tests.adapters.channels.email.test_email import _field, gmail_reply, post, raw_mail
+from tests.deploybot_toml import Toml
 from tests.helpers import eventually, ledger_lines, settle
 
 pytestmark = [pytest.mark.redis, pytest.mark.network]
 
 smtp_port, inbox = mail.smtp_port, mail.inbox
 
-PEOPLE = """
-[people.alice]
-email = "alice@example.com"
-
-[people.bob]
-email = "bob@example.com"
-
-[people.carol]
-email = "carol@example.com"
-
-[people.erin]  # the lead on call: asked too when nobody decides in half an hour
-email = "erin@example.com"
-
-[environments.production]
-protected = true
-approvers = ["bob", "carol"]
-remind_after = 600
-escalate_after = 1800
-escalate_to = ["erin"]
-required_approvals = {required}
-"""
+# erin is the lead on call: asked too when nobody decides in half an hour
+PEOPLE = (
+    Toml().person("alice", email="alice@example.com").person("bob", email="bob@example.com")
+    .person("carol", email="carol@example.com").person("erin", email="erin@example.com")
+    .environment("production", approvers=["bob", "carol"], remind_after=600, escalate_after=1800,
+                 escalate_to=["erin"])
+)
 
 
 @pytest.fixture
@@ -55,8 +42,7 @@ def ttl() -> int:
 
 @pytest.fixture
 def settings(settings, smtp_port, inbox, tmp_path: Path, required: int, ttl: int):
-    path = tmp_path / "deploybot.toml"
-    path.write_text(PEOPLE.format(required=required))
+    path = PEOPLE.environment("production", required_approvals=required).write(tmp_path)
     return settings.model_copy(update={
         "deploybot_config": path, "approval_ttl": ttl,
         "smtp_host": "127.0.0.1", "smtp_port": smtp_port, "smtp_tls": "none",

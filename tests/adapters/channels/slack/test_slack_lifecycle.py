@@ -17,6 +17,7 @@ from bot.adapters.channels.slack import SlackNotifier
 from bot.adapters.channels.slack.blocks import APPROVE
 from tests.adapters.channels.slack import test_slack as base
 from tests.adapters.channels.slack.test_slack import new_ts, paused, settled
+from tests.deploybot_toml import Toml
 from tests.helpers import eventually, ledger_lines, reply
 
 pytestmark = [pytest.mark.redis, pytest.mark.network]
@@ -24,28 +25,13 @@ pytestmark = [pytest.mark.redis, pytest.mark.network]
 fake_slack, slack = base.fake_slack, base.slack
 ALICE, BOB, CAROL, ERIN = "UALICE", "UBOB", "UCAROL", "UERIN"
 
-PEOPLE = """
-[people.alice]
-slack = "UALICE"
-email = "alice@example.com"
-
-[people.bob]
-slack = "UBOB"
-
-[people.carol]
-slack = "UCAROL"
-
-[people.erin]  # the lead on call: asked too when nobody decides in half an hour
-slack = "UERIN"
-
-[environments.production]
-protected = true
-approvers = ["bob", "carol"]
-remind_after = 600
-escalate_after = 1800
-escalate_to = ["erin"]
-required_approvals = {required}
-"""
+# erin is the lead on call: asked too when nobody decides in half an hour
+PEOPLE = (
+    Toml().person("alice", slack="UALICE", email="alice@example.com").person("bob", slack="UBOB")
+    .person("carol", slack="UCAROL").person("erin", slack="UERIN")
+    .environment("production", approvers=["bob", "carol"], remind_after=600, escalate_after=1800,
+                 escalate_to=["erin"])
+)
 
 
 @pytest.fixture
@@ -55,8 +41,7 @@ def required() -> int:
 
 @pytest.fixture
 def settings(settings, fake_slack, tmp_path: Path, required: int):
-    path = tmp_path / "deploybot.toml"
-    path.write_text(PEOPLE.format(required=required))
+    path = PEOPLE.environment("production", required_approvals=required).write(tmp_path)
     return settings.model_copy(update={
         "deploybot_config": path,
         "slack_bot_token": "xoxb-test-token", "slack_signing_secret": base.SECRET,
