@@ -39,12 +39,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     needs.mark(items)
 
 
+# Setup and call only: the last test's teardown also stops what the session started (the
+# Redis server of the marked tests that ran before it), which is not that test's doing.
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item):  # noqa: ANN201 (a hook wrapper)
-    if needs.needs_nothing(item):
-        with needs.nothing_but_python():
-            yield
-    else:
+def pytest_runtest_setup(item: pytest.Item):  # noqa: ANN201 (a hook wrapper)
+    with needs.guarding(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # noqa: ANN201 (a hook wrapper)
+    with needs.guarding(item):
         yield
 
 

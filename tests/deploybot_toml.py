@@ -3,7 +3,7 @@ pasted into each file: people with their ids, groups, environments, services and
 table, written by tomli_w and read back by the real settings wherever a test uses it.
 
     CONFIG = (Toml().person("alice", slack="UALICE").person("bob", email="bob@example.com")
-              .environment("production", approvers=["bob"]).unprotected("staging", "development"))
+              .environment("production", protected=True, approvers=["bob"]).unprotected("staging"))
     path = CONFIG.write(tmp_path)
 """
 
@@ -39,8 +39,8 @@ class Toml:
         return self._with(("groups",), {name: list(members)})
 
     def environment(self, name: str, **fields: Any) -> Toml:
-        """[environments.NAME], protected unless it says otherwise."""
-        return self._with(("environments", name), {"protected": True, **fields})
+        """[environments.NAME]: what is left out comes from the variables, as in the file."""
+        return self._with(("environments", name), fields)
 
     def unprotected(self, *names: str) -> Toml:
         built = self
@@ -50,6 +50,10 @@ class Toml:
 
     def service(self, name: str, **fields: Any) -> Toml:
         return self._with(("services", name), fields)
+
+    def top(self, **fields: Any) -> Toml:
+        """Keys before any table: top(promotion=["staging", "production"])."""
+        return self._with((), fields)
 
     def table(self, *path: str, **fields: Any) -> Toml:
         """Any other table: table("agents", "claude-code", owner="alice")."""
@@ -68,3 +72,10 @@ class Toml:
         path = folder / name
         path.write_text(str(self))
         return path
+
+
+# The team most tests need: alice asks, bob approves production, anyone approves staging.
+ALICE_AND_BOB = (
+    Toml().person("alice", email="alice@example.com").person("bob", email="bob@example.com")
+    .environment("staging", approvers=["*"]).environment("production", protected=True, approvers=["bob"])
+)

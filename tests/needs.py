@@ -5,6 +5,7 @@ the test with the marker to add, so a test cannot land in the fast layer by mist
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -43,6 +44,11 @@ def mark(items: list[pytest.Item]) -> None:
 
 def needs_nothing(item: pytest.Item) -> bool:
     return not any(item.get_closest_marker(name) for name in NEEDS)
+
+
+def guarding(item: pytest.Item) -> contextlib.AbstractContextManager[None]:
+    """nothing_but_python() for a test that needs nothing, else nothing at all."""
+    return nothing_but_python() if needs_nothing(item) else contextlib.nullcontext()
 
 
 class NeedsAMarker(AssertionError):

@@ -10,7 +10,8 @@ from tests.deploybot_toml import Toml
 
 BASE = (
     Toml().person("alice", slack="UALICE", email="alice@example.com").person("bob", email=["b@x.org", "r@x.org"])
-    .group("sre", "alice", "bob").environment("production", approvers=["group:sre"], approver_must_differ=True)
+    .group("sre", "alice", "bob")
+    .environment("production", protected=True, approvers=["group:sre"], approver_must_differ=True)
     .unprotected("staging")
 )
 

@@ -40,7 +40,7 @@ PEOPLE = (
     .person("carol", slack="UCAROL")  # Slack only: approves in Slack, gets no approval email
     .person("dave", slack="UDAVE", email="dave@example.com")  # known, but approves nothing
     .group("sre", "alice", "bob", "carol")
-    .environment("production", approvers=["group:sre"], approver_must_differ=True)
+    .environment("production", protected=True, approvers=["group:sre"], approver_must_differ=True)
 )
 APPROVER_ADDRESSES = {"alice@example.com", "bob@example.com", "robert@example.org"}
 # What a request alice asked for is mailed to: she is an approver, but she asked (approver_must_differ).

@@ -17,32 +17,18 @@ import pytest
 
 from bot.core import wording
 from bot.runtime.clock import utcnow
+from tests.deploybot_toml import ALICE_AND_BOB
 from tests.helpers import ledger_lines, settle, types
 
 pytestmark = [pytest.mark.redis, pytest.mark.processes, pytest.mark.network]
 
-TOML = """
-promotion = ["staging", "production"]
-
-[people.alice]
-email = "alice@example.com"
-
-[people.bob]
-email = "bob@example.com"
-
-[environments.staging]
-approvers = ["*"]
-
-[environments.production]
-protected = true
-approvers = ["bob"]
-"""
+TOML = ALICE_AND_BOB.top(promotion=["staging", "production"])
 
 
 @pytest.fixture
 def settings(settings, tmp_path: Path):
     config = tmp_path / "deploybot.toml"
-    config.write_text(TOML)
+    config.write_text(str(TOML))
     return settings.model_copy(update={"deploybot_config": config})
 
 

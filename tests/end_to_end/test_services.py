@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bot.testing.fake_github import FakeGitHub
+from tests.deploybot_toml import ALICE_AND_BOB, Toml
 from tests.helpers import ledger_lines, reply, settle, types
 
 pytestmark = [pytest.mark.redis, pytest.mark.processes, pytest.mark.network]
@@ -48,39 +49,20 @@ MONO_HISTORY = [
     ("web: dark mode", "web/v1.1.0"),
 ]
 
-TOML = """
-[people.alice]
-email = "alice@example.com"
 
-[people.bob]
-email = "bob@example.com"
 
-[environments.staging]
-approvers = ["*"]
+def services_toml(py: str, script: Path, ledgers: Path) -> Toml:
+    """api, worker and web (a monorepo's web/ tags) deployed by the ledger script; mobile by GitHub."""
+    def command(name: str) -> str:
+        return f"{py} {script} {ledgers}/{name}.log {{service}} {{tag}} {{environment}} {{commit}}"
 
-[environments.production]
-protected = true
-approvers = ["bob"]
-required_checks = true
-
-[services.api]
-repo = "repos/api"
-command = "{py} {script} {ledgers}/api.log {{service}} {{tag}} {{environment}} {{commit}}"
-
-[services.worker]
-repo = "repos/worker"
-command = "{py} {script} {ledgers}/worker.log {{service}} {{tag}} {{environment}} {{commit}}"
-
-[services.web]
-repo = "repos/mono"
-tag_prefix = "web/"
-command = "{py} {script} {ledgers}/web.log {{service}} {{tag}} {{environment}} {{commit}}"
-
-[services.mobile]
-deployer = "github"
-github = "acme/mobile"
-workflow = "deploy-mobile.yml"
-"""
+    return (
+        ALICE_AND_BOB.environment("production", required_checks=True)
+        .service("api", repo="repos/api", command=command("api"))
+        .service("worker", repo="repos/worker", command=command("worker"))
+        .service("web", repo="repos/mono", tag_prefix="web/", command=command("web"))
+        .service("mobile", deployer="github", github="acme/mobile", workflow="deploy-mobile.yml")
+    )
 
 
 def make_repo(path: Path, history: list[tuple[str, str | None]]) -> dict[str, str]:
@@ -122,7 +104,7 @@ class World:
         script = root / "ledger_deploy.py"
         script.write_text(LEDGER_SCRIPT)
         self.config = root / "deploybot.toml"
-        self.config.write_text(TOML.format(py=sys.executable, script=script, ledgers=self.ledgers))
+        self.config.write_text(str(services_toml(sys.executable, script, self.ledgers)))
 
     def ledger(self, service: str) -> list[str]:
         return ledger_lines(self.ledgers / f"{service}.log")

@@ -45,7 +45,7 @@ API_TOKEN = "shared-api-token-for-mcp-tests"
 
 CONFIG = (
     Toml().person("alice", slack=ALICE).person("bob", slack=BOB)
-    .environment("production", approvers=["alice", "bob"], approver_must_differ=True)
+    .environment("production", protected=True, approvers=["alice", "bob"], approver_must_differ=True)
     .unprotected("staging", "development")
     .table("agents", "claude-code", owner="alice", environments=["staging", "production"], max_per_hour=3,
            notify=[f"slack:{CHANNEL}"])

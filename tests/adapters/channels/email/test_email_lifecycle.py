@@ -25,7 +25,7 @@ smtp_port, inbox = mail.smtp_port, mail.inbox
 PEOPLE = (
     Toml().person("alice", email="alice@example.com").person("bob", email="bob@example.com")
     .person("carol", email="carol@example.com").person("erin", email="erin@example.com")
-    .environment("production", approvers=["bob", "carol"], remind_after=600, escalate_after=1800,
+    .environment("production", protected=True, approvers=["bob", "carol"], remind_after=600, escalate_after=1800,
                  escalate_to=["erin"])
 )
 

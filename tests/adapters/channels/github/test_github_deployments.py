@@ -18,6 +18,7 @@ import pytest
 
 from bot.testing.cluster import free_port
 from bot.testing.fake_github import FakeGitHub
+from tests.deploybot_toml import ALICE_AND_BOB
 from tests.helpers import eventually, ledger_lines, reply, settle
 
 pytestmark = [pytest.mark.redis, pytest.mark.processes, pytest.mark.network]
@@ -25,30 +26,10 @@ pytestmark = [pytest.mark.redis, pytest.mark.processes, pytest.mark.network]
 PUBLIC_URL = "https://deploybot.example.com"
 REPOSITORY = "acme/app"
 
-TOML = """
-[people.alice]
-email = "alice@example.com"
-
-[people.bob]
-email = "bob@example.com"
-
-[environments.staging]
-approvers = ["*"]
-
-[environments.production]
-protected = true
-approvers = ["bob"]
-
-[services.mobile]
-deployer = "github"
-github = "acme/app"
-workflow = "deploy-mobile.yml"
-
-[services.api]
-github = "acme/app"
-
-[services.worker]
-"""
+TOML = (
+    ALICE_AND_BOB.service("mobile", deployer="github", github="acme/app", workflow="deploy-mobile.yml")
+    .service("api", github="acme/app").service("worker")
+)
 
 
 @pytest.fixture
@@ -66,7 +47,7 @@ def github(git_repo: Path) -> Iterator[FakeGitHub]:
 @pytest.fixture
 def settings(settings, github: FakeGitHub, tmp_path: Path, request):
     config = tmp_path / "deploybot.toml"
-    config.write_text(TOML)
+    config.write_text(str(TOML))
     return settings.model_copy(update={
         "deploybot_config": config, "github_token": github.token, "github_api_url": github.api_url,
         "github_poll_seconds": 0.01, "public_url": PUBLIC_URL, **getattr(request, "param", {}),

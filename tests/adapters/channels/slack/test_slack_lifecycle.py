@@ -29,7 +29,7 @@ ALICE, BOB, CAROL, ERIN = "UALICE", "UBOB", "UCAROL", "UERIN"
 PEOPLE = (
     Toml().person("alice", slack="UALICE", email="alice@example.com").person("bob", slack="UBOB")
     .person("carol", slack="UCAROL").person("erin", slack="UERIN")
-    .environment("production", approvers=["bob", "carol"], remind_after=600, escalate_after=1800,
+    .environment("production", protected=True, approvers=["bob", "carol"], remind_after=600, escalate_after=1800,
                  escalate_to=["erin"])
 )
 
