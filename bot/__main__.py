@@ -406,7 +406,7 @@ def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | N
     import uvicorn
 
     from bot.adapters.http.logs import uvicorn_log_config
-    from bot.wiring.app import build, http_app
+    from bot.wiring.app import build, http_app, redis_connections
 
     host = settings.bind_host()
     if not settings.api_token:
@@ -421,7 +421,7 @@ def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | N
         )
     # uvicorn's loggers print through handlers of their own: the same redaction goes on them.
     uvicorn.run(
-        http_app(build(settings), worker=worker),
+        http_app(build(settings, connections=redis_connections(settings, web=True, worker=worker)), worker=worker),
         host=host, port=settings.port, log_level=settings.log_level.lower(), loop=loop,
         log_config=uvicorn_log_config(redacting),
     )

@@ -33,8 +33,9 @@ from typing import Any, TypeVar, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import BlockingConnectionPool
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -130,6 +131,11 @@ class MasterConnection(SentinelManagedConnection):
                                             retry_socket_connect=False)
 
 
+class BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+    """The master's pool through Sentinel, waiting for a free connection when it is full, as
+    the one server's does (BlockingConnectionPool): redis-py has no such pool of its own."""
+
+
 class SentinelRedis(Redis):
     """The master's client through Sentinel; closing it also closes its Sentinel clients."""
 
@@ -141,7 +147,11 @@ class SentinelRedis(Redis):
 
 
 def client(target: RedisTarget, max_connections: int = 100) -> Redis:
-    """A client for `target`. Nothing else in deploybot builds one."""
+    """A client for `target`, with at most `max_connections` open at once. Nothing else in
+    deploybot builds one. A command finding them all busy waits for one up to POOL_WAIT (then
+    fails as a connection error: 503 on the web) instead of failing at once: a burst of
+    requests is slowed by a full pool, not refused. (The cluster client has no waiting pool:
+    its pools, one per node, fail at once when full.)"""
     # A password in the URL wins over REDIS_PASSWORD (redis-py lets the URL's options win).
     password: dict[str, Any] = {"password": target.password} if target.password else {}
     if target.mode == "sentinel":
@@ -155,8 +165,15 @@ def client(target: RedisTarget, max_connections: int = 100) -> Redis:
             },
             max_connections=max_connections, **password, **_retry(target),
         )
-        return sentinel.master_for(target.master, redis_class=SentinelRedis, connection_class=MasterConnection)
+        return sentinel.master_for(target.master, redis_class=SentinelRedis, connection_class=MasterConnection,
+                                   connection_pool_class=BlockingSentinelPool, timeout=POOL_WAIT)
     assert target.url, "single and cluster targets have a URL by now"
     if target.mode == "cluster":
-        return cast(Redis, RedisCluster.from_url(target.url, max_connections=max_connections, **password, **_retry(target)))
-    return Redis.from_url(target.url, max_connections=max_connections, **password, **_retry(target))
+        # The cluster client reads only the count of its Retry (it resends at once, without
+        # a backoff, to the node the slots now name): the count is what keeps it in the budget.
+        options = {**_retry(target), "retry": DeadlineRetry(NoBackoff(), int(BUDGET // TIMEOUT), BUDGET)}
+        return cast(Redis, RedisCluster.from_url(target.url, max_connections=max_connections, **password, **options))
+    pool = BlockingConnectionPool.from_url(
+        target.url, max_connections=max_connections, timeout=POOL_WAIT, **password, **_retry(target)
+    )
+    return Redis.from_pool(pool)
