@@ -34,7 +34,7 @@ class Fields(BaseSettings):
     redis_wait_ms: int = Field(
         500, ge=0, description="ms a write that must survive a failover waits for a replica; 0: never"
     )
-    web_redis_connections: int = Field(
+    redis_web_connections: int = Field(
         200, ge=1, description="Redis connections a web process's requests share (past them, a request waits)"
     )
     data_dir: Path = Path(".deploybot")

@@ -7,6 +7,6 @@ ports for fast tests of the core (`memory`, one module per port) and
 machine)."""
 
 __all__ = [
-    "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "fault_proxy", "ha", "http", "memory",
-    "prometheus", "quick_llm", "seed_history", "try_gate"
+    "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "fault_proxy", "ha", "http",
+    "memory", "prometheus", "quick_llm", "seed_history", "try_gate"
 ]

@@ -222,11 +222,11 @@ def make_llm(settings: Settings) -> NextStepModel | None:
 def redis_connections(settings: Settings, web: bool = False, worker: bool = True) -> int:
     """The Redis connections a process opens at most, for what it does. A worker: enough for
     every run at once (one command each, plus the renewals of a deploy; redis-py's default of
-    100 failed a burst of 200 runs). A web process: WEB_REDIS_CONNECTIONS for its requests
+    100 failed a burst of 200 runs). A web process: REDIS_WEB_CONNECTIONS for its requests
     (sized for workers, 2,000 requests at once were 56 to 94 % "storage unavailable" while
     Redis was idle). `serve` with its worker: both. Past the limit a command waits for a free
     connection (bot/adapters/redis/connect.py: POOL_WAIT)."""
-    return (settings.web_redis_connections if web else 0) + (2 * settings.worker_concurrency + 100 if worker else 0)
+    return (settings.redis_web_connections if web else 0) + (2 * settings.worker_concurrency + 100 if worker else 0)
 
 
 def build(settings: Settings, notifier: Notifier | None = None, connections: int | None = None) -> App:

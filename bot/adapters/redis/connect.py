@@ -42,7 +42,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.core.redis_target import RedisTarget
 
-
 T = TypeVar("T")
 
 # Seconds. TIMEOUT is past every command's own wait (a worker's stream read blocks 0.5 s,
