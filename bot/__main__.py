@@ -35,6 +35,8 @@ def parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("message")
     chat.add_argument("--user", default=_me())
+    chat.add_argument("--idempotency-key", metavar="KEY",
+                      help="run again with the same KEY (a retry), go on with the thread it started")
     _threads(sub)
     _locks(sub)
     _freezes(sub)
@@ -238,7 +240,7 @@ async def terminal(settings: Settings, args: argparse.Namespace) -> int:
     term = cli.Terminal(app.service, app.runner.run, settings.secrets(), settings.store_named())
     try:
         if args.command == "chat":
-            return await cli.chat(term, args.message, args.user)
+            return await cli.chat(term, args.message, args.user, args.idempotency_key)
         if args.command in ("freeze", "unfreeze"):
             scope = commands.ALL_ENVIRONMENTS if args.all else args.environment
             text = (commands.stop_text(scope, args.reason, getattr(args, "until", None) or "")

@@ -45,8 +45,8 @@ FACES: dict[str, list[str]] = {
     ],
     "bot.runtime": [
         "agent", "clock", "delivery", "deploy_checks", "deploy_parts", "deploy_queue", "deploy_run", "deploying",
-        "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "steps",
-        "verifying", "worker"
+        "gathering", "gc", "launch_once", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service",
+        "steps", "verifying", "worker"
     ],
     "bot.testing": [
         "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "fault_proxy", "ha", "http",
