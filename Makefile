@@ -71,6 +71,7 @@ bench: install  ## every benchmark at full size, as docs/benchmarks.md records t
 	$(BIN)/python bench/verify_rollback.py
 	$(BIN)/python bench/gate_latency.py
 	$(BIN)/python bench/run_cost.py
+	$(BIN)/python bench/web_load.py
 
 bench-quick: install  ## every benchmark in quick mode (small counts, seconds each): run by make test, so none rots
 	$(BIN)/python bench/step_overhead.py --quick
@@ -85,6 +86,7 @@ bench-quick: install  ## every benchmark in quick mode (small counts, seconds ea
 	$(BIN)/python bench/verify_rollback.py --quick
 	$(BIN)/python bench/gate_latency.py --quick
 	$(BIN)/python bench/run_cost.py --quick
+	$(BIN)/python bench/web_load.py --quick
 
 chaos: install  ## the long chaos run: 200 worker kills and a Redis restart under load
 	$(BIN)/python -m bot.testing.chaos

@@ -35,6 +35,8 @@ def parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("message")
     chat.add_argument("--user", default=_me())
+    chat.add_argument("--idempotency-key", metavar="KEY",
+                      help="run again with the same KEY (a retry), go on with the thread it started")
     _threads(sub)
     _locks(sub)
     _freezes(sub)
@@ -238,7 +240,7 @@ async def terminal(settings: Settings, args: argparse.Namespace) -> int:
     term = cli.Terminal(app.service, app.runner.run, settings.secrets(), settings.store_named())
     try:
         if args.command == "chat":
-            return await cli.chat(term, args.message, args.user)
+            return await cli.chat(term, args.message, args.user, args.idempotency_key)
         if args.command in ("freeze", "unfreeze"):
             scope = commands.ALL_ENVIRONMENTS if args.all else args.environment
             text = (commands.stop_text(scope, args.reason, getattr(args, "until", None) or "")
@@ -406,7 +408,7 @@ def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | N
     import uvicorn
 
     from bot.adapters.http.logs import uvicorn_log_config
-    from bot.wiring.app import build, http_app
+    from bot.wiring.app import build, http_app, redis_connections
 
     host = settings.bind_host()
     if not settings.api_token:
@@ -421,7 +423,7 @@ def serve(settings: Settings, worker: bool = True, redacting: logging.Filter | N
         )
     # uvicorn's loggers print through handlers of their own: the same redaction goes on them.
     uvicorn.run(
-        http_app(build(settings), worker=worker),
+        http_app(build(settings, connections=redis_connections(settings, web=True, worker=worker)), worker=worker),
         host=host, port=settings.port, log_level=settings.log_level.lower(), loop=loop,
         log_config=uvicorn_log_config(redacting),
     )

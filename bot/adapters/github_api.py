@@ -4,7 +4,7 @@ followed, answers checked and retried as bot/adapters/outbound.py says (rate lim
 included), pages followed by their `next` links.
 
 A shared base, not an edge: the GitHub deployer and the GitHub Deployments channel both use
-it (tests/test_architecture.py allows it to every adapter).
+it (tests/architecture/test_architecture.py allows it to every adapter).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ of bot/runtime/retry.py), what a request that must not run twice may retry (only
 did not reach the server), and how a URL is named in errors and logs (scheme and host: its
 path or query is often a credential).
 
-A shared base, not an edge: every adapter may import it (tests/test_architecture.py), and
+A shared base, not an edge: every adapter may import it (tests/architecture/test_architecture.py), and
 it imports nothing of deploybot but bot.runtime.retry.
 """
 

@@ -34,6 +34,9 @@ class Fields(BaseSettings):
     redis_wait_ms: int = Field(
         500, ge=0, description="ms a write that must survive a failover waits for a replica; 0: never"
     )
+    redis_web_connections: int = Field(
+        200, ge=1, description="Redis connections a web process's requests share (past them, a request waits)"
+    )
     data_dir: Path = Path(".deploybot")
     host: str = "0.0.0.0"
     port: int = 8000

@@ -230,19 +230,27 @@ def make_llm(settings: Settings) -> NextStepModel | None:
     )
 
 
-def build(settings: Settings, notifier: Notifier | None = None) -> App:
+def redis_connections(settings: Settings, web: bool = False, worker: bool = True) -> int:
+    """The Redis connections a process opens at most, for what it does. A worker: enough for
+    every run at once (one command each, plus the renewals of a deploy; redis-py's default of
+    100 failed a burst of 200 runs). A web process: REDIS_WEB_CONNECTIONS for its requests
+    (sized for workers, 2,000 requests at once were 56 to 94 % "storage unavailable" while
+    Redis was idle). `serve` with its worker: both. Past the limit a command waits for a free
+    connection (bot/adapters/redis/connect.py: POOL_WAIT)."""
+    return (settings.redis_web_connections if web else 0) + (2 * settings.worker_concurrency + 100 if worker else 0)
+
+
+def build(settings: Settings, notifier: Notifier | None = None, connections: int | None = None) -> App:
     """Every part, from the settings. `notifier`: what this process shows events with instead
-    of the log (the CLI's terminal)."""
-    # Enough connections for every run at once (one command each, plus the renewals of a
-    # deploy): redis-py's default of 100 failed a burst of 200 runs with "Too many
-    # connections". Past the limit a command fails at once with MaxConnectionsError: redis-py
-    # takes the connection before its retry policy starts, so nothing retries it. Reads of
-    # many threads therefore take a bounded number at once (service.LOADS_AT_ONCE, the
-    # console reader's CONCURRENT_READS), whatever is stored. Commands are resent on a
-    # broken connection (a Redis restart, a Sentinel failover) for about 3 s: appends, thread
-    # creation and inbound dedupe recognise their own first send; a resent stream read only
-    # delays its entries until they are reclaimed; the deploy history may get an entry twice.
-    redis = redis_client(settings, max_connections=2 * settings.worker_concurrency + 100)
+    of the log (the CLI's terminal). `connections`: the Redis connections it may open
+    (redis_connections; unset: a worker's)."""
+    # Reads of many threads take a bounded number of connections at once
+    # (service.LOADS_AT_ONCE, the console reader's CONCURRENT_READS), whatever is stored.
+    # Commands are resent on a broken connection (a Redis restart, a Sentinel failover) for
+    # about 3 s: appends, thread creation and inbound dedupe recognise their own first send; a
+    # resent stream read only delays its entries until they are reclaimed; the deploy history
+    # may get an entry twice.
+    redis = redis_client(settings, max_connections=connections or redis_connections(settings))
     target = settings.redis
     # Appends and thread creation WAIT for a replica when the master has one (not on a cluster).
     store = RedisThreadStore(redis, replicas=Replicas(redis, target.wait_ms) if target.waits else None)

@@ -45,12 +45,13 @@ FACES: dict[str, list[str]] = {
     ],
     "bot.runtime": [
         "agent", "clock", "delivery", "deploy_checks", "deploy_parts", "deploy_queue", "deploy_run", "deploying",
-        "gathering", "gc", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service", "skew",
+        "gathering", "gc", "launch_once", "loop", "ports", "promoting", "renewal", "retry", "scheduler", "service",
+        "skew",
         "steps", "verifying", "worker"
     ],
     "bot.testing": [
-        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
-        "prometheus", "quick_llm", "seed_history", "try_gate"
+        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "fault_proxy", "ha", "http",
+        "memory", "prometheus", "quick_llm", "seed_history", "try_gate"
     ],
     "bot.adapters.http.console.model": [
         "Approval", "Audit", "BLOCKING", "Blocked", "CheckState", "Decision", "Deployed", "Environment", "Freezing",

@@ -18,6 +18,8 @@ AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 # One sample per parameter name used in bot/core/wording/; a new name needs a sample here.
 SAMPLES = {
     "ending": "deployed",
+    "named": "Idempotency-Key",  # how a key was given
+    "longest": 200,
     "to_tag": "v1.0.3",
     "back_to": "v1.0.2",
     "gave_feedback": False,

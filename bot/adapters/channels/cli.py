@@ -24,6 +24,7 @@ from bot.core.events import Event
 from bot.core.people import CLI, Identity
 from bot.core.thread import Thread
 from bot.core.views import summary_json, thread_json
+from bot.runtime import launch_once
 from bot.runtime.service import NotFound, Refused, ThreadService
 
 
@@ -94,8 +95,17 @@ async def ask(prompt: str) -> str | None:
     return answer
 
 
-async def chat(term: Terminal, message: str, user: str) -> int:
-    thread = await term.service.launch(message, who(term, user), channel="cli")
+KEY = "--idempotency-key"
+
+
+async def chat(term: Terminal, message: str, user: str, key: str | None = None) -> int:
+    """`key`: the same key again (a script retrying after a timeout, a terminal that was
+    interrupted) goes on with the thread it started (bot/runtime/launch_once.py)."""
+    if key is None:
+        thread = await term.service.launch(message, who(term, user), channel="cli")
+    else:
+        launch_once.key_of(key, KEY)  # Invalid (refused) when it is no key
+        thread, _ = await launch_once.launch_once(term.service, message, who(term, user), key, KEY, channel="cli")
     while True:
         ran = await term.run(thread.id)
         if ran is None:

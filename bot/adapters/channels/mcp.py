@@ -35,6 +35,7 @@ from bot.core.agents import DeployedInfo, ServiceInfo, TagInfo, ThreadInfo
 from bot.core.events import DeployService, ToolCalled
 from bot.core.people import AGENT, Agent, Identity
 from bot.core.thread import FINISHED, Origin, Thread
+from bot.runtime import launch_once
 from bot.runtime.ports import Deployer, History
 from bot.runtime.service import Refused, ThreadService
 
@@ -46,6 +47,7 @@ PROGRESS_EVERY = 2.0  # seconds between progress notifications while wait_for_th
 POLL_EVERY = 0.25  # seconds between looks at a thread someone waits on
 SETTLE_WITHIN = 10.0  # request_deploy waits this long for the thread to reach its approval
 MAX_WAIT = 600.0
+KEY = "idempotency_key"  # the tools' argument: a retried request with it answers the first thread
 UNAUTHORIZED = -32001  # the JSON-RPC error code of a refused token (the server-defined range)
 INSTRUCTIONS = (
     "deploybot ships services only when a person approves. Use request_deploy (or request_rollback) to ask; "
@@ -175,7 +177,7 @@ class Tools:
     # --- asking ------------------------------------------------------------------------------
 
     async def request_deploy(
-        self, service: str, tag: str, environment: str, reason: str, ctx: Context | None
+        self, service: str, tag: str, environment: str, reason: str, ctx: Context | None, key: str | None = None
     ) -> ThreadInfo:
         who, agent = await self.who(ctx)
         name = self.service.policy.catalog.find(service) or service
@@ -183,21 +185,25 @@ class Tools:
         invalid = self.service.policy.invalid_deploy(DeployService(service=name, tag=tag, environment=environment))
         return await self._launch(
             who, agent, environment, invalid, commands.deploy_text(name, tag, environment, reason),
-            "request_deploy", reason,
+            "request_deploy", reason, key,
         )
 
-    async def request_rollback(self, service: str, environment: str, reason: str, ctx: Context | None) -> ThreadInfo:
+    async def request_rollback(
+        self, service: str, environment: str, reason: str, ctx: Context | None, key: str | None = None
+    ) -> ThreadInfo:
         who, agent = await self.who(ctx)
         policy = self.service.policy
         name = policy.catalog.find(service) or service
         invalid = policy.catalog.invalid(name, environment) if environment in policy.environments \
             else wording.unknown_environment(environment, policy.environments)
         return await self._launch(
-            who, agent, environment, invalid, commands.rollback_text(name, environment), "request_rollback", reason
+            who, agent, environment, invalid, commands.rollback_text(name, environment), "request_rollback", reason,
+            key,
         )
 
     async def _launch(
-        self, who: Identity, agent: Agent, environment: str, invalid: str | None, text: str, tool: str, reason: str
+        self, who: Identity, agent: Agent, environment: str, invalid: str | None, text: str, tool: str, reason: str,
+        key: str | None,
     ) -> ThreadInfo:
         # Asked of the authority before a thread is started for it; the agent's limits are
         # asked by the service's launch, so they hold by the API too.
@@ -206,17 +212,30 @@ class Tools:
             raise ToolError(refused)
         origin = Origin(channel=CHANNEL, notify=agent.notify)
         try:
-            thread = await self.service.launch(text, who, channel=CHANNEL, origin=origin, evidence=tool)
+            thread, new = await self._start(text, who, origin, tool, key)
         except Refused as e:
             raise ToolError(e.message) from None
-        await self.note(thread.id, tool, agent, reason)
-        await self.kick(thread.id)
+        if new:  # a retry of the request is the same request: recorded and handed over once
+            await self.note(thread.id, tool, agent, reason)
+            await self.kick(thread.id)
         deadline = time.monotonic() + SETTLE_WITHIN
         info = await self.thread(thread.id, False)
         while info.status == "running" and time.monotonic() < deadline:
             await asyncio.sleep(POLL_EVERY)
             info = await self.thread(thread.id, False)
         return await self.thread(thread.id)
+
+    async def _start(
+        self, text: str, who: Identity, origin: Origin, tool: str, key: str | None
+    ) -> tuple[Thread, bool]:
+        """(the thread, whether it is new). With the agent's `key`, a retried request (its
+        answer lost to a timeout) answers the first thread (bot/runtime/launch_once.py)."""
+        if key is None:
+            return await self.service.launch(text, who, channel=CHANNEL, origin=origin, evidence=tool), True
+        launch_once.key_of(key, KEY)  # Invalid (refused) when it is no key
+        return await launch_once.launch_once(
+            self.service, text, who, key, KEY, channel=CHANNEL, origin=origin, evidence=tool
+        )
 
     async def cancel_thread(self, thread_id: str, ctx: Context | None) -> ThreadInfo:
         who, agent = await self.who(ctx)
@@ -247,13 +266,19 @@ def server(tools: Tools) -> MCPServer:
         return await tools.whats_on(environment, ctx)
 
     @mcp.tool(description="Ask for a deploy of SERVICE at TAG to ENVIRONMENT, saying why. Starts a thread as a "
-                          "chat request would; returns its status, the approval it waits for and who may decide.")
-    async def request_deploy(service: str, tag: str, environment: str, reason: str, ctx: Context) -> ThreadInfo:
-        return await tools.request_deploy(service, tag, environment, reason, ctx)
+                          "chat request would; returns its status, the approval it waits for and who may decide. "
+                          f"{KEY}: any key of yours; a retry with the same key answers the first thread.")
+    async def request_deploy(
+        service: str, tag: str, environment: str, reason: str, ctx: Context, idempotency_key: str | None = None
+    ) -> ThreadInfo:
+        return await tools.request_deploy(service, tag, environment, reason, ctx, idempotency_key)
 
-    @mcp.tool(description="Ask to roll SERVICE in ENVIRONMENT back to what was deployed before it, saying why.")
-    async def request_rollback(service: str, environment: str, reason: str, ctx: Context) -> ThreadInfo:
-        return await tools.request_rollback(service, environment, reason, ctx)
+    @mcp.tool(description="Ask to roll SERVICE in ENVIRONMENT back to what was deployed before it, saying why. "
+                          f"{KEY}: as for request_deploy.")
+    async def request_rollback(
+        service: str, environment: str, reason: str, ctx: Context, idempotency_key: str | None = None
+    ) -> ThreadInfo:
+        return await tools.request_rollback(service, environment, reason, ctx, idempotency_key)
 
     @mcp.tool(description="A thread's status, the approval it waits for and who may decide, its deploy result, "
                           "a rejection's feedback, and its transcript in markdown.")

@@ -9,7 +9,8 @@ from bot.core.wording.dates import utc
 
 __all__ = [
     "already_cancelled", "already_decided", "approval_expired_ask_again", "approval_id_required", "bad_cursor",
-    "bad_status", "empty_message", "empty_text", "fork_mid_deploy", "fork_out_of_range", "lone_surrogate",
+    "bad_status", "empty_message", "empty_text", "fork_mid_deploy", "fork_out_of_range", "idempotency_key_invalid",
+    "idempotency_key_reused", "lone_surrogate",
     "no_longer_pending", "no_such_approval", "no_thread", "no_thread_in", "not_a_json_number", "not_json",
     "not_the_pending_approval", "nothing_to_cancel", "reply_cannot_approve", "store_at", "store_embedded",
     "thread_cancelled",
@@ -22,6 +23,15 @@ def empty_message() -> str:
 
 def empty_text() -> str:
     return "text must not be empty"
+
+
+def idempotency_key_invalid(named: str, longest: int) -> str:
+    """`named`: how the asker gave the key (the API's header, the CLI's option, an MCP argument)."""
+    return f"{named} must be 1 to {longest} printable characters without spaces"
+
+
+def idempotency_key_reused(named: str) -> str:
+    return f"this {named} was used for another message: use a new key for a new request"
 
 
 def no_thread(thread_id: str) -> str:
