@@ -44,6 +44,7 @@ class Parts:
     freezes: FreezeStore | None = None  # stop-the-line freezes people set
     wake: Callable[[str], Awaitable[None]] | None = None  # hands a thread to a worker
     rules: tuple[deploy_rules.Rule, ...] = deploy_rules.RULES  # asked before asking and before deploying
+    lock_ttl_ms: int = LOCK_TTL_MS  # tests shorten it to see a lapse without waiting a minute
 
 
 def _refused(step: Deploy, refused: deploy_rules.Refusal) -> Error:
