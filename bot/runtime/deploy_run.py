@@ -68,6 +68,7 @@ class Running(Queueing):
         # Held until the result is recorded, and in the history (which rollbacks and the
         # change preview read), so nobody deploys there before it is known.
         renewing.cancel()
+        await journal.lease_for(None)  # nothing runs now that another worker could mistake
         recorded = next(e for e in reversed(thread.events) if e.id == result.id)
         handed_over = False
         if isinstance(recorded, DeployResult):

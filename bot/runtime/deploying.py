@@ -71,6 +71,7 @@ class Deploying(Checks, Running):
         step = action.step
         renewing = self.keep_lock(step, started.deploy_id)
         try:
+            await journal.lease_for(self.deploy_lease_ms)  # before deploy_started: see DEPLOY_LEASE_MS
             refused = await self._overtaken(step)
             # Only the run whose deploy_started wins the compare-and-set may deploy.
             thread = await journal.decide(thread, [refused or started])
@@ -96,6 +97,11 @@ class Deploying(Checks, Running):
         if locked:
             return await journal.decide(thread, [locked])
         renewing = self.keep_lock(action.step, action.started.deploy_id)
+        try:
+            await journal.lease_for(self.deploy_lease_ms)
+        except BaseException:
+            renewing.cancel()
+            raise
         return await self._execute(thread, action, action.started, journal, renewing)
 
     async def _preflight(

@@ -49,8 +49,8 @@ FACES: dict[str, list[str]] = {
         "verifying", "worker"
     ],
     "bot.testing": [
-        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
-        "prometheus", "quick_llm", "seed_history", "try_gate"
+        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "fault_proxy", "ha", "http",
+        "memory", "prometheus", "quick_llm", "seed_history", "try_gate"
     ],
     "bot.adapters.http.console.model": [
         "Approval", "Audit", "BLOCKING", "Blocked", "CheckState", "Decision", "Deployed", "Environment", "Freezing",
