@@ -78,3 +78,40 @@ async def test_a_worker_cut_off_from_redis_keeps_its_deploy_and_records_it_when_
     assert result.ok and done.status() == "done"
     assert "Deployed backend v1.2.3 to staging" in done.events[-1].message
     assert len(ledger_lines(ledger)) == 1
+
+
+async def test_a_result_recorded_after_outcome_unknown_replaces_the_question(
+    app, partitioned, proxy, workers, ledger, monkeypatch
+):
+    """Cut off for longer than its lease: the other worker says the outcome is unknown, as it
+    must for a worker that may be gone; the result, recorded once Redis is back, answers it."""
+    partitioned.runner.deploying.deploy_lease_ms = 3_000  # shorter than the partition here
+    monkeypatch.setenv("FAKE_DEPLOY_SECONDS", "3")
+    workers.append(worker(partitioned, "partitioned"))
+    workers[0].start()
+    thread = await app.service.launch("deploy backend v1.2.3 to staging", app.service.unproven("alice"))
+    await app.queue.push(thread.id)
+    await eventually(lambda: ledger_lines(ledger), within=10)
+
+    proxy.cut()
+    workers.append(worker(app, "other"))
+    workers[1].start()
+
+    async def asked():
+        loaded = await app.store.load(thread.id)
+        return loaded if loaded.status() == "waiting_for_human" else None
+
+    question = await eventually(asked, within=PARTITION)
+    assert "do not know whether it finished" in question.events[-1].message
+    proxy.heal()
+
+    async def answered():
+        loaded = await app.store.load(thread.id)
+        return loaded if loaded.status() == "done" else None
+
+    done = await eventually(answered, within=60)
+    [result] = [e for e in done.events if e.type == "deploy_result"]
+    assert result.ok and done.events.index(result) > done.events.index(question.events[-1])
+    assert "finished after all" in done.events[-1].message
+    assert "Deployed backend v1.2.3 to staging." in done.events[-1].message
+    assert len(ledger_lines(ledger)) == 1
