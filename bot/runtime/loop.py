@@ -320,7 +320,7 @@ class RunJournal:
         self.lease = self._renewal(ttl)
         try:
             if not await self.runner.store.lease(self.thread_id, self.owner, ttl):
-                log.error("thread %s: its lease was lost before it could be kept longer", self.thread_id)
+                log.error("thread %s: its lease is no longer this run's", self.thread_id)
         except Exception:  # renewed again within a third of it; what is appended next says if it is gone
             log.exception("thread %s: renewing its lease failed", self.thread_id)
 
