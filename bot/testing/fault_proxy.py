@@ -41,6 +41,7 @@ class FaultProxy:
         self._server: asyncio.Server | None = None
         self._state: _State | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._serving: set[asyncio.Task[None]] = set()  # one per connection: ended by stop()
 
     def start(self) -> FaultProxy:
         self._thread.start()
@@ -78,6 +79,9 @@ class FaultProxy:
         if self._server is not None:
             self._server.close()
         self._close_all()
+        for task in self._serving:
+            task.cancel()
+        await asyncio.gather(*self._serving, return_exceptions=True)
 
     async def _set(self, latency: float | None = None, cut: bool | None = None, passing: bool | None = None) -> None:
         state = self._require()
@@ -102,6 +106,15 @@ class FaultProxy:
         self._writers.clear()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving.add(task)
+        try:
+            await self._relay(reader, writer)
+        finally:
+            self._serving.discard(task)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         state = self._require()
         if state.cut:
             writer.transport.abort()
