@@ -22,7 +22,7 @@ from datetime import datetime
 from bot.core import deploy_rules, verification, wording
 from bot.core.control import Interrupted, RunDeploy
 from bot.core.deploys import deploy_id, started_here
-from bot.core.events import DeployQueued, DeployStarted, Error, Event, RequestMoreInformation
+from bot.core.events import Deploy, DeployQueued, DeployStarted, Error, Event, RequestMoreInformation
 from bot.core.thread import Thread
 from bot.runtime.deploy_checks import Checks
 from bot.runtime.deploy_parts import LOCK_TTL_MS, Journal, _refused
@@ -75,16 +75,20 @@ class Deploying(Checks, Running):
             refused = await self._overtaken(step)
             # Only the run whose deploy_started wins the compare-and-set may deploy.
             thread = await journal.decide(thread, [refused or started])
-        except BaseException:
-            renewing.cancel()
-            await self.locks.release(step.environment, started.deploy_id, step.service)
+        except BaseException:  # a lost race (decided again) or a stopped run: nothing started
+            await self._let_go(step, started, journal, renewing)
             raise
         if refused is not None:
-            renewing.cancel()
-            await self.locks.release(step.environment, started.deploy_id, step.service)
+            await self._let_go(step, started, journal, renewing)
             return thread
         await self._started(step, started.deploy_id)
         return await self._execute(thread, action, started, journal, renewing)
+
+    async def _let_go(self, step: Deploy, started: DeployStarted, journal: Journal, renewing: Renewal) -> None:
+        """No deploy after all: the lock goes, and the run's lease is a run's again."""
+        renewing.cancel()
+        await self.locks.release(step.environment, started.deploy_id, step.service)
+        await journal.lease_for(None)
 
     async def resume(self, thread: Thread, action: Interrupted, journal: Journal, now: datetime) -> Thread:
         """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
