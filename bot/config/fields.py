@@ -91,6 +91,10 @@ class Fields(BaseSettings):
     )
     worker_concurrency: int = Field(4, ge=1, description="agent runs at once in one process")
     worker_grace: float = Field(25.0, ge=0, description="seconds a stopping worker lets runs finish")
+    deploy_lease: float = Field(
+        60.0, ge=3, description="seconds a running deploy's worker may go unheard (cut off from Redis) before "
+        "another worker reports the deploy's outcome unknown",
+    )
 
     # Retention (docs/operations.md#retention; bot/runtime/gc.py).
     thread_retention: float = Field(

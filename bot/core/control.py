@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import commands, verification, wording
+from bot.core import commands, transcript, verification, wording
 from bot.core.events import (
     COMMAND_STEPS,
     DEPLOY_STEPS,
@@ -319,7 +319,12 @@ def _step_action(thread: Thread, index: int, step: Step, policy: Policy) -> Acti
     """What the last step (at `index`) still needs: running, if nothing closed it yet; a
     pause after the bot spoke, until a person writes. None: the step needs nothing more."""
     if isinstance(step, (RequestMoreInformation, DoneForNow)):
-        return Stop(thread.status()) if not thread.human_input_after(index) else None
+        if thread.human_input_after(index):
+            return None
+        if isinstance(step, RequestMoreInformation) and (late := thread.late_result(index)) is not None:
+            # "Outcome unknown", then the result after all: it answers the question.
+            return Finish(wording.finished_after_all(late.deploy_id, transcript.closing_word(late)))
+        return Stop(thread.status())
     if thread.outcome(step) is not None:
         return None
     if isinstance(step, ListGitTags):

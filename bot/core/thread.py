@@ -195,6 +195,12 @@ class Thread:
                 return i, event
         return None
 
+    def late_result(self, index: int) -> DeployResult | None:
+        """The result of an interrupted deploy recorded after the question at `index` asked
+        about it (its worker was only cut off from Redis, for longer than its lease)."""
+        unknown = {e.step_id for e in self.events[:index] if isinstance(e, Error) and e.kind == "interrupted"}
+        return next((e for e in self.events[index + 1:] if isinstance(e, DeployResult) and e.step_id in unknown), None)
+
     def approval_for(self, step_id: str) -> ApprovalRequested | None:
         return next(
             (e for e in self.of(ApprovalRequested) if e.step_id == step_id), None
@@ -472,7 +478,7 @@ class Thread:
                 and not self.started(last[1].id) and self.queued(last[1].id):
             return "waiting_for_lock"
         if last and not self.human_input_after(last[0]):
-            if isinstance(last[1], RequestMoreInformation):
+            if isinstance(last[1], RequestMoreInformation) and self.late_result(last[0]) is None:
                 return "waiting_for_human"
             if isinstance(last[1], DoneForNow):
                 return "done"

@@ -14,6 +14,9 @@ from bot.core.thread import Thread
 from bot.runtime.ports import Deployer, DeployQueue, FreezeStore, History, Locks
 
 LOCK_TTL_MS = 60_000  # a deploy's lock outlives a dead holder by at most this
+# A running deploy's run lease (DEPLOY_LEASE): a worker cut off from Redis for less than two
+# thirds of it keeps its deploy; only a worker silent for longer has it "outcome unknown".
+DEPLOY_LEASE_MS = 60_000
 
 
 class Journal(Protocol):
@@ -26,6 +29,11 @@ class Journal(Protocol):
 
     async def fact(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """Append what already happened: it lands whatever else was appended meanwhile."""
+        ...
+
+    async def lease_for(self, ttl_ms: int | None) -> None:
+        """The run's lease renewed now and from now on to last `ttl_ms` past each renewal
+        (None: a run's usual lease), for as long as the run goes on."""
         ...
 
 
@@ -44,6 +52,8 @@ class Parts:
     freezes: FreezeStore | None = None  # stop-the-line freezes people set
     wake: Callable[[str], Awaitable[None]] | None = None  # hands a thread to a worker
     rules: tuple[deploy_rules.Rule, ...] = deploy_rules.RULES  # asked before asking and before deploying
+    lock_ttl_ms: int = LOCK_TTL_MS  # tests shorten it to see a lapse without waiting a minute
+    deploy_lease_ms: int = DEPLOY_LEASE_MS  # the run's lease while its deploy runs (DEPLOY_LEASE)
 
 
 def _refused(step: Deploy, refused: deploy_rules.Refusal) -> Error:

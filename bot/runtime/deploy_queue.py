@@ -11,7 +11,7 @@ from bot.core import wording
 from bot.core.deploys import deploy_id, thread_of
 from bot.core.events import DEPLOY_STEPS, Deploy, DeployQueued, Error
 from bot.core.thread import Thread
-from bot.runtime.deploy_parts import LOCK_TTL_MS, Parts
+from bot.runtime.deploy_parts import Parts
 from bot.runtime.ports import Lock
 
 log = logging.getLogger("bot.runtime.deploying")  # the deploy path logs as one, whichever part
@@ -50,7 +50,7 @@ class Queueing(Parts):
                 position = await queue.join(env, service, owner, now)
                 return DeployQueued(step_id=step.id, position=position, behind=wording.waiting_for_turn(position))
         reason = wording.deploy_lock_reason(service, step.tag)
-        holder = await self.locks.acquire(Lock(env, owner, reason, now, service), LOCK_TTL_MS)
+        holder = await self.locks.acquire(Lock(env, owner, reason, now, service), self.lock_ttl_ms)
         if holder is None:
             # It keeps its place in line until its deploy_started is recorded (see `run`): a
             # run that loses that race decides again, and must still be first.

@@ -15,10 +15,10 @@ from bot.core.identity import THE_BOT
 from bot.core.policy import lock_owner
 from bot.core.prompt import redact
 from bot.core.thread import NOBODY, Thread
-from bot.runtime.deploy_parts import LOCK_TTL_MS, Journal, _field
+from bot.runtime.deploy_parts import Journal, _field
 from bot.runtime.deploy_queue import Queueing
 from bot.runtime.ports import DeployerError, DeployOutcome, DeployRecord, DeployRequest, DeployRunner, Lock
-from bot.runtime.renewal import keep_renewing
+from bot.runtime.renewal import Renewal
 
 log = logging.getLogger("bot.runtime.deploying")  # the deploy path logs as one, whichever part
 
@@ -26,15 +26,19 @@ log = logging.getLogger("bot.runtime.deploying")  # the deploy path logs as one,
 class Running(Queueing):
     """A recorded deploy run, its result recorded and remembered."""
 
+    def keep_lock(self, step: Deploy, deploy_id: str) -> Renewal:
+        """The deploy's lock, just taken, renewed every third of its time to live until cancelled."""
+        return Renewal(
+            lambda: self.locks.renew(step.environment, deploy_id, self.lock_ttl_ms, step.service), self.lock_ttl_ms,
+            f"the lock on {step.service} in {step.environment} for {deploy_id}",
+        )
+
     async def _execute(
-        self, thread: Thread, action: RunDeploy | Interrupted, started: DeployStarted, journal: Journal
+        self, thread: Thread, action: RunDeploy | Interrupted, started: DeployStarted, journal: Journal,
+        renewing: Renewal,
     ) -> Thread:
-        """Run a recorded deploy while holding, and renewing, its environment's lock."""
+        """Run a recorded deploy while holding its environment's lock, `renewing` it."""
         step = action.step
-        renewing = asyncio.create_task(keep_renewing(
-            lambda: self.locks.renew(step.environment, started.deploy_id, LOCK_TTL_MS, step.service), LOCK_TTL_MS,
-            f"the lock on {step.service} in {step.environment} for {started.deploy_id}",
-        ))
         approvers = _approvers(thread, action)
         if approvers is None and verification.automatic_rollback(thread, step) is not None:
             approvers = people.BOT_USER  # no new approval: deploybot, because a check failed
@@ -64,6 +68,7 @@ class Running(Queueing):
         # Held until the result is recorded, and in the history (which rollbacks and the
         # change preview read), so nobody deploys there before it is known.
         renewing.cancel()
+        await journal.lease_for(None)  # nothing runs now that another worker could mistake
         recorded = next(e for e in reversed(thread.events) if e.id == result.id)
         handed_over = False
         if isinstance(recorded, DeployResult):

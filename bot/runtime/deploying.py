@@ -22,7 +22,7 @@ from datetime import datetime
 from bot.core import deploy_rules, verification, wording
 from bot.core.control import Interrupted, RunDeploy
 from bot.core.deploys import deploy_id, started_here
-from bot.core.events import DeployQueued, DeployStarted, Error, Event, RequestMoreInformation
+from bot.core.events import Deploy, DeployQueued, DeployStarted, Error, Event, RequestMoreInformation
 from bot.core.thread import Thread
 from bot.runtime.deploy_checks import Checks
 from bot.runtime.deploy_parts import LOCK_TTL_MS, Journal, _refused
@@ -55,29 +55,40 @@ class Deploying(Checks, Running):
             blocked: Error | DeployQueued | None = checked
         elif isinstance(checked, DeployStarted):
             blocked = await self._lock(thread, step, now, waits=action.decision is not None)
-            if blocked is None and (stale := await self._overtaken(step)):
-                await self.locks.release(step.environment, checked.deploy_id, step.service)
-                blocked = stale
+            if blocked is None:
+                return await self._locked(thread, action, checked, journal)
         else:
             blocked = None
-        if blocked is not None:
-            if isinstance(blocked, DeployQueued):
-                said = thread.queued(step.id)
-                if said and (said.position, said.behind) == (blocked.position, blocked.behind):
-                    return thread  # still waiting, nothing new to say
-                return await journal.decide(thread, [blocked])
-            checked = blocked
+        if isinstance(blocked, DeployQueued):
+            said = thread.queued(step.id)
+            if said and (said.position, said.behind) == (blocked.position, blocked.behind):
+                return thread  # still waiting, nothing new to say
+        return await journal.decide(thread, [blocked or checked])
+
+    async def _locked(self, thread: Thread, action: RunDeploy, started: DeployStarted, journal: Journal) -> Thread:
+        """The lock is ours: renewed from now until the result is recorded, so a channel slow
+        to hear of deploy_started (Slack's rate limit, a mail server) never outlasts it."""
+        step = action.step
+        renewing = self.keep_lock(step, started.deploy_id)
         try:
+            await journal.lease_for(self.deploy_lease_ms)  # before deploy_started: see DEPLOY_LEASE_MS
+            refused = await self._overtaken(step)
             # Only the run whose deploy_started wins the compare-and-set may deploy.
-            thread = await journal.decide(thread, [checked])
-        except BaseException:
-            if isinstance(checked, DeployStarted):
-                await self.locks.release(step.environment, checked.deploy_id, step.service)
+            thread = await journal.decide(thread, [refused or started])
+        except BaseException:  # a lost race (decided again) or a stopped run: nothing started
+            await self._let_go(step, started, journal, renewing)
             raise
-        if not isinstance(checked, DeployStarted):
+        if refused is not None:
+            await self._let_go(step, started, journal, renewing)
             return thread
-        await self._started(step, checked.deploy_id)
-        return await self._execute(thread, action, checked, journal)
+        await self._started(step, started.deploy_id)
+        return await self._execute(thread, action, started, journal, renewing)
+
+    async def _let_go(self, step: Deploy, started: DeployStarted, journal: Journal, renewing: Renewal) -> None:
+        """No deploy after all: the lock goes, and the run's lease is a run's again."""
+        renewing.cancel()
+        await self.locks.release(step.environment, started.deploy_id, step.service)
+        await journal.lease_for(None)
 
     async def resume(self, thread: Thread, action: Interrupted, journal: Journal, now: datetime) -> Thread:
         """A deployer that finds runs by deploy id follows the interrupted deploy (or starts
@@ -89,7 +100,13 @@ class Deploying(Checks, Running):
         locked = await self._lock(thread, action.step, now)
         if locked:
             return await journal.decide(thread, [locked])
-        return await self._execute(thread, action, action.started, journal)
+        renewing = self.keep_lock(action.step, action.started.deploy_id)
+        try:
+            await journal.lease_for(self.deploy_lease_ms)
+        except BaseException:
+            renewing.cancel()
+            raise
+        return await self._execute(thread, action, action.started, journal, renewing)
 
     async def _preflight(
         self, thread: Thread, action: RunDeploy, now: datetime

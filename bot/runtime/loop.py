@@ -80,7 +80,7 @@ HELD_DECISIONS = (ListGitTags, DoneForNow)
 log = logging.getLogger(__name__)
 
 LEASE_TTL_MS = 4_000  # a thread whose runner died can be taken over after this
-FACT_RETRY_WAITS = (0.1, 0.2, 0.5, 1, 2, 2, 2, 2, 2, 2)  # about 14 s, then give up
+FACT_RETRY_WAITS = (0.1, 0.2, 0.5, 1, *(2,) * 29)  # about a minute (DEPLOY_LEASE), then give up
 
 
 @dataclass
@@ -109,10 +109,8 @@ class Runner:
             claimed = await self.store.claim(thread_id, owner, LEASE_TTL_MS)
             if claimed is None:
                 return None
-            what = f"the lease on thread {thread_id}"
-            renewing = Renewal(lambda: self.store.lease(thread_id, owner, LEASE_TTL_MS), LEASE_TTL_MS, what)
             thread = claimed
-            journal = RunJournal(self, owner)
+            journal = RunJournal(self, owner, thread_id)
             try:
                 thread = await self._run(claimed, journal)
                 # While the lease is held: a run that claims the thread after ours sets its
@@ -123,7 +121,7 @@ class Runner:
                 log.error("thread %s: lost its lease to another run; this run stops", thread_id)
                 return None
             finally:
-                renewing.cancel()
+                journal.lease.cancel()
                 latest = journal.released or await self.store.release(thread, owner)
             # Whoever appended while we held the lease could not run the thread: look again.
             if latest.version == thread.version:
@@ -297,12 +295,34 @@ class RunJournal:
 
     runner: Runner
     owner: str
+    thread_id: str = ""
     # Events decided but not stored yet (`hold`), and the thread as stored before them: see
     # HELD_DECISIONS. Whatever is recorded next takes them along in the same append.
     held: list[Event] = field(default_factory=list)
     stored: Thread | None = None
     # The thread as let go, when pause() stored the last events and released the lease at once.
     released: Thread | None = None
+    lease: Renewal = field(init=False)  # the run's lease, renewed from the claim on
+
+    def __post_init__(self) -> None:
+        self.lease = self._renewal(LEASE_TTL_MS)
+
+    def _renewal(self, ttl_ms: int) -> Renewal:
+        store, thread_id, owner = self.runner.store, self.thread_id, self.owner
+        return Renewal(lambda: store.lease(thread_id, owner, ttl_ms), ttl_ms, f"the lease on thread {thread_id}")
+
+    async def lease_for(self, ttl_ms: int | None) -> None:
+        """The lease renewed now, to last `ttl_ms` (None: LEASE_TTL_MS), and so on every third
+        of it: a running deploy's is long (deploy_parts.DEPLOY_LEASE_MS), so another worker
+        never takes a deploy whose worker only lost Redis for a while for an interrupted one."""
+        ttl = ttl_ms or LEASE_TTL_MS
+        self.lease.cancel()
+        self.lease = self._renewal(ttl)
+        try:
+            if not await self.runner.store.lease(self.thread_id, self.owner, ttl):
+                log.error("thread %s: its lease is no longer this run's", self.thread_id)
+        except Exception:  # renewed again within a third of it; what is appended next says if it is gone
+            log.exception("thread %s: renewing its lease failed", self.thread_id)
 
     def hold(self, thread: Thread, events: Sequence[Event]) -> Thread:
         """Decide `events` without storing them yet: the thread as it will be once they are."""

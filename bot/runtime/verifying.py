@@ -47,9 +47,8 @@ class Verifying:
 
     async def start(self, thread: Thread, action: StartVerification, journal: Journal, now: datetime) -> Thread:
         started = verification.started_for(action.result, action.plan, now)
-        thread = await journal.decide(thread, [started])
-        await self._renew(started)  # from the deploy's minute to the bake's rounds
-        return thread
+        async with self._held(started):  # from the deploy's minute to the bake's, before Slack hears of it
+            return await journal.decide(thread, [started])
 
     async def check(self, thread: Thread, action: CheckNow, journal: Journal) -> Thread:
         async with self._held(action.started):
@@ -69,7 +68,8 @@ class Verifying:
         if action.ask == "skip":
             ended = VerificationEnded(deploy_id=started.deploy_id, outcome="skipped", by=who.label,
                                       reason=action.reason)
-            thread = await journal.decide(thread, [ended])
+            async with self._held(started):
+                thread = await journal.decide(thread, [ended])
             await self._mark_verified(thread, started)
             await self._release(started, wake=True)
             return thread

@@ -232,6 +232,10 @@ def _bot_env(
         "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "chaos", "LLM_API_KEY": "unused",
         "ENVIRONMENTS": ",".join(staging), "PROTECTED_ENVIRONMENTS": ",".join(production),
         "APPROVERS": APPROVER_SLACK, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
+        # Its workers are killed, never cut off: the shortest lease has a killed worker's deploy
+        # reported in seconds, not a minute (DEPLOY_LEASE; the partitions are
+        # tests/end_to_end/test_partitioned_worker.py's).
+        "DEPLOY_LEASE": "3",
         "DEPLOYBOT_CONFIG": str(people_file(workdir)),
     })
 

@@ -31,7 +31,9 @@ class Call:
 @dataclass
 class FakeSlack:
     calls: list[Call] = field(default_factory=list)
-    failures: dict[str, list[tuple[int, dict[str, Any], dict[str, str]]]] = field(default_factory=dict)
+    # per method: (status, body, headers, the arguments a call must contain to get it)
+    failures: dict[str, list[tuple[int, dict[str, Any], dict[str, str], dict[str, Any]]]] = field(
+        default_factory=dict)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ts: int = 0
@@ -42,11 +44,13 @@ class FakeSlack:
         return url(self._server) + "/api/"
 
     def fail(
-        self, method: str, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+        self, method: str, status: int, body: dict[str, Any], headers: dict[str, str] | None = None,
+        when: dict[str, Any] | None = None,
     ) -> None:
-        """The next call of `method` gets this answer instead of success."""
+        """The next call of `method` (whose arguments contain `when`, if given) gets this
+        answer instead of success."""
         with self._lock:
-            self.failures.setdefault(method, []).append((status, body, headers or {}))
+            self.failures.setdefault(method, []).append((status, body, headers or {}, when or {}))
 
     def answer(self, args: dict[str, Any]) -> dict[str, Any]:
         """What the fake answered to the call made with `args` (e.g. the ts of a post)."""
@@ -98,9 +102,11 @@ class FakeSlack:
         with self._lock:
             call = Call(method, args)
             self.calls.append(call)
-            scripted = self.failures.get(method)
-            if scripted:
-                status, call.answer, headers = scripted.pop(0)
+            scripted = self.failures.get(method, [])
+            due = next((f for f in scripted if all(_contains(args.get(k), v) for k, v in f[3].items())), None)
+            if due is not None:
+                scripted.remove(due)
+                status, call.answer, headers, _ = due
                 return status, call.answer, headers
             self._ts += 1
             call.answer = _success(method, args, f"1700000000.{self._ts:06d}")

@@ -263,6 +263,7 @@ def build(settings: Settings, notifier: Notifier | None = None, connections: int
     deploying = Deploying(
         deployers, environments, environments, policy, settings.secrets(),
         queue=RedisDeployQueue(redis), wake=queue.push, freezes=RedisFreezes(redis, clock=clock),
+        deploy_lease_ms=int(settings.deploy_lease * 1000),
     )
     llm = make_llm(settings)
     name = worker_name()

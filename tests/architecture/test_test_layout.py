@@ -6,7 +6,7 @@ import re
 
 from tests import ROOT, needs
 
-MIRRORS = ("core", "config", "runtime", "adapters", "wiring")  # tests/<these> follow bot/<these>
+MIRRORS = ("core", "config", "runtime", "adapters", "wiring", "testing")  # tests/<these> follow bot/<these>
 SPANNING = {"end_to_end", "docs", "architecture", "bench", "chat_channel", "fixtures"}  # the whole, not a part
 
 

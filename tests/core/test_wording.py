@@ -51,6 +51,7 @@ SAMPLES = {
     "examples": ["list tags", "lock staging"],
     "what": "backend v1.2.3 to staging",
     "deploy_id": "t1-s1",
+    "said": "Deployed backend v1.2.3 to staging.",
     "user": "alex",
     "text": "not on a Friday",
     "environment": "staging",

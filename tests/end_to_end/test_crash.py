@@ -14,7 +14,8 @@ pytestmark = [pytest.mark.redis, pytest.mark.processes]
 
 @pytest.mark.parametrize("environment", ["production", "staging"])
 def test_sigkill_during_deploy_never_deploys_twice(redis, servers, server_env, ledger, tmp_path, environment):
-    first = Server({**server_env, "FAKE_DEPLOY_SECONDS": "60"}, tmp_path / "first.log")
+    # Killed: gone, not cut off; the shortest DEPLOY_LEASE keeps the test from waiting a minute for it.
+    first = Server({**server_env, "FAKE_DEPLOY_SECONDS": "60", "DEPLOY_LEASE": "3"}, tmp_path / "first.log")
     servers.append(first)
     r = first.http.post("/threads", json={"message": f"deploy backend v1.2.3 to {environment}", "user": "alice"})
     thread_id = r.json()["id"]

@@ -120,7 +120,8 @@ async def test_github_refusing_the_run_is_a_failed_deploy_the_human_sees(api, gi
 def test_sigkill_after_dispatch_resumes_the_same_run(redis, servers, server_env, github, tmp_path):
     github.hold_runs = True
     env = {**server_env, **{k.upper(): str(v) for k, v in github_settings(github).items()}}
-    first = Server(env, tmp_path / "first.log")
+    # Killed: gone, not cut off; the shortest DEPLOY_LEASE keeps the test from waiting a minute for it.
+    first = Server({**env, "DEPLOY_LEASE": "3"}, tmp_path / "first.log")
     servers.append(first)
     thread_id = first.http.post("/threads", json={"message": "deploy backend v1.2.3 to production",
                                                   "user": "alice"}).json()["id"]

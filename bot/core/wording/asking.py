@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
-    "interrupted_ask", "no_llm", "too_many_errors", "too_many_steps",
+    "finished_after_all", "interrupted_ask", "no_llm", "too_many_errors", "too_many_steps",
 ]
 
 
@@ -38,3 +38,9 @@ def interrupted_ask(what: str, deploy_id: str) -> str:
         f"I was interrupted while deploying {what} (deploy id {deploy_id}) and do "
         "not know whether it finished. Please check, then tell me whether to try again."
     )
+
+
+def finished_after_all(deploy_id: str, said: str) -> str:
+    """The result of a deploy the bot had called interrupted, recorded after all: `said` is
+    what it says of any deploy's end."""
+    return f"The deploy I could not follow (deploy id {deploy_id}) finished after all. {said}"
