@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
 def bridge() -> int:
     """`python -m bot mcp`: stdout is the protocol's, so whatever it says goes to stderr, in
     one line. It refuses to run beside the store's credentials (docs/security.md)."""
-    from bot.adapters.channels import mcp_bridge
+    from bot.adapters.channels.mcp import bridge as mcp_bridge
     from bot.adapters.http.logs import redact_logs
     from bot.config.settings import BridgeSettings
 

@@ -77,7 +77,7 @@ def _strings(value: Any) -> bool:
 
 
 class AgentEntry(BaseModel):
-    """`[agents.claude-code]`: an AI agent that asks for deploys over MCP (bot/adapters/channels/mcp.py)
+    """`[agents.claude-code]`: an AI agent that asks for deploys over MCP (bot/adapters/channels/mcp/server.py)
     and never decides. `owner`: the person its requests count as for approver_must_differ;
     `environments`: where it may ask for deploys (unset: anywhere); its limits; `notify`:
     where its threads are posted for people to decide (`slack:C…`, `email:…`)."""

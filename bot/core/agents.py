@@ -1,4 +1,4 @@
-"""AI agents asking for deploys (bot/adapters/channels/mcp.py serves them over MCP): what they are
+"""AI agents asking for deploys (bot/adapters/channels/mcp/ serves them over MCP): what they are
 told about a thread, Pure.
 
 Who an agent is is bot/core/people.py's (Agent); what it may do (ask but never decide, lock or

@@ -181,7 +181,7 @@ def _until(text: str | None) -> datetime | None:
 
 
 def deploy_text(service: str, tag: str, environment: str, note: str = "") -> str:
-    """The exact command a deploy asked for by an agent (bot/adapters/channels/mcp.py) is recorded as;
+    """The exact command a deploy asked for by an agent (bot/adapters/channels/mcp/server.py) is recorded as;
     `note` (why) becomes the step's reason, made to fit the command's parentheses."""
     note = " ".join(note.replace("(", " ").replace(")", " ").split())[:300]
     return f"deploy {service} {tag} to {environment}" + (f" ({note})" if note else "")

@@ -12,10 +12,9 @@ import bot
 FACES: dict[str, list[str]] = {
     "bot": ["adapters", "config", "core", "runtime", "testing", "wiring"],
     "bot.adapters": ["channels", "deployers", "github_api", "http", "llm", "outbound", "probes", "redis"],
-    "bot.adapters.channels": [
-        "cli", "deliveries", "email", "github", "log", "mcp", "mcp_bridge", "outgoing_webhooks", "slack"
-    ],
+    "bot.adapters.channels": ["cli", "deliveries", "email", "github", "log", "mcp", "outgoing_webhooks", "slack"],
     "bot.adapters.channels.email": ["KIND", "TARGET", "EmailChannel", "Smtp", "normalise_address"],
+    "bot.adapters.channels.mcp": ["MAX_WAIT", "PATH", "Tools", "WithMcp", "server"],
     "bot.adapters.channels.github": ["KIND", "GitHubDeployments", "GitHubGate", "GitHubWebhook", "normalise_login"],
     "bot.adapters.channels.slack": [
         "COULD_NOT_OPEN_FORM", "EVENT_TTL", "KIND", "NOT_OUR_BUTTON", "SLASH_COMMAND", "STALE_FORM", "SignInLink",

@@ -108,7 +108,7 @@ class LockTaken(_Event):
 
 
 class ToolCalled(_Event):
-    """An agent called an MCP tool about this thread (bot/adapters/channels/mcp.py): a fact for the
+    """An agent called an MCP tool about this thread (bot/adapters/channels/mcp/server.py): a fact for the
     audit, which changes nothing the reducer decides."""
 
     type: Literal["tool_called"] = "tool_called"

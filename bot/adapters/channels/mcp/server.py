@@ -4,7 +4,7 @@ The Model Context Protocol with the official SDK (`mcp`), over Streamable HTTP a
 web server, where the front door (bot/adapters/http/front_door.py) has already turned the bearer
 token into an identity: anything but an agent's is refused here before a byte is read. An
 agent whose client speaks only stdio runs `python -m bot mcp`, a bridge to this endpoint
-holding only its token (bot/adapters/channels/mcp_bridge.py): no agent holds the store's
+holding only its token (bot/adapters/channels/mcp/bridge.py): no agent holds the store's
 credentials, or it would be the operator.
 
 An agent asks exactly as a person would in chat: `request_deploy` launches a thread with

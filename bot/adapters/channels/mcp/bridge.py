@@ -2,7 +2,7 @@
 
 It holds the agent's token and the server's address, nothing else: it builds nothing of the
 app and never reaches the store. The server's front door turns the token into the agent on
-every request, as for any agent over HTTP (bot/adapters/channels/mcp.py), so what the agent
+every request, as for any agent over HTTP (bot/adapters/channels/mcp/server.py), so what the agent
 may do is decided there. JSON-RPC messages go through as they are, both ways (progress
 notifications too), with the official SDK's transports at each end: `stdio_server` towards
 the agent, `streamable_http_client` towards the server.
@@ -38,7 +38,7 @@ from mcp_types import (
     RequestId,
 )
 
-from bot.adapters.channels.mcp import MAX_WAIT, PATH
+from bot.adapters.channels.mcp.server import MAX_WAIT, PATH
 from bot.core import wording
 
 log = logging.getLogger(__name__)
