@@ -42,13 +42,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # Setup and call only: the last test's teardown also stops what the session started (the
 # Redis server of the marked tests that ran before it), which is not that test's doing.
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item: pytest.Item):  # noqa: ANN201 (a hook wrapper)
+def pytest_runtest_setup(item: pytest.Item):
     with needs.guarding(item):
         yield
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item):  # noqa: ANN201 (a hook wrapper)
+def pytest_runtest_call(item: pytest.Item):
     with needs.guarding(item):
         yield
 
