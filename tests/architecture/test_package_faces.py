@@ -66,8 +66,8 @@ FACES: dict[str, list[str]] = {
         "DeployQueue", "DeployRecord", "DeployRequest", "DeployRunner", "Deployer", "DeployerError", "Endpoint",
         "FreezeStore", "Health", "History", "Inbox", "LeaseLost", "LiveOutput", "LlmError", "Lock", "Locks",
         "NextStepModel", "Notifier", "Observation", "Outbox", "Outgoing", "Probe", "Removal", "Retention", "Route",
-        "ScheduleMarks", "Tally", "ThreadExists", "ThreadNotFound", "ThreadStore", "Timers", "Versions", "Work",
-        "WorkQueue"
+        "ScheduleMarks", "Tally", "ThreadExists", "ThreadNotFound", "ThreadStore", "Timers", "Unsafe", "Versions",
+        "Work", "WorkQueue"
     ],
     "bot.core.events": [
         "ApprovalEscalated", "ApprovalExpired", "ApprovalReminded", "ApprovalRequested", "ApprovalRulesChanged",

@@ -13,7 +13,7 @@ import pytest
 from bot.adapters.redis import eviction
 from bot.testing.cluster import clean_env
 
-pytestmark = [pytest.mark.redis, pytest.mark.processes]
+pytestmark = [pytest.mark.redis, pytest.mark.processes, pytest.mark.network]
 
 
 @pytest.fixture
@@ -56,3 +56,18 @@ async def test_a_worker_does_not_start_on_an_evicting_redis(evicting, redis_url,
     assert ran.returncode == 2, ran.stderr
     assert "configuration error: Redis's maxmemory-policy is allkeys-lru" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+async def test_a_policy_turned_evicting_while_running_makes_healthz_say_so_and_say_ok_again(api, redis):
+    """A Redis restarted or failed over with another configuration is only met after the start:
+    /healthz reads the policy each time it is asked."""
+    assert (await api.get("/healthz")).status_code == 200
+    await redis.config_set("maxmemory-policy", "volatile-lru")
+    try:
+        answer = await api.get("/healthz")
+    finally:
+        await redis.config_set("maxmemory-policy", "noeviction")
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["ok"] is False
+    assert answer.json()["redis"].startswith("evicting: Redis's maxmemory-policy is volatile-lru")
+    assert (await api.get("/healthz")).json() == {"ok": True, "redis": "ok", "llm": "configured"}

@@ -39,7 +39,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import OutOfMemoryError
 
-from bot.adapters.redis import cursors, packing, scripts
+from bot.adapters.redis import cursors, eviction, packing, scripts
 from bot.adapters.redis import thread_scripts as lua
 from bot.adapters.redis.keys import Keys
 from bot.adapters.redis.replicas import Replicas
@@ -48,7 +48,7 @@ from bot.adapters.redis.work import RedisWorkQueue
 from bot.core import events as ev
 from bot.core.events import Event, new_id
 from bot.core.thread import FINISHED, STATUSES, Origin, Thread
-from bot.runtime.ports import Conflict, LeaseLost, Removal, ThreadExists, ThreadNotFound, WorkQueue
+from bot.runtime.ports import Conflict, LeaseLost, Removal, ThreadExists, ThreadNotFound, Unsafe, WorkQueue
 from bot.runtime.retry import retrying
 
 log = logging.getLogger(__name__)
@@ -393,10 +393,15 @@ class RedisThreadStore:
 
     async def ping(self) -> None:
         """Raise if Redis is unreachable, or full: at its maxmemory it refuses every write
-        (OutOfMemoryError), which is an outage too though PING still answers."""
+        (OutOfMemoryError), which is an outage too though PING still answers; or Unsafe: it
+        may evict keys (read each time: a Redis restarted or failed over with another
+        configuration is met only after the start, where the policy was first checked)."""
         await self.redis.ping()
         if full(await self.redis.info("memory")):
             raise OutOfMemoryError("Redis is at its maxmemory: writes are refused")
+        evicting, _ = await eviction.problem(self.redis)
+        if evicting:
+            raise Unsafe(evicting)
 
 
 def full(info: dict[str, Any]) -> bool:

@@ -35,6 +35,7 @@ from bot.runtime.ports.threads import (
     ThreadExists,
     ThreadNotFound,
     ThreadStore,
+    Unsafe,
 )
 from bot.runtime.ports.verification import Observation, Probe
 from bot.runtime.ports.work import DeployQueue, ScheduleMarks, Timers, Work, WorkQueue
@@ -79,6 +80,7 @@ __all__ = [
     "ThreadNotFound",
     "ThreadStore",
     "Timers",
+    "Unsafe",
     "Versions",
     "Work",
     "WorkQueue",

@@ -136,7 +136,12 @@ class Retention(Protocol):
         ...
 
 
+class Unsafe(Exception):
+    """The storage answers but must not be trusted with what it holds (a Redis that may evict
+    keys): the message says why and what to change."""
+
+
 class Health(Protocol):
     async def ping(self) -> None:
-        """Raise if the storage is unreachable."""
+        """Raise if the storage is unreachable, full, or Unsafe."""
         ...

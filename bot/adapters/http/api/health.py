@@ -1,5 +1,5 @@
-"""GET /healthz: whether Redis answers, whether this process's clock agrees with Redis's, and
-whether a model is configured."""
+"""GET /healthz: whether Redis answers (and has room, and will not evict), whether this
+process's clock agrees with Redis's, and whether a model is configured."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from redis.exceptions import OutOfMemoryError
 
 from bot.adapters.http.api.who import the_parts
 from bot.adapters.http.shared import Parts
+from bot.runtime.ports import Unsafe
 
 router = APIRouter()
 
@@ -19,6 +20,8 @@ async def healthz(a: Parts = Depends(the_parts)) -> JSONResponse:
         await a.health.ping()
     except OutOfMemoryError:
         return JSONResponse({"ok": False, "redis": "full: at its maxmemory, writes are refused"}, status_code=503)
+    except Unsafe as e:  # it may evict: a thread, a lock or a lease could vanish
+        return JSONResponse({"ok": False, "redis": f"evicting: {e}"}, status_code=503)
     except Exception as e:  # any failure to reach Redis makes us unhealthy, not crash
         return JSONResponse({"ok": False, "redis": f"unreachable: {e}"}, status_code=503)
     check = a.service.clock_check
