@@ -11,6 +11,12 @@ a replica). Then it checks, and prints:
     python -m bot.testing.chaos                      # the long version: 200+ kills
     python -m bot.testing.chaos --threads 16 --kills 10   # about what CI runs
     python -m bot.testing.chaos --sentinel                # a Sentinel failover instead of a restart
+    python -m bot.testing.chaos --faults                  # the fault suite: every fault, 24 threads each
+    python -m bot.testing.chaos --faults oom hung-model --threads 4   # some faults, small
+
+The fault suite (bot/testing/faults) runs each fault on its own web and worker under a load of
+approved deploys and prints one line per fault: threads, deploys, lost, duplicate threads,
+overlapping deploys, unapproved, stuck, seconds, and the answer a person saw.
 """
 
 from __future__ import annotations
@@ -318,7 +324,7 @@ def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
         duplicates += sum(n - 1 for n in ids.values())
     deploys = [line.split() for line in ledger_lines(ledger)]
     twice = sum(n - 1 for n in Counter(d[0] for d in deploys).values())
-    unapproved = sum(1 for d in deploys if d[3] in protected and not _approved(threads, *d))
+    unapproved = sum(1 for d in deploys if d[3] in protected and not approved(threads, *d))
     stuck = [t for t, body in threads.items() if body["status"] not in SETTLED]
     for t in stuck:
         print(f"  stuck: {t} {threads[t]['status']} {[e['type'] for e in threads[t]['events']]}", file=sys.stderr)
@@ -333,7 +339,7 @@ def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
     return dict(zip(FIGURES, (lost, duplicates, twice, unapproved, len(stuck)), strict=True))
 
 
-def _approved(threads: dict[str, dict[str, Any]], deploy_id: str, service: str, tag: str, env: str) -> bool:
+def approved(threads: dict[str, dict[str, Any]], deploy_id: str, service: str, tag: str, env: str) -> bool:
     """The thread asked for this exact deploy and an approver approved that request."""
     thread_id, _, step_id = deploy_id.rpartition("-")
     events = threads.get(thread_id, {}).get("events", [])
@@ -343,18 +349,39 @@ def _approved(threads: dict[str, dict[str, Any]], deploy_id: str, service: str, 
                and e.get("approval_id") in asked for e in events)
 
 
+CHAOS_THREADS, FAULT_THREADS = 240, 24
+
+
+def _faults(names: list[str], threads: int, workdir: Path) -> int:
+    from bot.testing import faults  # the faults import this module's model and checks
+
+    unknown = [n for n in names if n not in faults.BY_NAME]
+    if unknown:
+        print(f"no such fault: {', '.join(unknown)} (there are: {', '.join(faults.BY_NAME)})", file=sys.stderr)
+        return 2
+    chosen = [faults.BY_NAME[n] for n in names] or faults.FAULTS
+    print(f"faults: {len(chosen)} faults, {threads} threads each (logs in {workdir})")
+    results = faults.run(chosen, threads, workdir)
+    return 0 if all(r.ok for r in results) else 1
+
+
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bot.testing.chaos", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=240)
+    p.add_argument("--threads", type=int, help=f"default {CHAOS_THREADS}, or {FAULT_THREADS} per fault with --faults")
     p.add_argument("--kills", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workdir", type=Path, help="keep logs and data here (default: a temporary directory)")
     p.add_argument("--sentinel", action="store_true",
                    help="a master, a replica and three Sentinels; the master is killed once (a failover)")
+    p.add_argument("--faults", nargs="*", metavar="NAME",
+                   help="the fault suite instead: the faults named (default: all of them)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="deploybot-chaos-") as tmp:
         workdir = args.workdir or Path(tmp)
+        if args.faults is not None:
+            return _faults(args.faults, args.threads or FAULT_THREADS, workdir)
+        args.threads = args.threads or CHAOS_THREADS
         redis_event = "one Sentinel failover" if args.sentinel else "one Redis restart"
         print(f"chaos: {args.threads} threads, {args.kills} worker kills, {redis_event} (logs in {workdir})")
         report = run(args.threads, args.kills, workdir, args.seed, sentinel=args.sentinel)
