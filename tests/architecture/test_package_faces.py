@@ -49,8 +49,11 @@ FACES: dict[str, list[str]] = {
         "steps", "verifying", "worker"
     ],
     "bot.testing": [
-        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "ha", "http", "memory",
-        "prometheus", "quick_llm", "seed_history", "try_gate"
+        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "faults", "ha", "http",
+        "memory", "prometheus", "quick_llm", "seed_history", "try_gate"
+    ],
+    "bot.testing.faults": [
+        "BY_NAME", "FAULTS", "Fault", "Result", "Seen", "ledger", "mail", "processes", "rig", "run", "storage", "suite"
     ],
     "bot.adapters.http.console.model": [
         "Approval", "Audit", "BLOCKING", "Blocked", "CheckState", "Decision", "Deployed", "Environment", "Freezing",

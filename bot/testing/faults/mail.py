@@ -50,8 +50,7 @@ def smtp_down_workers_killed(rig: Rig, load: Load, threads: int) -> Seen:
 
     people = rig.workdir / "deploybot.toml"
     people.write_text(f'[people.{chaos.APPROVER}]\nslack = "{chaos.APPROVER_SLACK}"\nemail = "{APPROVER_EMAIL}"\n')
-    web = rig.web("--no-worker")
-    first = rig.worker("first")
+    web, first = rig.web_and_worker("--no-worker", name="first")
     load.launch(threads)
     load.drive(within=30 + threads, until={"waiting_for_approval"}, approve=False)
     _wait_for_failures(first, threads)  # SMTP is down: it is retrying every mail
@@ -61,8 +60,7 @@ def smtp_down_workers_killed(rig: Rig, load: Load, threads: int) -> Seen:
     smtp = Controller(catcher, hostname="127.0.0.1", port=int(rig.env[SMTP_PORT]))
     smtp.start()
     try:
-        rig.web("--no-worker")
-        rig.worker("second")
+        rig.web_and_worker("--no-worker", name="second")
         with Redis.from_url(rig.env["REDIS_URL"]) as r:
             deadline = time.monotonic() + 45 + threads  # a dead sender's hold lapses in 10 s, looked at every 5 s
             while (len(catcher.subjects) < threads or r.hlen(Keys().outbox())) and time.monotonic() < deadline:

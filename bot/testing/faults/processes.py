@@ -18,8 +18,7 @@ def forking_deploy(rig: Rig, load: Load, threads: int) -> Seen:
     """Every deploy forks a child that writes to the ledger later, and hangs: DEPLOY_TIMEOUT
     kills its process group, so no child writes and each thread says its deploy failed."""
     (rig.ledger.parent / (rig.ledger.name + ".fork")).write_text(str(CHILD_WRITES_AFTER))
-    rig.web("--no-worker")
-    rig.worker()
+    rig.web_and_worker("--no-worker")
     load.launch(threads)
     load.drive(within=60 + 2 * threads)
     time.sleep(CHILD_WRITES_AFTER + 1)  # a child that survived the timeout has written by now
@@ -39,8 +38,7 @@ def hung_model(rig: Rig, load: Load, threads: int) -> Seen:
     """The model takes every call and answers none for longer than LLM_TIMEOUT: the threads
     end with the sentence naming it; once it answers again, new threads finish."""
     rig.llm.delay = 3 * float(LLM_TIMEOUT)
-    rig.web("--no-worker")
-    rig.worker()
+    rig.web_and_worker("--no-worker")
     hung = load.launch(threads // 2)
     load.drive(within=30 + 2 * threads)
     rig.llm.delay = 0.05
@@ -65,10 +63,9 @@ def skewed_clock(rig: Rig, load: Load, threads: int) -> Seen:
     (APPROVAL_TTL 120 s would be long past by its clock); a good worker does the work."""
     if shutil.which("faketime") is None:
         return Seen("faketime is not installed (make install)", False)
-    rig.web("--no-worker")
-    ahead = rig.worker("ahead", prefix=("faketime", "-f", SKEW))
+    ahead = rig.worker("ahead", prefix=("faketime", "-f", SKEW))  # not waited for: it says its skew first
+    rig.web_and_worker("--no-worker", name="good")
     ahead.wait_for_log(SKEW_SENTENCE)
-    rig.worker("good")
     load.launch(threads)
     load.drive(within=30 + threads, until={"waiting_for_approval"}, approve=False)
     time.sleep(3)  # approvals pending: a worker ahead would expire them at its next timer

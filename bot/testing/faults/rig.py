@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,12 +45,24 @@ class Rig:
         })
         self.api = httpx.Client(base_url=f"http://127.0.0.1:{self.env['PORT']}", timeout=10,
                                 headers={"Authorization": f"Bearer {TOKEN}"})
-        self._approver = ""
+        self._approver: Future[str] | None = None
+        self._pool = ThreadPoolExecutor(1)
 
-    def web(self, *args: str, env: dict[str, str] | None = None) -> cluster.BotProcess:
-        process = cluster.web(env or self.env, self.logs / "web.log", *args)
+    def web(self, *args: str) -> cluster.BotProcess:
+        process = cluster.web(self.env, self.logs / "web.log", *args)
         self.procs.append(process)
+        if self._approver is None:  # made beside the rest of the start (a process start is seconds here)
+            self._approver = self._pool.submit(
+                lambda: cluster.bot_command(self.env, "tokens", "create", chaos.APPROVER).strip())
         return process
+
+    def web_and_worker(self, *args: str, name: str = "worker") -> tuple[cluster.BotProcess, cluster.BotProcess]:
+        """Both started at once, ready when both are."""
+        worker = cluster.BotProcess(["worker"], self.env, self.logs / f"{name}.log")
+        self.procs.append(worker)
+        web = self.web(*args)
+        worker.wait_for_log("taking work")
+        return web, worker
 
     def worker(self, name: str = "worker", prefix: tuple[str, ...] = ()) -> cluster.BotProcess:
         log = self.logs / f"{name}.log"
@@ -59,12 +72,12 @@ class Rig:
         return process
 
     def approver_token(self) -> str:
-        """The approver's own API token (the shared one never decides), made once."""
-        if not self._approver:
-            self._approver = cluster.bot_command(self.env, "tokens", "create", chaos.APPROVER).strip()
-        return self._approver
+        """The approver's own API token (the shared one never decides), made once a web runs."""
+        assert self._approver is not None, "no web started"
+        return self._approver.result()
 
     def stop(self) -> None:
+        self._pool.shutdown()
         for p in self.procs:
             p.kill()
         self.api.close()
@@ -97,6 +110,7 @@ class Load:
     decided: set[str] = field(default_factory=set)
 
     def launch(self, count: int) -> list[Launch]:
+        self.rig.approver_token()  # made before any fault is injected: the approver has one already
         made = []
         for _ in range(count):
             n = len(self.launches)

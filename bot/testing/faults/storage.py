@@ -28,8 +28,7 @@ def _health(rig: Rig) -> tuple[int, dict]:
 def oom(rig: Rig, load: Load, threads: int) -> Seen:
     """maxmemory below what Redis holds while half the threads are in flight: launches answer
     503 with Retry-After and /healthz says full; once there is room, all of it carries on."""
-    rig.web("--no-worker")
-    rig.worker()
+    rig.web_and_worker("--no-worker")
     load.launch(threads // 2)
     assert rig.redis is not None
     with Redis.from_url(rig.redis.url) as r:
