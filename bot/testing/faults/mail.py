@@ -37,15 +37,19 @@ class _Catcher:
         return "250 OK"
 
 
-def _wait_for_failures(worker: cluster.BotProcess, count: int, within: float = 60) -> None:
+def _wait_for_retries(rig: Rig, worker: cluster.BotProcess, count: int, within: float = 60) -> None:
+    """Until `count` mails are kept in the outbox and the worker has found SMTP down."""
     deadline = time.monotonic() + within
-    while worker.log.read_text().count(f"SMTP send to {APPROVER_EMAIL} failed") < count:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the worker tried fewer than {count} mails: {worker.log.read_text()[-2000:]}")
-        time.sleep(0.1)
+    with Redis.from_url(rig.env["REDIS_URL"]) as r:
+        while r.hlen(Keys().outbox()) < count or f"SMTP send to {APPROVER_EMAIL} failed" not in worker.log.read_text():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"not every mail was being tried: {worker.log.read_text()[-2000:]}")
+            time.sleep(0.1)
 
 
 def smtp_down_workers_killed(rig: Rig, load: Load, threads: int) -> Seen:
+    """The approval mails kept and failing, the worker and the web SIGKILLed, SMTP back, a new
+    web and worker: each mail arrives once, and the threads are approved and finish."""
     from aiosmtpd.controller import Controller  # a test dependency: only the fault suite needs it
 
     people = rig.workdir / "deploybot.toml"
@@ -53,7 +57,7 @@ def smtp_down_workers_killed(rig: Rig, load: Load, threads: int) -> Seen:
     web, first = rig.web_and_worker("--no-worker", name="first")
     load.launch(threads)
     load.drive(within=30 + threads, until={"waiting_for_approval"}, approve=False)
-    _wait_for_failures(first, threads)  # SMTP is down: it is retrying every mail
+    _wait_for_retries(rig, first, threads)  # SMTP is down: every mail is kept and being tried
     first.kill()
     web.kill()
     catcher = _Catcher()
