@@ -50,7 +50,7 @@ FACES: dict[str, list[str]] = {
     ],
     "bot.testing": [
         "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "faults", "ha", "http",
-        "memory", "prometheus", "quick_llm", "seed_history", "try_gate"
+        "memory", "prometheus", "quick_llm", "scenario", "seed_history", "try_gate"
     ],
     "bot.testing.faults": [
         "BY_NAME", "FAULTS", "Fault", "Result", "Seen", "ledger", "mail", "processes", "rig", "run", "storage", "suite"

@@ -11,7 +11,7 @@ from typing import Any
 from redis import Redis
 
 from bot.adapters.redis.keys import Keys
-from bot.testing import chaos, cluster
+from bot.testing import cluster, scenario
 from bot.testing.faults.rig import Load, Rig
 from bot.testing.faults.suite import Seen
 
@@ -53,7 +53,8 @@ def smtp_down_workers_killed(rig: Rig, load: Load, threads: int) -> Seen:
     from aiosmtpd.controller import Controller  # a test dependency: only the fault suite needs it
 
     people = rig.workdir / "deploybot.toml"
-    people.write_text(f'[people.{chaos.APPROVER}]\nslack = "{chaos.APPROVER_SLACK}"\nemail = "{APPROVER_EMAIL}"\n')
+    approver = f'[people.{scenario.APPROVER}]\nslack = "{scenario.APPROVER_SLACK}"\n'
+    people.write_text(f'{approver}email = "{APPROVER_EMAIL}"\n')
     web, first = rig.web_and_worker("--no-worker", name="first")
     load.launch(threads)
     load.drive(within=30 + threads, until={"waiting_for_approval"}, approve=False)

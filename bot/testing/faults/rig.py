@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 
 from bot.adapters.redis import embedded
-from bot.testing import chaos, cluster
+from bot.testing import cluster, scenario
 from bot.testing.fake_llm import FakeLlm
 from bot.testing.faults import ledger
 
 END = {"done", "failed", "cancelled", "waiting_for_human"}  # a thread nobody has to act on
-TOKEN = chaos.TOKEN
+TOKEN = "faults-token"
 
 
 class Rig:
@@ -30,7 +30,7 @@ class Rig:
         self.workdir, self.logs = workdir, workdir / "logs"
         self.logs.mkdir(exist_ok=True)
         self.redis = None if embedded_redis else cluster.RedisServer(workdir / "redis")
-        self.llm = FakeLlm(delay=0.05, default=chaos.plan).start()
+        self.llm = FakeLlm(delay=0.05, default=scenario.plan).start()
         self.ledger = workdir / "deploys.log"
         self.procs: list[cluster.BotProcess] = []
         where = {"REDIS_URL": self.redis.url} if self.redis else {}
@@ -40,8 +40,8 @@ class Rig:
             "DEPLOY_COMMAND": ledger.command(workdir, self.ledger), "FAKE_DEPLOY_SECONDS": "0.3",
             "LLM_BASE_URL": self.llm.base_url, "LLM_MODEL": "faults", "LLM_API_KEY": "unused",
             "ENVIRONMENTS": "staging", "PROTECTED_ENVIRONMENTS": ",".join(f"p{i}" for i in range(POOL)),
-            "APPROVERS": chaos.APPROVER_SLACK, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
-            "DEPLOYBOT_CONFIG": str(chaos.people_file(workdir)), **settings,
+            "APPROVERS": scenario.APPROVER_SLACK, "WORKER_CONCURRENCY": "8", "LOG_LEVEL": "INFO",
+            "DEPLOYBOT_CONFIG": str(scenario.people_file(workdir)), **settings,
         })
         self.api = httpx.Client(base_url=f"http://127.0.0.1:{self.env['PORT']}", timeout=10,
                                 headers={"Authorization": f"Bearer {TOKEN}"})
@@ -53,7 +53,7 @@ class Rig:
         self.procs.append(process)
         if self._approver is None:  # made beside the rest of the start (a process start is seconds here)
             self._approver = self._pool.submit(
-                lambda: cluster.bot_command(self.env, "tokens", "create", chaos.APPROVER).strip())
+                lambda: cluster.bot_command(self.env, "tokens", "create", scenario.APPROVER).strip())
         return process
 
     def web_and_worker(self, *args: str, name: str = "worker") -> tuple[cluster.BotProcess, cluster.BotProcess]:
@@ -186,7 +186,7 @@ def check(load: Load) -> dict[str, int]:
             duplicates += sum(n - 1 for n in Counter(e["id"] for e in thread["events"]).values())
             stuck += thread["status"] not in END
     deploys, _ = ledger.read(load.rig.ledger)
-    unapproved = sum(1 for d in deploys if not chaos.approved(threads, d.deploy_id, d.service, d.tag, d.environment))
+    unapproved = sum(1 for d in deploys if not scenario.approved(threads, d.deploy_id, d.service, d.tag, d.environment))
     figures = dict(zip(FIGURES, (lost, duplicates, ledger.overlapping(deploys), unapproved, stuck), strict=True))
     return {**figures, "deploys": len(deploys)}
 
