@@ -11,14 +11,18 @@ a replica). Then it checks, and prints:
     python -m bot.testing.chaos                      # the long version: 200+ kills
     python -m bot.testing.chaos --threads 16 --kills 10   # about what CI runs
     python -m bot.testing.chaos --sentinel                # a Sentinel failover instead of a restart
+    python -m bot.testing.chaos --faults                  # the fault suite: every fault, 24 threads each
+    python -m bot.testing.chaos --faults oom hung-model --threads 4   # some faults, small
+
+The fault suite (bot/testing/faults) runs each fault on its own web and worker under a load of
+approved deploys and prints one line per fault: threads, deploys, lost, duplicate threads,
+overlapping deploys, unapproved, stuck, seconds, and the answer a person saw.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import re
 import sys
 import tempfile
 import threading
@@ -33,49 +37,10 @@ import httpx
 from bot.testing import cluster, ha
 from bot.testing.cluster import ledger_lines
 from bot.testing.fake_llm import FakeLlm
-
-APPROVER = "alice"
-APPROVER_SLACK = "UALICE"
-
-
-def people_file(workdir: Path) -> Path:
-    """The approver is a person (decisions are made by people, with their own token)."""
-    path = workdir / "deploybot.toml"
-    path.write_text(f'[people.{APPROVER}]\nslack = "{APPROVER_SLACK}"\n')
-    return path
-
+from bot.testing.scenario import APPROVER, APPROVER_SLACK, approved, people_file, plan
 
 SETTLED = {"done", "waiting_for_human"}
 TOKEN = "chaos-token"
-
-
-# --- the model: a deterministic stand-in that plans from the thread it is shown ---------
-
-_BLOCK = re.compile(r"^<(\w+)([^>]*)>", re.M)
-
-
-def plan(prompt: str) -> str:
-    """What a good model would answer for these scenarios, in the chatty shape real models
-    use. A request saying "garbled" first gets text no parser can read."""
-    thread = prompt.split("oldest first:", 1)[-1].split("What is the next step?", 1)[0]
-    blocks = _BLOCK.findall(thread)
-    last, attrs = blocks[-1] if blocks else ("", "")
-    request = re.search(r"deploy (backend|frontend) to (\S+)", thread)
-    service, environment = request.groups() if request else ("backend", "staging")
-    if last == "user_message" and "garbled" in thread and "<error" not in thread:
-        return "Hmm, let me think about deploying that. I would probably check the tags."
-    if last in ("user_message", "error") and "<list_git_tags_result" not in thread:
-        return _reply(intent="list_git_tags")
-    if last == "list_git_tags_result":
-        newest = thread.split("<list_git_tags_result>", 1)[1].split()[0]
-        return _reply(intent="deploy", service=service, tag=newest, environment=environment, reason="asked for")
-    if last == "human_response" and 'decision="rejected"' in attrs:
-        return _reply(intent="deploy", service=service, tag="v1.2.2", environment=environment, reason="feedback")
-    return _reply(intent="done_for_now", message=f"finished after {last or 'nothing'}")
-
-
-def _reply(**step: Any) -> str:
-    return f"Here is the next step.\n```json\n{json.dumps(step)}\n```"
 
 
 # --- the run -----------------------------------------------------------------------------
@@ -322,7 +287,7 @@ def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
         duplicates += sum(n - 1 for n in ids.values())
     deploys = [line.split() for line in ledger_lines(ledger)]
     twice = sum(n - 1 for n in Counter(d[0] for d in deploys).values())
-    unapproved = sum(1 for d in deploys if d[3] in protected and not _approved(threads, *d))
+    unapproved = sum(1 for d in deploys if d[3] in protected and not approved(threads, *d))
     stuck = [t for t, body in threads.items() if body["status"] not in SETTLED]
     for t in stuck:
         print(f"  stuck: {t} {threads[t]['status']} {[e['type'] for e in threads[t]['events']]}", file=sys.stderr)
@@ -337,28 +302,39 @@ def check(run: Run, ledger: Path, protected: set[str]) -> dict[str, int]:
     return dict(zip(FIGURES, (lost, duplicates, twice, unapproved, len(stuck)), strict=True))
 
 
-def _approved(threads: dict[str, dict[str, Any]], deploy_id: str, service: str, tag: str, env: str) -> bool:
-    """The thread asked for this exact deploy and an approver approved that request."""
-    thread_id, _, step_id = deploy_id.rpartition("-")
-    events = threads.get(thread_id, {}).get("events", [])
-    asked = {e["approval_id"] for e in events if e["type"] == "approval_requested"
-             and e["step_id"] == step_id and e["tag"] == tag and e["environment"] == env and e["service"] == service}
-    return any(e["type"] == "human_response" and e.get("approve") is True and e["user"] == APPROVER
-               and e.get("approval_id") in asked for e in events)
+CHAOS_THREADS, FAULT_THREADS = 240, 24
+
+
+def _faults(names: list[str], threads: int, workdir: Path) -> int:
+    from bot.testing import faults  # only here: the chaos run needs none of it
+
+    unknown = [n for n in names if n not in faults.BY_NAME]
+    if unknown:
+        print(f"no such fault: {', '.join(unknown)} (there are: {', '.join(faults.BY_NAME)})", file=sys.stderr)
+        return 2
+    chosen = [faults.BY_NAME[n] for n in names] or faults.FAULTS
+    print(f"faults: {len(chosen)} faults, {threads} threads each (logs in {workdir})")
+    results = faults.run(chosen, threads, workdir)
+    return 0 if all(r.ok for r in results) else 1
 
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bot.testing.chaos", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=240)
+    p.add_argument("--threads", type=int, help=f"default {CHAOS_THREADS}, or {FAULT_THREADS} per fault with --faults")
     p.add_argument("--kills", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workdir", type=Path, help="keep logs and data here (default: a temporary directory)")
     p.add_argument("--sentinel", action="store_true",
                    help="a master, a replica and three Sentinels; the master is killed once (a failover)")
+    p.add_argument("--faults", nargs="*", metavar="NAME",
+                   help="the fault suite instead: the faults named (default: all of them)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="deploybot-chaos-") as tmp:
         workdir = args.workdir or Path(tmp)
+        if args.faults is not None:
+            return _faults(args.faults, args.threads or FAULT_THREADS, workdir)
+        args.threads = args.threads or CHAOS_THREADS
         redis_event = "one Sentinel failover" if args.sentinel else "one Redis restart"
         print(f"chaos: {args.threads} threads, {args.kills} worker kills, {redis_event} (logs in {workdir})")
         report = run(args.threads, args.kills, workdir, args.seed, sentinel=args.sentinel)

@@ -49,8 +49,12 @@ FACES: dict[str, list[str]] = {
         "steps", "verifying", "worker"
     ],
     "bot.testing": [
-        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "fault_proxy", "ha", "http",
-        "memory", "prometheus", "quick_llm", "seed_history", "try_gate"
+        "chaos", "cluster", "fake_github", "fake_llm", "fake_slack", "fake_socket_mode", "fault_proxy", "faults", "ha",
+        "http", "memory", "prometheus", "quick_llm", "scenario", "seed_history", "try_gate"
+    ],
+    "bot.testing.faults": [
+        "BY_NAME", "FAULTS", "Fault", "Result", "Seen", "ledger", "mail", "network", "processes", "rig", "run",
+        "storage", "suite"
     ],
     "bot.adapters.http.console.model": [
         "Approval", "Audit", "BLOCKING", "Blocked", "CheckState", "Decision", "Deployed", "Environment", "Freezing",
