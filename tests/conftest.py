@@ -39,6 +39,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     needs.mark(items)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if needs.left_out(collection_path, config) else None
+
+
 # Setup and call only: the last test's teardown also stops what the session started (the
 # Redis server of the marked tests that ran before it), which is not that test's doing.
 @pytest.hookimpl(hookwrapper=True)

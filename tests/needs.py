@@ -6,10 +6,13 @@ the test with the marker to add, so a test cannot land in the fast layer by mist
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +32,9 @@ BY_FIXTURE = {
     "chromium": "browser",
 }
 NONE = "not (" + " or ".join(NEEDS) + ")"  # the -m expression of `make unit`
+# A module marked as a whole (`pytestmark = [pytest.mark.redis, ...]`): every test in it needs that.
+_MODULE_MARK = re.compile(r"^pytestmark = (\[.*?\]|[^\n]*)", re.M | re.S)
+_A_NEED = re.compile(r"pytest\.mark\.(" + "|".join(NEEDS) + r")\b")
 
 
 def register(config: pytest.Config) -> None:
@@ -40,6 +46,21 @@ def mark(items: list[pytest.Item]) -> None:
     for item in items:
         for name in sorted({BY_FIXTURE[f] for f in getattr(item, "fixturenames", ()) if f in BY_FIXTURE}):
             item.add_marker(name)
+
+
+def marked_whole(source: str) -> bool:
+    """Whether a test module's source marks the whole module with something it needs."""
+    return any(_A_NEED.search(m.group(1)) for m in _MODULE_MARK.finditer(source))
+
+
+def left_out(path: Path, config: pytest.Config) -> bool:
+    """For `make unit` (-m NONE): a module marked as a whole holds no test it would run, so it
+    is not even imported (importing the servers' tests is most of collecting them)."""
+    if config.getoption("markexpr", "") != NONE or path.suffix != ".py" or not path.name.startswith("test_"):
+        return False
+    if os.environ.get("DEPLOYBOT_TESTS_READ_ALL"):  # tests/architecture/test_test_layout.py compares
+        return False
+    return marked_whole(path.read_text())
 
 
 def needs_nothing(item: pytest.Item) -> bool:

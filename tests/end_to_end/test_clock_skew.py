@@ -15,9 +15,10 @@ from bot.testing.cluster import BotProcess, free_port
 from tests.end_to_end.conftest import Server, wait_for
 from tests.helpers import ledger_lines
 
-pytestmark = [pytest.mark.redis, pytest.mark.processes, pytest.mark.network]
-
-pytestmark = pytest.mark.skipif(shutil.which("faketime") is None, reason="faketime is not installed (make install)")
+pytestmark = [
+    pytest.mark.redis, pytest.mark.processes, pytest.mark.network,
+    pytest.mark.skipif(shutil.which("faketime") is None, reason="faketime is not installed (make install)"),
+]
 
 TOKEN = "skew-test-token"
 
