@@ -33,7 +33,7 @@ def test_the_makefile_tiers_select_by_the_markers_tests_needs_defines():
     assert makefile.count('-m "not ($(NEEDS))" tests') == 2 and makefile.count('-m "$(NEEDS)" tests') == 1
 
 
-def test_a_test_module_of_the_fast_layer_lives_beside_the_code_it_tests():
+def test_no_test_module_is_left_at_the_top_of_tests():
     top = [p.name for p in (ROOT / "tests").glob("test_*.py")]
     assert top == []
 

@@ -7,14 +7,12 @@ HTTP endpoint for the check, real Redis."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from bot.testing.prometheus import Exporter
 from tests.adapters.channels.slack import test_slack as base
 from tests.adapters.channels.slack.test_slack import settled
+from tests.adapters.channels.slack.test_slack_verification import endpoint, settings  # noqa: F401 (fixtures)
 from tests.helpers import ledger_lines
 
 pytestmark = [pytest.mark.redis, pytest.mark.processes, pytest.mark.network]
@@ -23,32 +21,6 @@ fake_slack, slack = base.fake_slack, base.slack
 
 TTL_MS = 1_000  # the deploy's lock here (a minute in production)
 RETRY_AFTER = 4  # seconds Slack says to wait before the bake's message may be posted
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Exporter]:
-    served = Exporter()
-    yield served
-    served.stop()
-
-
-@pytest.fixture
-def settings(settings, fake_slack, tmp_path: Path, endpoint: Exporter):
-    path = tmp_path / "deploybot.toml"
-    path.write_text(f"""
-[services.backend]
-[services.frontend]
-[services.backend.verify.staging]
-bake = "1h"
-interval = "1s"
-[[services.backend.verify.staging.http]]
-url = "{endpoint.url}/health"
-contains = "ok"
-""")
-    return settings.model_copy(update={
-        "deploybot_config": path, "slack_bot_token": "xoxb-test-token", "slack_signing_secret": base.SECRET,
-        "slack_api_url": fake_slack.base_url, "approvers": "production:UBOB;staging:*",
-    })
 
 
 @pytest.fixture
